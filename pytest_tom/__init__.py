@@ -1,0 +1,38 @@
+"""pytest-tom: theory-of-mind benchmarks as pytest regression tests.
+
+Public API: declare suites in test modules, hand in your own model, or extend the
+plugin with new benchmarks and backends.
+"""
+
+from __future__ import annotations
+
+from pytest_tom.benchmarks.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.errors import TomConfigError, TomDataError, TomDependencyError, TomError, TomModelError
+from pytest_tom.models.base import CallableModel, Model, per_prompt
+from pytest_tom.suite import Suite, suite
+from pytest_tom.types import GenerationSettings, Group, ItemResult, Message, Outcome, Question, Request, Response
+
+__all__ = [
+    "Benchmark",
+    "BenchmarkOption",
+    "CallableModel",
+    "DataSource",
+    "GenerationSettings",
+    "Group",
+    "ItemResult",
+    "Message",
+    "Model",
+    "Outcome",
+    "Program",
+    "Question",
+    "Request",
+    "Response",
+    "Suite",
+    "TomConfigError",
+    "TomDataError",
+    "TomDependencyError",
+    "TomError",
+    "TomModelError",
+    "per_prompt",
+    "suite",
+]

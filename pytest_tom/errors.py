@@ -1,0 +1,41 @@
+"""One exception tree, so users can catch every pytest-tom failure with one clause."""
+
+from __future__ import annotations
+
+
+class TomError(Exception):
+    """Base class of every error pytest-tom raises on purpose."""
+
+
+class TomConfigError(TomError):
+    """An option, URI or suite declaration that cannot work as given."""
+
+
+class TomDependencyError(TomError):
+    """An optional dependency (torch, openai, vllm...) is missing for what was asked."""
+
+
+class TomDataError(TomError):
+    """Benchmark data that is missing or malformed.
+
+    The message always names the file, the record and the field, because a user
+    facing 2,860 records needs to know which one to look at.
+    """
+
+    def __init__(self, message: str, *, path: object = None, record: object = None, field: str | None = None) -> None:
+        where = []
+        if path is not None:
+            where.append(f"file {path}")
+        if record is not None:
+            where.append(f"record {record}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+        self.path = path
+        self.record = record
+        self.field = field
+
+
+class TomModelError(TomError):
+    """A model backend failed to answer a request (after any retries)."""

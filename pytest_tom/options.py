@@ -1,0 +1,134 @@
+"""Command-line options and ini keys, parsed once into `TomOptions`.
+
+Every `--tom-*` flag has an ini twin (`tom_*`), defaults are plain strings so
+pytest-xdist can ship them to workers, and benchmark-specific settings are
+generated from each benchmark's declared options as `--tom-<benchmark>-<name>`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_tom import constants as C
+from pytest_tom.benchmarks import Registry
+from pytest_tom.errors import TomConfigError
+
+_GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
+    (C.MODEL_OPTION, "tom_model", "Model to test, as a URI: random[:seed], python:pkg.module:callable, replay:PATH "
+     "(more schemes with the real backends). The tom_model fixture can be overridden in conftest.py instead.", {}),
+    (C.BENCHMARK_OPTION, "tom_benchmark", "Comma-separated benchmarks to run without any test file, e.g. tombench.", {}),
+    (C.DATA_DIR_OPTION, "tom_data_dir", f"Folder holding each benchmark's official files (<dir>/tombench/data/*.jsonl...). "
+     f"Default: ${C.DATA_DIR_ENV}.", {}),
+    (C.CACHE_DIR_OPTION, "tom_cache_dir", f"Response cache folder. Default: ${C.CACHE_DIR_ENV} or ~/.cache/pytest-tom.", {}),
+    (C.SAMPLE_OPTION, "tom_sample", "Run a stratified sample of N questions per suite (after -m/-k), for quick runs.", {}),
+    (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {}),
+    (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this path.", {}),
+    (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {}),
+]
+_FLAGS: list[tuple[str, str, str]] = [
+    (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache."),
+    (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked)."),
+]
+
+
+def add_options(parser: pytest.Parser, registry: Registry) -> None:
+    group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
+    for flag, dest, help_text, kw in _GENERAL:
+        group.addoption(flag, dest=dest, default=None, metavar=dest.removeprefix("tom_").upper(), help=help_text, **kw)
+        parser.addini(dest, help=help_text, default=None)
+    for flag, dest, help_text in _FLAGS:
+        group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
+        parser.addini(dest, help=help_text, type="bool", default=False)
+    for name in registry.names():
+        try:
+            cls = registry.get(name)
+        except Exception:  # a broken third-party benchmark must not break `pytest --help`
+            continue
+        for opt in cls.options:
+            dest = f"tom_{name}_{opt.name}"
+            choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
+            text = f"[{name}] {opt.help}{choices} Default: {opt.default}."
+            group.addoption(f"--tom-{name}-{opt.name.replace('_', '-')}", dest=dest, default=None, help=text)
+            parser.addini(dest, help=text, default=None)
+
+
+def _value(config: pytest.Config, dest: str) -> Any:
+    value = config.getoption(dest, default=None)
+    if value is None:
+        try:
+            value = config.getini(dest)
+        except ValueError:
+            value = None
+    return value if value not in ("", []) else None
+
+
+def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
+    raw = _value(config, dest)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise TomConfigError(f"{flag}={raw!r}: expected an integer") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TomOptions:
+    model: str | None
+    benchmarks: tuple[str, ...]
+    data_dir: Path | None
+    cache_dir: Path
+    no_cache: bool
+    download: bool
+    sample: int | None
+    seed: int
+    report: Path | None
+    batch_size: int | None
+    benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per benchmark, the settings given by flag or ini (suite keywords override them)."""
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, registry: Registry) -> TomOptions:
+        raw_bench = _value(config, "tom_benchmark")
+        benchmarks = tuple(b.strip() for b in str(raw_bench).split(",") if b.strip()) if raw_bench else ()
+        data_dir = _value(config, "tom_data_dir") or os.environ.get(C.DATA_DIR_ENV) or None
+        cache_dir = _value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
+        if not cache_dir:
+            base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+            cache_dir = str(Path(base) / "pytest-tom")
+        sample = _int(config, "tom_sample", C.SAMPLE_OPTION)
+        if sample is not None and sample < 1:
+            raise TomConfigError(f"{C.SAMPLE_OPTION}={sample}: must be at least 1")
+        batch = _int(config, "tom_batch_size", C.BATCH_SIZE_OPTION)
+        if batch is not None and batch < 1:
+            raise TomConfigError(f"{C.BATCH_SIZE_OPTION}={batch}: must be at least 1")
+        report = _value(config, "tom_report")
+        settings: dict[str, dict[str, str]] = {}
+        for name in registry.names():
+            try:
+                bench = registry.get(name)
+            except Exception:
+                continue
+            for opt in bench.options:
+                v = _value(config, f"tom_{name}_{opt.name}")
+                if v is not None:
+                    settings.setdefault(name, {})[opt.name] = str(v)
+        root = Path(config.invocation_params.dir)
+        return cls(
+            model=_value(config, "tom_model"),
+            benchmarks=benchmarks,
+            data_dir=(root / Path(str(data_dir)).expanduser()) if data_dir else None,
+            cache_dir=root / Path(str(cache_dir)).expanduser(),
+            no_cache=bool(_value(config, "tom_no_cache")),
+            download=bool(_value(config, "tom_download")),
+            sample=sample,
+            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0,
+            report=(Path(str(report)).expanduser()) if report else None,
+            batch_size=batch,
+            benchmark_settings=settings,
+        )
