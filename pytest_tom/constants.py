@@ -12,6 +12,7 @@ SAMPLE_OPTION = "--tom-sample"
 SEED_OPTION = "--tom-seed"
 REPORT_OPTION = "--tom-report"
 BATCH_SIZE_OPTION = "--tom-batch-size"
+MAX_ERRORS_OPTION = "--tom-max-errors"
 
 DATA_DIR_ENV = "TOM_DATA_DIR"
 CACHE_DIR_ENV = "TOM_CACHE_DIR"

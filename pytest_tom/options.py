@@ -29,6 +29,8 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {}),
     (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this path.", {}),
     (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {}),
+    (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
+     "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {}),
 ]
 _FLAGS: list[tuple[str, str, str]] = [
     (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache."),
@@ -53,7 +55,7 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
             dest = f"tom_{name}_{opt.name}"
             choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
             text = f"[{name}] {opt.help}{choices} Default: {opt.default}."
-            group.addoption(f"--tom-{name}-{opt.name.replace('_', '-')}", dest=dest, default=None, help=text)
+            group.addoption(f"--tom-{name}-{opt.name.replace('_', '-')}", dest=dest, default=None, metavar=opt.name.upper(), help=text)
             parser.addini(dest, help=text, default=None)
 
 
@@ -89,6 +91,7 @@ class TomOptions:
     seed: int
     report: Path | None
     batch_size: int | None
+    max_errors: int = 0
     benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per benchmark, the settings given by flag or ini (suite keywords override them)."""
 
@@ -107,6 +110,9 @@ class TomOptions:
         batch = _int(config, "tom_batch_size", C.BATCH_SIZE_OPTION)
         if batch is not None and batch < 1:
             raise TomConfigError(f"{C.BATCH_SIZE_OPTION}={batch}: must be at least 1")
+        max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION) or 0
+        if max_errors < 0:
+            raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
         report = _value(config, "tom_report")
         settings: dict[str, dict[str, str]] = {}
         for name in registry.names():
@@ -130,5 +136,6 @@ class TomOptions:
             seed=_int(config, "tom_seed", C.SEED_OPTION) or 0,
             report=(Path(str(report)).expanduser()) if report else None,
             batch_size=batch,
+            max_errors=max_errors,
             benchmark_settings=settings,
         )

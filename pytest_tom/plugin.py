@@ -57,6 +57,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 config.addinivalue_line("markers", f"{mark}: {text}")
     try:
         options = TomOptions.from_config(config, registry)
+        for name in options.benchmarks:
+            registry.get(name)
     except TomConfigError as exc:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = TomSession(config, options, registry)

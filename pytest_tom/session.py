@@ -190,6 +190,11 @@ class TomSession:
                 cache.close()
         self.config.hook.pytest_tom_results_ready(session=self, results=self.results)
 
+    def errors_within_budget(self) -> bool:
+        """True when the run's erroring questions fit the --tom-max-errors budget."""
+        errors = sum(1 for r in self.results.values() if r.outcome.value == "error")
+        return errors <= self.options.max_errors
+
     def result(self, key: str) -> ItemResult:
         return self.results[key]
 

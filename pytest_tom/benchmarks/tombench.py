@@ -402,6 +402,21 @@ class ToMBench(Benchmark):
             choices=("lenient", "official", "strict"),
         ),
         BenchmarkOption("aggregation", "paper", "Metrics: paper (reproduces the tables) or clean.", choices=("paper", "clean")),
+        BenchmarkOption(
+            "scoring", "generate",
+            "generate (official: parse the generated answer), loglikelihood (pick the option the model scores "
+            "highest), or both (items scored by generation; the report gives how often the two disagree).",
+            choices=("generate", "loglikelihood", "both"),
+        ),
+        BenchmarkOption(
+            "ll_target", "letter",
+            "Log-likelihood continuation: letter ('[[A]]', the official answer format) or text (the option itself).",
+            choices=("letter", "text"),
+        ),
+        BenchmarkOption(
+            "ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the continuation's UTF-8 length).",
+            choices=("none", "bytes"),
+        ),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
         BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
     )
@@ -520,36 +535,71 @@ class ToMBench(Benchmark):
         budget = int(self.settings["max_new_tokens"])
         return budget if budget > 0 else (1024 if self.settings["prompt"] == "cot" else 64)
 
-    def requests_for(self, it: ToMBenchItem) -> list[tuple[tuple[int, ...], Request]]:
+    def requests_for(self, it: ToMBenchItem, kind: str = "generate") -> list[tuple[tuple[int, ...], Request]]:
         system = SYSTEM_PROMPTS[(it.language, self.settings["prompt"])]
         n = len(it.options)
         settings = GenerationSettings(max_new_tokens=self._budget(), temperature=0.0)
         out = []
         for trial in range(self.settings["tries"]):
             order = permutation(n, self.settings["shuffle_seed"], f"{it.file}:{it.row}", trial, self.settings["permutations"])
-            req = Request(
-                messages=(Message("system", system), Message("user", render_user(it, order))),
-                settings=settings,
-                answer_labels=tuple(LETTERS[:n]),
-                answer_format="[[{}]]",
-            )
+            messages = (Message("system", system), Message("user", render_user(it, order)))
+            if kind == "loglikelihood":
+                if self.settings["ll_target"] == "letter":
+                    choices = tuple(f"[[{LETTERS[pos]}]]" for pos in range(n))
+                else:
+                    choices = tuple(it.options[i] for i in order)
+                req = Request(messages=messages, settings=GenerationSettings(max_new_tokens=0), kind="loglikelihood", choices=choices)
+            else:
+                req = Request(messages=messages, settings=settings, answer_labels=tuple(LETTERS[:n]), answer_format="[[{}]]")
             out.append((order, req))
         return out
 
     def solve(self, question: Question) -> Program:
         it: ToMBenchItem = question.payload
-        planned = self.requests_for(it)
-        responses = yield [r for _, r in planned]
-        return self.score(question, [o for o, _ in planned], [r.text for r in responses])
+        mode = self.settings["scoring"]
+        gen = self.requests_for(it) if mode in ("generate", "both") else []
+        ll = self.requests_for(it, "loglikelihood") if mode in ("loglikelihood", "both") else []
+        responses = yield [r for _, r in gen + ll]
+        gen_resp, ll_resp = responses[: len(gen)], responses[len(gen) :]
+        if mode == "loglikelihood":
+            return self.score(question, [o for o, _ in ll], [None] * len(ll), ll_choice=self._ll_choices(ll, ll_resp))
+        result = self.score(question, [o for o, _ in gen], [r.text for r in gen_resp])
+        if mode == "both":
+            ll_result = self.score(question, [o for o, _ in ll], [None] * len(ll), ll_choice=self._ll_choices(ll, ll_resp))
+            result.details["loglikelihood_answer"] = ll_result.parsed
+            result.details["loglikelihood_correct"] = ll_result.outcome is Outcome.CORRECT
+        return result
 
-    def score(self, question: Question, orders: Sequence[Sequence[int]], texts: Sequence[str | None]) -> ItemResult:
+    def _ll_choices(self, planned: Sequence[tuple[tuple[int, ...], Request]], responses: Sequence[Any]) -> list[str | None]:
+        """The displayed letter with the highest (optionally byte-normalised) log-probability per try."""
+        out: list[str | None] = []
+        for (_, req), resp in zip(planned, responses):
+            lps = resp.logprobs
+            if not lps or len(lps) != len(req.choices):
+                out.append(None)
+                continue
+            scores = list(lps)
+            if self.settings["ll_normalise"] == "bytes":
+                scores = [lp / max(1, len(c.encode("utf-8"))) for lp, c in zip(lps, req.choices)]
+            best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+            out.append(LETTERS[best])
+        return out
+
+    def score(
+        self,
+        question: Question,
+        orders: Sequence[Sequence[int]],
+        texts: Sequence[str | None],
+        ll_choice: Sequence[str | None] | None = None,
+    ) -> ItemResult:
+        """Majority-vote the tries; `ll_choice` replaces text extraction in log-likelihood scoring."""
         it: ToMBenchItem = question.payload
         n = len(it.options)
         mode = self.settings["extraction"]
         votes: list[str] = []
         trials = []
-        for order, text in zip(orders, texts):
-            shown = extract_answer(text, mode, n)
+        for k, (order, text) in enumerate(zip(orders, texts)):
+            shown = ll_choice[k] if ll_choice is not None else extract_answer(text, mode, n)
             if shown is None:
                 original = None
             else:
@@ -622,6 +672,11 @@ class ToMBench(Benchmark):
                 cells.append(f"{task.upper()} {pct(t['accuracy'])}" + (f"/{pct(coh['accuracy']).strip()}" if coh else ""))
             if cells:
                 lines.append("  tasks (accuracy/coherent): " + ", ".join(cells))
+            if m.get("generate_vs_loglikelihood_disagreement") is not None:
+                lines.append(
+                    f"  log-likelihood scoring: accuracy {pct(m['loglikelihood_accuracy'])}, disagrees with generation on "
+                    f"{pct(m['generate_vs_loglikelihood_disagreement']).strip()}% of items"
+                )
             cats = [f"{c} {pct(v)}" for c, v in m["categories"].items()]
             if cats:
                 lines.append("  categories: " + ", ".join(cats))
@@ -701,6 +756,10 @@ def aggregate(records: Sequence[Mapping[str, Any]], mode: str = "paper") -> dict
                 orig = tasks[task]["accuracy"] if task in tasks else None
                 coherent[task] = {"stories": story_total[task], "passed": story_pass[task], "accuracy": c,
                                   "drop": (orig - c) if orig is not None else None}
+        both = [r for r in scored if "loglikelihood_answer" in (r.get("details") or {})]
+        disagreement = (
+            sum(r["parsed"] != r["details"]["loglikelihood_answer"] for r in both) / len(both) if both else None
+        )
         task_avg = mean(t["accuracy"] for t in tasks.values() if t["accuracy"] is not None)
         human = {t: HUMAN_TASK_ACCURACY_ZH[t] - v["accuracy"] for t, v in tasks.items() if v["accuracy"] is not None}
         out["languages"][lang] = {
@@ -714,6 +773,8 @@ def aggregate(records: Sequence[Mapping[str, Any]], mode: str = "paper") -> dict
             "coherent": coherent,
             "coherent_avg": mean(c["accuracy"] for c in coherent.values()),
             "human_gap": human,
+            "generate_vs_loglikelihood_disagreement": disagreement,
+            "loglikelihood_accuracy": (sum(bool(r["details"]["loglikelihood_correct"]) for r in both) / len(both)) if both else None,
             "complete": set(tasks) == set(TASK_ORDER) and len(categories) == len(CATEGORIES),
         }
     return out

@@ -1,0 +1,191 @@
+"""Shared plumbing of the real backends: URI options, file fingerprints, cache folders.
+
+Only the standard library is imported here, so every backend module (and
+`import pytest_tom`) stays free of torch, transformers, openai and vllm until a
+scheme that needs them is used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pytest_tom.errors import TomConfigError, TomDependencyError
+
+MiB = 1024 * 1024
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One `?key=value` option a scheme accepts; `kind` is "str", "int", "float" or "bool"."""
+
+    name: str
+    kind: str = "str"
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] = ()
+
+    def convert(self, scheme: str, raw: str) -> Any:
+        where = f"--tom-model {scheme}:...?{self.name}={raw}"
+        if self.kind == "int":
+            try:
+                return int(raw)
+            except ValueError:
+                raise TomConfigError(f"{where}: expected an integer") from None
+        if self.kind == "float":
+            try:
+                return float(raw)
+            except ValueError:
+                raise TomConfigError(f"{where}: expected a number") from None
+        if self.kind == "bool":
+            low = raw.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise TomConfigError(f"{where}: expected true or false")
+        if self.choices and raw not in self.choices:
+            raise TomConfigError(f"{where}: expected one of {', '.join(self.choices)}")
+        return raw
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """A parsed `scheme:TARGET?key=value&...` model URI."""
+
+    scheme: str
+    target: str
+    options: Mapping[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.options[name]
+
+
+def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: Mapping[str, str] | None = None) -> Spec:
+    """Split the part after `scheme:` into its target and typed options.
+
+    The target is everything before the first ``?`` (a path, a hub id or an API
+    model name, which may contain ``/`` and ``:``); the query string is URL-decoded,
+    so a value holding ``&`` is written ``%26``. Unknown options are an error that
+    lists the known ones: a typo must never silently fall back to a default.
+    """
+    target, sep, query = spec.partition("?")
+    known = {o.name: o for o in options}
+    values: dict[str, Any] = {o.name: o.default for o in options}
+    if sep:
+        for key, raw in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+            if forbidden and key in forbidden:
+                raise TomConfigError(f"--tom-model {scheme}:...?{key}=: {forbidden[key]}")
+            opt = known.get(key)
+            if opt is None:
+                raise TomConfigError(
+                    f"--tom-model {scheme}:{target}?{key}=...: unknown option {key!r}; known: {', '.join(sorted(known))}"
+                )
+            values[key] = opt.convert(scheme, raw)
+    return Spec(scheme=scheme, target=target.strip(), options=values)
+
+
+def require(module: str, scheme: str, extra: str) -> Any:
+    """Import an optional dependency or raise the install hint users need."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise TomDependencyError(
+            f"--tom-model {scheme}:... needs {module!r} ({exc}): pip install 'pytest-tom[{extra}]'"
+        ) from exc
+
+
+# -- cache folders ---------------------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    """$TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom (as the response cache)."""
+    value = os.environ.get("TOM_CACHE_DIR")
+    if value:
+        return Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pytest-tom"
+
+
+def models_root() -> Path:
+    """Where converted checkpoints live: $TOM_MODEL_DIR, else <cache root>/models.
+
+    A separate variable lets CI keep the (slow to build) converted models across
+    runs while the response cache stays per run.
+    """
+    value = os.environ.get("TOM_MODEL_DIR")
+    return Path(value).expanduser() if value else cache_root() / "models"
+
+
+# -- fingerprints ----------------------------------------------------------------------------------
+
+
+def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
+    """A content hash of one file that does not depend on its mtime or name.
+
+    Sampled mode (the default) hashes the size plus the first, middle and last MiB:
+    reading three MiB of a 16 GB checkpoint takes milliseconds where a full hash
+    takes a minute per run. Any retraining, fine-tune, requantisation or
+    re-export changes the header (safetensors and GGUF put tensor metadata
+    first) or the sampled tensors; what it can miss is a same-size edit confined
+    to bytes outside the three samples, e.g. hand-patching one tensor in the
+    middle of a shard. `full=True` (URI option ``fingerprint=full``) closes that gap.
+    """
+    size = path.stat().st_size
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        if full or size <= 3 * sample:
+            h.update(b"full\0")
+            for block in iter(lambda: fh.read(4 * MiB), b""):
+                h.update(block)
+        else:
+            h.update(f"sampled:{size}:{sample}\0".encode())
+            for offset in (0, (size - sample) // 2, size - sample):
+                fh.seek(offset)
+                h.update(fh.read(sample))
+    return h.hexdigest()
+
+
+def digest_files(paths: Iterable[Path], *, full: bool = False) -> dict[str, str]:
+    return {p.name: file_digest(p, full=full) for p in sorted(paths) if p.is_file()}
+
+
+def combine(parts: Mapping[str, Any]) -> str:
+    """One sha256 over a mapping, stable across key order."""
+    import json
+
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+# -- log-likelihood token counts -------------------------------------------------------------------
+
+CHOICE_TOKENS_PREFIX = "choice_tokens."
+"""`Response.usage["choice_tokens.<i>"]` holds how many tokens choice *i* was scored over."""
+
+
+def choice_usage(prompt_tokens: int, counts: Sequence[int]) -> dict[str, int]:
+    """The usage record of a log-likelihood response (see `choice_token_counts`)."""
+    usage = {"prompt_tokens": prompt_tokens, "scored_tokens": int(sum(counts))}
+    usage.update({f"{CHOICE_TOKENS_PREFIX}{i}": int(n) for i, n in enumerate(counts)})
+    return usage
+
+
+def choice_token_counts(usage: Mapping[str, int], n_choices: int) -> tuple[int, ...] | None:
+    """Per-choice token counts of a log-likelihood response, for a per-token normalised score.
+
+    None when the backend did not report them (e.g. a replayed recording).
+    """
+    try:
+        return tuple(int(usage[f"{CHOICE_TOKENS_PREFIX}{i}"]) for i in range(n_choices))
+    except KeyError:
+        return None

