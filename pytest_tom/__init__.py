@@ -12,6 +12,14 @@ from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.suite import Suite, suite
 from pytest_tom.types import GenerationSettings, Group, ItemResult, Message, Outcome, Question, Request, Response
 
+
+def model_from_config(config: object) -> Model:
+    """The model that --tom-model names, for a conftest.py `tom_model` override that defers to the flag."""
+    from pytest_tom.plugin import tom_session
+
+    return tom_session(config).default_model()  # type: ignore[arg-type]
+
+
 __all__ = [
     "Benchmark",
     "BenchmarkOption",
@@ -33,6 +41,7 @@ __all__ = [
     "TomDependencyError",
     "TomError",
     "TomModelError",
+    "model_from_config",
     "per_prompt",
     "suite",
 ]

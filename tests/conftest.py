@@ -55,12 +55,20 @@ def tom_model():
 
 
 @pytest.fixture
-def oracle_conftest(pytester: pytest.Pytester, fixtures_dir: Path):
-    """Write a conftest.py whose tom_model override knows the gold answers."""
+def oracle_conftest_for(pytester: pytest.Pytester):
+    """Write a conftest.py whose tom_model override knows the gold answers of a data folder."""
+
+    def write(data: Path, wrong: tuple[str, ...] = (), garble: tuple[str, ...] = ()) -> None:
+        pytester.makeconftest(ORACLE_CONFTEST.format(helpers=str(REPO / "tests"), wrong=wrong, garble=garble, data=str(data)))
+
+    return write
+
+
+@pytest.fixture
+def oracle_conftest(oracle_conftest_for, fixtures_dir: Path):
+    """Write a conftest.py whose tom_model override knows the gold answers of the bundled fixtures."""
 
     def write(wrong: tuple[str, ...] = (), garble: tuple[str, ...] = ()) -> None:
-        pytester.makeconftest(
-            ORACLE_CONFTEST.format(helpers=str(REPO / "tests"), wrong=wrong, garble=garble, data=str(fixtures_dir))
-        )
+        oracle_conftest_for(fixtures_dir, wrong, garble)
 
     return write

@@ -14,15 +14,25 @@ from typing import Any
 
 from pytest_tom.benchmarks.tombench import LETTERS, load_file
 
-_OPTION = re.compile(r"^([A-D])\. (.*)$")
+_OPTION = re.compile(r"^([A-D])\. (.*)$", re.S)
 
 
 def build_gold(data_dir: Path) -> dict[str, str]:
     gold: dict[str, str] = {}
     for path in sorted((data_dir / "tombench" / "data").glob("*.jsonl")):
         for it in load_file(path, ["en", "zh"]):
-            gold[it.question + "\x00" + "\x00".join(sorted(it.options))] = it.options[LETTERS.index(it.answer)]
+            gold[_key(it.story, it.question, it.options)] = it.options[LETTERS.index(it.answer)]
+            gold.setdefault(_key("", it.question, it.options), it.options[LETTERS.index(it.answer)])
     return gold
+
+
+def _key(story: str, question: str, options: tuple[str, ...] | list[str]) -> str:
+    return "\x00".join([story, question, *sorted(options)])
+
+
+def _between(text: str, start: str, end: str) -> str:
+    i = text.index(start) + len(start)
+    return text[i : text.index(end, i)]
 
 
 class Oracle:
@@ -33,16 +43,21 @@ class Oracle:
         self.tom_fingerprint = f"oracle:{sorted(wrong)}:{sorted(garble)}"
 
     def answer(self, user: str) -> str:
-        question = user.split("\n\n")[1].split("\n", 1)[1]
+        heads = ("[Story]\n", "\n\n[Question]\n", "\n\n[Candidate Answers]\n")
+        if not user.startswith(heads[0]):
+            heads = ("[故事]\n", "\n\n[问题]\n", "\n\n[答案选项]\n")
+        story = _between(user, heads[0], heads[1])
+        question = _between(user, heads[1], heads[2])
         options = {}
-        for line in user.split("\n\n")[2].split("\n")[1:]:
-            m = _OPTION.match(line)
+        block = user.split(heads[2], 1)[1]
+        for part in re.split(r"\n(?=[A-D]\. )", block):  # an option may span lines
+            m = _OPTION.match(part)
             if m:
                 options[m.group(1)] = m.group(2)
         if any(w in question for w in self.garble):
             return "I would rather not say."
-        key = question + "\x00" + "\x00".join(sorted(options.values()))
-        target = self.gold[key]
+        # A story may itself contain the block headers; fall back to question + options.
+        target = self.gold.get(_key(story, question, list(options.values()))) or self.gold[_key("", question, list(options.values()))]
         letter = next(k for k, v in options.items() if v == target)
         if any(w in question for w in self.wrong):
             letter = next(k for k in options if k != letter)

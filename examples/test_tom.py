@@ -1,0 +1,21 @@
+"""A model repo's theory-of-mind regression suite: copy this file into your tests/.
+
+Each module-level suite becomes one test per question (plus one per story for the
+coherence assertion). Select with marks, e.g. ``pytest -m "tombench and belief and en"``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest_tom
+
+# Real data via TOM_DATA_DIR; the project's own small fixtures otherwise.
+DATA = os.environ.get("TOM_DATA_DIR") or Path(__file__).resolve().parent.parent / "fixtures"
+
+# The official protocol: English and Chinese, vanilla prompt, 5 shuffled tries, majority vote.
+tombench = pytest_tom.suite("tombench", data_dir=DATA)
+
+# A quick English check for every commit: one try each on a stratified sample of 10 questions.
+tombench_quick = pytest_tom.suite("tombench", data_dir=DATA, languages="en", tries=1, sample=10, seed=1)

@@ -1,0 +1,37 @@
+"""The examples/ folder works as a model repo would use it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def example_repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.delenv("TOM_DATA_DIR", raising=False)
+    for name in ("test_tom.py", "conftest.py", "my_model.py"):
+        shutil.copy(REPO / "examples" / name, pytester.path / name)
+    # The example finds the fixtures relative to itself; point it at the repo's copy.
+    text = (pytester.path / "test_tom.py").read_text().replace(
+        'Path(__file__).resolve().parent.parent / "fixtures"', repr(str(REPO / "fixtures"))
+    )
+    (pytester.path / "test_tom.py").write_text(text)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_the_example_runs_the_repos_own_model(example_repo: pytest.Pytester) -> None:
+    result = example_repo.runpytest("-p", "no:cacheprovider", "--tb=no", "-q")
+    outcomes = result.parseoutcomes()
+    # 42 questions + 10 stories, then the sample: 10 questions + the 1-question PST story it completes.
+    assert outcomes["passed"] + outcomes["failed"] == 42 + 10 + 10 + 1
+    result.stdout.fnmatch_lines(["model: python:my_model:overlap_baseline*", "*test_tom.py::tombench_quick (tombench, 10 questions)*"])
+
+
+def test_the_command_line_model_wins_over_the_conftest_model(example_repo: pytest.Pytester) -> None:
+    result = example_repo.runpytest("-p", "no:cacheprovider", "--tb=no", "-q", "--tom-model=random:4", "-m", "en and belief")
+    result.stdout.fnmatch_lines(["model: random:4*"])
