@@ -71,13 +71,11 @@ class _TomItem(pytest.Item):
     def key(self) -> str:
         raise NotImplementedError
 
-    def _ensure_answers(self) -> None:
-        tom = _tom(self.config)
-        if not tom.has_run:
-            try:
-                tom.run(self.session.items, model=lambda: self._fixture("tom_model"))
-            except TomConfigError as exc:  # the same message on every item would help nobody
-                pytest.exit(f"pytest-tom: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    def _ensure_answers(self, keys: list[str]) -> None:
+        try:
+            _tom(self.config).ensure(keys, self.session.items, model=lambda: self._fixture("tom_model"))
+        except TomConfigError as exc:  # the same message on every item would help nobody
+            pytest.exit(f"pytest-tom: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
     def _fixture(self, name: str) -> Any:
         """Resolve a fixture for this item, so users can override `tom_model` in conftest.py."""
@@ -110,7 +108,7 @@ class QuestionItem(_TomItem):
         return f"{self.suite.sid}::{self.question.qid}"
 
     def setup(self) -> None:
-        self._ensure_answers()
+        self._ensure_answers([self.key()])
         result = _tom(self.config).result(self.key())
         self.user_properties.append((RECORD_PROPERTY, _tom(self.config).record_for(self, result)))
         self._result = result
@@ -155,7 +153,7 @@ class GroupItem(_TomItem):
                 f"{self.group.kind} group {self.group.gid}: only {len(present)} of {len(member_keys)} questions "
                 "are selected; a consistency assertion is never computed on a partial group"
             )
-        self._ensure_answers()
+        self._ensure_answers(member_keys)
         self._members = [tom.result(k) for k in member_keys]
         self.user_properties.append((RECORD_PROPERTY, tom.group_record(self, self._members)))
         errors = [r for r in self._members if r.outcome is Outcome.ERROR]

@@ -115,8 +115,10 @@ class _SessionHooks:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the JSON report (on the controller only under xdist)."""
+        tom = tom_session(self.config)
+        tom.close()
         if not hasattr(self.config, "workerinput"):
-            tom_session(self.config).finish()
+            tom.finish()
 
 
 @pytest.fixture(scope="session")

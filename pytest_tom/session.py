@@ -82,7 +82,6 @@ class TomSession:
         self.registry = registry
         self.suites: dict[str, LoadedSuite] = {}
         self.results: dict[str, ItemResult] = {}
-        self.has_run = False
         self.engine: Engine | None = None
         self.model: Model | None = None
         self.records: dict[str, dict[str, Any]] = {}
@@ -90,6 +89,9 @@ class TomSession:
         self.suite_info: dict[str, dict[str, Any]] = {}
         self._selected: set[str] | None = None
         self._report: dict[str, Any] | None = None
+        self._cache: ResponseCache | None = None
+        self._order: list[Any] | None = None
+        self._chunk_of: dict[str, int] = {}
 
     # -- collection ------------------------------------------------------------------------------
     @property
@@ -171,24 +173,45 @@ class TomSession:
         made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
         return as_model(made, uri=uri) if made is not None else make_model(uri)
 
-    def run(self, items: Sequence[Any], model: Callable[[], Any]) -> None:
-        """Answer every selected question in one engine run (dedupe and batching need the whole plan)."""
+    def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], Any]) -> None:
+        """Make sure `keys` have results, answering their whole planning unit in one engine run.
+
+        In one process the unit is every selected question: dedupe and batching
+        need the whole plan. On a pytest-xdist worker it is the contiguous chunk of
+        the selection that holds the key (xdist hands out contiguous runs of items),
+        so workers split the model work instead of each answering everything.
+        """
+        missing = [k for k in keys if k not in self.results]
+        if not missing:
+            return
+        if self.engine is None:
+            self.model = as_model(model())
+            self._cache = None if self.options.no_cache else ResponseCache(self.options.cache_dir)
+            self.engine = Engine(self.model, self._cache, batch_size=self.options.batch_size, progress=Progress(self.config))
+        unit = self._planning_unit(missing, items)
+        programs = {key: (it.question, it.suite.benchmark.solve(it.question)) for key, it in unit.items()}
+        self.results.update(self.engine.run(programs))
+        self.config.hook.pytest_tom_results_ready(session=self, results=self.results)
+
+    def _planning_unit(self, missing: Sequence[str], items: Sequence[Any]) -> dict[str, Any]:
         from pytest_tom.collect import QuestionItem
 
-        self.has_run = True
-        self.model = as_model(model())
-        cache = None if self.options.no_cache else ResponseCache(self.options.cache_dir)
-        self.engine = Engine(self.model, cache, batch_size=self.options.batch_size, progress=Progress(self.config))
-        programs = {}
-        for it in items:
-            if isinstance(it, QuestionItem):
-                programs[it.key()] = (it.question, it.suite.benchmark.solve(it.question))
-        try:
-            self.results = self.engine.run(programs)
-        finally:
-            if cache is not None:
-                cache.close()
-        self.config.hook.pytest_tom_results_ready(session=self, results=self.results)
+        if self._order is None:
+            self._order = [it for it in items if isinstance(it, QuestionItem)]
+            workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+            size = len(self._order) if workers <= 1 else max(1, -(-len(self._order) // (workers * 4)))
+            self._chunk_of = {it.key(): i // size for i, it in enumerate(self._order)}
+        wanted = {self._chunk_of[k] for k in missing if k in self._chunk_of}
+        unit = {it.key(): it for it in self._order if self._chunk_of[it.key()] in wanted and it.key() not in self.results}
+        for k in missing:
+            if k not in unit and k not in self._chunk_of:
+                raise KeyError(f"pytest-tom: {k} is not a selected question")
+        return unit
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     def errors_within_budget(self) -> bool:
         """True when the run's erroring questions fit the --tom-max-errors budget."""
