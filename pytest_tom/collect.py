@@ -169,7 +169,8 @@ class GroupItem(_TomItem):
                 f"{self.group.kind} group {self.group.gid}: {len(broken)} of {len(self._members)} questions failed",
             ]
             for r in broken:
-                lines.append(f"  {r.qid}: {r.outcome.value} (answer {r.parsed!r}, gold {r.gold!r})")
+                why = r.details.get("why")
+                lines.append(f"  {r.qid}: {r.outcome.value} (answer {r.parsed!r}, gold {r.gold!r})" + (f": {why}" if why else ""))
             raise GroupFailed("\n".join(lines))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:

@@ -6,6 +6,10 @@ each wave gathers every pending request of every question, dedupes identical
 requests, answers what the cache holds and sends the rest to the model in
 batches, storing each response as it arrives. Dependent requests (a follow-up
 that needs an earlier answer) simply arrive in a later wave.
+
+A program may yield an empty list: it then resumes in the next wave, after every
+other program has advanced once. FANToM uses this to queue all free-response
+answers first and embed them in one batch; keep that contract.
 """
 
 from __future__ import annotations

