@@ -72,6 +72,9 @@ class Engine:
         self.model = model
         self.cache = cache
         self.batch_size = batch_size
+        if batch_size:
+            # Once, not per wave: a backend that backed off after out-of-memory keeps its smaller size.
+            model.batch_size = batch_size
         self.progress = progress
         self.stats = EngineStats()
         self.responses: dict[str, Response] = {}
@@ -152,8 +155,6 @@ class Engine:
         misses = [r for r in requests if r.key not in answers]
         total = len(misses)
         if misses:
-            if self.batch_size:
-                self.model.batch_size = self.batch_size
             done = 0
             unsaved: list[tuple[str, Response]] = []
             last_flush = time.monotonic()
@@ -167,7 +168,8 @@ class Engine:
                     unsaved.append((req.key, response))
                     done += 1
                     for k, v in response.usage.items():
-                        self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
+                        if not k.startswith("choice_tokens."):  # per-choice detail, not spend
+                            self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
                     now = time.monotonic()
                     if len(unsaved) >= _FLUSH_EVERY_N or now - last_flush >= _FLUSH_EVERY_S:
                         self._flush(unsaved)

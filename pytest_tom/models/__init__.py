@@ -23,6 +23,10 @@ BUILTIN: dict[str, str] = {
     "random": "pytest_tom.models.random:make",
     "python": "pytest_tom.models.python:make",
     "replay": "pytest_tom.models.replay:make",
+    "hf": "pytest_tom.models.hf:make",
+    "smollm2": "pytest_tom.models.hf:make_smollm2",
+    "openai": "pytest_tom.models.openai:make",
+    "vllm": "pytest_tom.models.vllm:make",
 }
 
 

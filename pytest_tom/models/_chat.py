@@ -157,22 +157,7 @@ class ChatFormatter:
 
     def messages(self, messages: Sequence[Message]) -> list[dict[str, str]]:
         """The messages the template sees: system text folded into the next user turn when needed."""
-        if not self.fold:
-            return [m.to_dict() for m in messages]
-        out: list[dict[str, str]] = []
-        pending: list[str] = []
-        for m in messages:
-            if m.role == "system":
-                pending.append(m.content)
-                continue
-            if pending and m.role == "user":
-                out.append({"role": "user", "content": PLAIN_SEPARATOR.join([*pending, m.content])})
-                pending = []
-            else:
-                out.append(m.to_dict())
-        if pending:  # system text with no user turn after it becomes the user turn
-            out.append({"role": "user", "content": PLAIN_SEPARATOR.join(pending)})
-        return out
+        return fold_system(messages) if self.fold else [m.to_dict() for m in messages]
 
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text; a final assistant message is continued rather than closed (prefill)."""
@@ -181,6 +166,24 @@ class ChatFormatter:
         msgs = self.messages(messages)
         continue_final = bool(msgs) and msgs[-1]["role"] == "assistant"
         return self.renderer(msgs, continue_final)
+
+
+def fold_system(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """Move each system message's text to the front of the next user turn (blank-line separated)."""
+    out: list[dict[str, str]] = []
+    pending: list[str] = []
+    for m in messages:
+        if m.role == "system":
+            pending.append(m.content)
+            continue
+        if pending and m.role == "user":
+            out.append({"role": "user", "content": PLAIN_SEPARATOR.join([*pending, m.content])})
+            pending = []
+        else:
+            out.append(m.to_dict())
+    if pending:  # system text with no user turn after it becomes the user turn
+        out.append({"role": "user", "content": PLAIN_SEPARATOR.join(pending)})
+    return out
 
 
 def choose_template(option: str | None, own_template: str | None) -> tuple[str | None, str]:

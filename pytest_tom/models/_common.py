@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.errors import TomConfigError
 
 MiB = 1024 * 1024
 
@@ -91,18 +91,6 @@ def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: 
                 )
             values[key] = opt.convert(scheme, raw)
     return Spec(scheme=scheme, target=target.strip(), options=values)
-
-
-def require(module: str, scheme: str, extra: str) -> Any:
-    """Import an optional dependency or raise the install hint users need."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise TomDependencyError(
-            f"--tom-model {scheme}:... needs {module!r} ({exc}): pip install 'pytest-tom[{extra}]'"
-        ) from exc
 
 
 # -- cache folders ---------------------------------------------------------------------------------

@@ -86,11 +86,15 @@ def convert(gguf: Path, out: Path) -> None:
     """De-quantise `gguf` into a plain transformers checkpoint in `out`."""
     try:
         import torch
+        import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:
         raise TomDependencyError(f"converting {gguf.name} needs transformers and torch: pip install 'pytest-tom[hf]' ({exc})") from exc
 
-    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    from pytest_tom.models.hf import dtype_kwarg
+
+    f32 = dtype_kwarg(transformers, torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **f32)
     config = loaded.config
     for attr in ("quantization_config", "_name_or_path"):
         if hasattr(config, attr):
@@ -98,7 +102,7 @@ def convert(gguf: Path, out: Path) -> None:
                 delattr(config, attr)
             except AttributeError:
                 setattr(config, attr, None)
-    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    fresh = AutoModelForCausalLM.from_config(config, **f32)
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
     tied = {k for k in missing if k.endswith("lm_head.weight")} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:

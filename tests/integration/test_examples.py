@@ -27,8 +27,8 @@ def example_repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> 
 def test_the_example_runs_the_repos_own_model(example_repo: pytest.Pytester) -> None:
     result = example_repo.runpytest("-p", "no:cacheprovider", "--tb=no", "-q")
     outcomes = result.parseoutcomes()
-    # 42 questions + 10 stories, then the sample: 10 questions + the 1-question PST story it completes.
-    assert outcomes["passed"] + outcomes["failed"] == 42 + 10 + 10 + 1
+    # 21 English questions + 5 stories, then the sample: 10 questions + the 1-question PST story it completes.
+    assert outcomes["passed"] + outcomes["failed"] == 21 + 5 + 10 + 1
     result.stdout.fnmatch_lines(["model: python:my_model:overlap_baseline*", "*test_tom.py::tombench_quick (tombench, 10 questions)*"])
 
 

@@ -239,7 +239,7 @@ def test_one_wrong_answer_fails_exactly_its_set(pytester: pytest.Pytester) -> No
     }
     result.stdout.fnmatch_lines([
         "all_star group short-0-0-0-inaccessible: 1 of 16 questions failed",
-        "  short-0-0-0-answerability_yn-kailey: incorrect (answer 'yes', gold 'no')",
+        "  short-0-0-0-answerability_yn-kailey: incorrect (answer 'yes', gold 'no'): says Kailey knows, but Kailey does not*",
     ])
     assert_lines(result, [
         "FANToM AnswerabilityQ[Y/N], set 0-0-0 (short context, inaccessible; Kailey missed part of it): incorrect",
@@ -267,7 +267,7 @@ def test_a_free_response_that_leaks_the_fact_fails_all_star_only(pytester: pytes
     result.stdout.fnmatch_lines([
         "why: the answer is closer to the omniscient-view answer (cosine 1.000) than to the PersonX-centric one *",
         "all_star group short-1-1-0-inaccessible: 1 of 14 questions failed",
-        "  short-1-1-0-belief_free-1: incorrect (answer 'omniscient-view', gold 'personx-centric')",
+        "  short-1-1-0-belief_free-1: incorrect (answer 'omniscient-view', gold 'personx-centric')*",
     ])
 
 

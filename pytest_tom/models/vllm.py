@@ -1,0 +1,408 @@
+"""`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
+
+Prompts are rendered here with the same `ChatFormatter` as the `hf:` backend
+(the tokenizer's template, folding, override, disable) and sent to vLLM as
+token ids, so `hf:` and `vllm:` see byte-identical prompts and the template
+hash means the same thing in both reports. Generation uses one
+`SamplingParams` per request (greedy unless asked, the benchmark's token
+budget, per-request seeds, which vLLM honours independently of batching);
+log-likelihood requests use `prompt_logprobs` over prompt+choice.
+
+`tensor_parallel_size=N` splits one model over N GPUs inside vLLM;
+`data_parallel_size=M` starts M engine processes (spawned, each seeing its
+own `CUDA_VISIBLE_DEVICES` slice of N GPUs) and deals requests out to them,
+which is how vLLM's own offline data-parallel example works.
+
+Written against the vLLM >= 0.6 Python API (`LLM.generate` with
+`{"prompt_token_ids": ...}` prompts, `SamplingParams(prompt_logprobs=...)`);
+it has been tested with a stand-in `vllm` module only, never on a GPU.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import weakref
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
+from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
+from pytest_tom.models._common import Option, Spec, choice_usage, combine, parse_spec
+from pytest_tom.models.base import Model
+from pytest_tom.types import GenerationSettings, Request, Response
+
+BACKEND_VERSION = 1
+
+OPTIONS: tuple[Option, ...] = (
+    Option("dtype", default="auto", help="auto, float16, bfloat16, float32"),
+    Option("tensor_parallel_size", kind="int", default=1, help="GPUs per engine (vLLM tensor parallelism)"),
+    Option("data_parallel_size", kind="int", default=1, help="engine processes, each on its own tensor_parallel_size GPUs"),
+    Option("gpu_memory_utilization", kind="float", default=None, help="share of each GPU's memory vLLM may use"),
+    Option("max_model_len", kind="int", default=None, help="context length to allocate (default: the model's)"),
+    Option("max_num_seqs", kind="int", default=None, help="vLLM's concurrent sequence limit"),
+    Option("quantization", default=None, help="awq, gptq, fp8... (vLLM's names)"),
+    Option("enforce_eager", kind="bool", default=None, help="disable CUDA graphs (slower, less memory)"),
+    Option("seed", kind="int", default=0, help="engine seed"),
+    Option("revision", default=None),
+    Option("tokenizer", default=None, help="tokenizer folder or id when it differs from the model's (e.g. for a .gguf)"),
+    Option("trust_remote_code", kind="bool", default=False),
+    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
+    Option("system", default="auto", choices=SYSTEM_MODES, help="auto, fold or keep (see hf:)"),
+    Option("batch_size", kind="int", default=256, help="requests per llm.generate call (the resume granularity)"),
+    Option("fingerprint", default="sampled", choices=("sampled", "full")),
+)
+
+
+def visible_gpus() -> list[str]:
+    """The GPU ids this process may use, respecting CUDA_VISIBLE_DEVICES."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:
+        return []
+
+
+def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
+    """`SamplingParams` keyword arguments for a generate request.
+
+    temperature 0 is greedy in vLLM; top_p only matters when sampling. The
+    per-request seed makes a sampled answer independent of its batch-mates.
+    """
+    kw: dict[str, Any] = {
+        "n": 1,
+        "max_tokens": settings.max_new_tokens,
+        "temperature": float(settings.temperature),
+        "top_p": float(settings.top_p) if settings.temperature > 0 else 1.0,
+        "skip_special_tokens": True,
+    }
+    if settings.stop:
+        kw["stop"] = list(settings.stop)
+    if settings.seed is not None:
+        kw["seed"] = int(settings.seed)
+    return kw
+
+
+LOGLIK_KWARGS: dict[str, Any] = {"n": 1, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
+"""prompt_logprobs=1: vLLM always includes the actual prompt token besides the top-1."""
+
+
+def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Answer work items with one `llm.generate` call; shared by the in-process and worker engines."""
+    prompts = [{"prompt_token_ids": list(it["ids"])} for it in items]
+    params = [vllm.SamplingParams(**it["params"]) for it in items]
+    outputs = llm.generate(prompts, sampling_params=params, use_tqdm=False)
+    results: list[dict[str, Any]] = []
+    for it, out in zip(items, outputs):
+        if it["kind"] == "generate":
+            comp = out.outputs[0]
+            results.append({"text": comp.text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
+            continue
+        ids, n_ctx = it["ids"], it["n_ctx"]
+        plp = out.prompt_logprobs
+        if plp is None:
+            raise TomModelError("vLLM returned no prompt_logprobs for a log-likelihood request")
+        total = 0.0
+        for pos in range(n_ctx, len(ids)):
+            entry = plp[pos]
+            if entry is None or ids[pos] not in entry:
+                raise TomModelError(f"vLLM returned no log-probability for prompt token {pos}")
+            total += float(entry[ids[pos]].logprob)
+        results.append({"logprob": total, "n": len(ids) - n_ctx})
+    if len(results) != len(items):
+        raise TomModelError(f"vLLM returned {len(results)} outputs for {len(items)} prompts")
+    return results
+
+
+def _worker_main(conn: Any, llm_kwargs: dict[str, Any], devices: str) -> None:
+    """One data-parallel engine: builds its LLM on its GPU slice and answers chunks until told to stop."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = devices
+    try:
+        import vllm
+
+        llm = vllm.LLM(**llm_kwargs)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            break
+        tag, items = msg
+        try:
+            conn.send((tag, run_items(llm, vllm, items)))
+        except Exception as exc:
+            conn.send((tag, f"{type(exc).__name__}: {exc}"))
+
+
+class VLLMModel(Model):
+    def __init__(self, spec: Spec, *, uri: str) -> None:
+        self.uri = uri
+        o = dict(spec.options)
+        self.options = o
+        if not spec.target:
+            raise TomConfigError("--tom-model vllm:PATH_OR_ID needs a model folder or hub id")
+        try:
+            import vllm
+        except ImportError as exc:
+            raise TomDependencyError(f"--tom-model {uri} needs vLLM ({exc}): pip install 'pytest-tom[vllm]' (Linux with an NVIDIA GPU)") from exc
+        self._vllm = vllm
+        tp, dp = int(o["tensor_parallel_size"]), int(o["data_parallel_size"])
+        if tp < 1 or dp < 1:
+            raise TomConfigError(f"--tom-model {uri}: tensor_parallel_size and data_parallel_size must be at least 1")
+        gpus = visible_gpus()
+        if not gpus:
+            raise TomDependencyError(f"--tom-model {uri}: vLLM needs a CUDA GPU and none is visible; use hf:{spec.target} on CPU")
+        if tp * dp > len(gpus):
+            raise TomConfigError(
+                f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, {len(gpus)} visible"
+            )
+        self.gpus = gpus
+        self.tp, self.dp = tp, dp
+        path = Path(spec.target).expanduser()
+        self.path = str(path) if path.exists() else spec.target
+        self.is_local = path.exists()
+        self.batch_size = int(o["batch_size"])
+        try:
+            from transformers import AutoTokenizer
+        except ImportError as exc:
+            raise TomDependencyError(f"--tom-model {uri} needs transformers (a vLLM dependency): {exc}") from exc
+        tok_kw: dict[str, Any] = {"trust_remote_code": o["trust_remote_code"]}
+        if o["revision"] and not o["tokenizer"]:
+            tok_kw["revision"] = o["revision"]
+        self.tokenizer = AutoTokenizer.from_pretrained(o["tokenizer"] or self.path, **tok_kw)
+        own = getattr(self.tokenizer, "chat_template", None)
+        template, source = choose_template(o["chat_template"], own if isinstance(own, str) else None)
+        self._template = template
+        self.formatter = ChatFormatter(template=template, source=source, renderer=self._render, system=o["system"])
+        self._engine: Any = None
+        self._fingerprint: str | None = None
+
+    def _render(self, messages: list[dict[str, str]], continue_final: bool) -> str:
+        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
+            messages, chat_template=self._template, tokenize=False,
+            add_generation_prompt=not continue_final, continue_final_message=continue_final,
+        )
+
+    def llm_kwargs(self) -> dict[str, Any]:
+        """Arguments for `vllm.LLM`; unset options are left out so each vLLM version uses its defaults."""
+        o = self.options
+        kw: dict[str, Any] = {"model": self.path, "tensor_parallel_size": self.tp, "dtype": o["dtype"], "seed": o["seed"],
+                              "trust_remote_code": o["trust_remote_code"]}
+        for name in ("tokenizer", "revision", "quantization", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_seqs"):
+            if o[name] is not None:
+                kw[name] = o[name]
+        return kw
+
+    # -- identity --------------------------------------------------------------------------------
+    def fingerprint(self) -> str:
+        if self._fingerprint is None:
+            from pytest_tom.models.hf import hub_fingerprint, local_fingerprint
+
+            full = self.options["fingerprint"] == "full"
+            p = Path(self.path)
+            if p.is_file() and p.suffix == ".gguf":
+                files = local_fingerprint(p.parent, gguf_file=p.name, full=full)
+            elif self.is_local:
+                files = local_fingerprint(p, full=full)
+            else:
+                files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
+            parts = {
+                "backend": f"vllm-v{BACKEND_VERSION}",
+                "files": files,
+                "dtype": self.options["dtype"],
+                "quantization": self.options["quantization"],
+                "template": self.formatter.hash(),
+            }
+            self._fingerprint = "vllm:" + combine(parts)
+        return self._fingerprint
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **super().describe(),
+            "backend": "vllm",
+            "path": self.path,
+            "llm_kwargs": self.llm_kwargs(),
+            "data_parallel_size": self.dp,
+            "gpus": self.gpus[: self.tp * self.dp],
+            "chat_template": self.formatter.describe(),
+            "vllm_version": getattr(self._vllm, "__version__", "?"),
+        }
+
+    # -- answering -------------------------------------------------------------------------------
+    def work_items(self, requests: Sequence[Request]) -> tuple[list[tuple[int, int, dict[str, Any]]], list[tuple[int, Response]]]:
+        """Flatten requests into (request index, choice index, item); failures come back as responses."""
+        items: list[tuple[int, int, dict[str, Any]]] = []
+        failed: list[tuple[int, Response]] = []
+        for i, r in enumerate(requests):
+            try:
+                text = self.formatter.render(r.messages)
+                ids = [int(t) for t in self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]]
+                if r.kind == "generate":
+                    items.append((i, -1, {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}))
+                elif r.kind == "loglikelihood":
+                    if not r.choices or not ids:
+                        raise ValueError("a loglikelihood request needs a prompt and at least one choice")
+                    for k, choice in enumerate(r.choices):
+                        cont = [int(t) for t in self.tokenizer(choice, add_special_tokens=False)["input_ids"]]
+                        if not cont:
+                            raise ValueError(f"choice {k} ({choice!r}) tokenises to nothing")
+                        items.append((i, k, {"kind": "loglikelihood", "ids": ids + cont, "n_ctx": len(ids), "params": dict(LOGLIK_KWARGS)}))
+                else:
+                    raise ValueError(f"unknown request kind {r.kind!r}")
+            except Exception as exc:
+                failed.append((i, Response(error=f"{type(exc).__name__}: {exc}")))
+        return items, failed
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        for i, r in self.stream(requests):
+            out[i] = r
+        return [r if r is not None else Response(error="no answer") for r in out]
+
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        items, failed = self.work_items(requests)
+        yield from failed
+        if not items:
+            return
+        expected: dict[int, int] = {}
+        for i, _, _ in items:
+            expected[i] = expected.get(i, 0) + 1
+        partial: dict[int, dict[int, Any]] = {}
+        engine = self._get_engine()
+        for chunk, results in engine.run(items, self.batch_size):
+            for (i, k, item), result in zip(chunk, results):
+                if k < 0:
+                    if isinstance(result, str):
+                        yield i, Response(error=result)
+                    else:
+                        yield i, Response(text=result["text"], usage={"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]})
+                    continue
+                got = partial.setdefault(i, {})
+                got[k] = (result, item["n_ctx"])
+                if len(got) == expected[i]:
+                    del partial[i]
+                    yield i, self._ll_response(requests[i], got)
+
+    @staticmethod
+    def _ll_response(request: Request, got: dict[int, Any]) -> Response:
+        errors = [res for res, _ in got.values() if isinstance(res, str)]
+        if errors:
+            return Response(error=errors[0])
+        ordered = [got[k] for k in range(len(got))]
+        logprobs = tuple(float(res["logprob"]) for res, _ in ordered)
+        best = max(range(len(logprobs)), key=logprobs.__getitem__)
+        return Response(text=request.choices[best], logprobs=logprobs,
+                        usage=choice_usage(ordered[0][1], [int(res["n"]) for res, _ in ordered]))
+
+    def _get_engine(self) -> Any:
+        if self._engine is None:
+            if self.dp == 1:
+                self._engine = _LocalEngine(self._vllm, self.llm_kwargs())
+            else:
+                slices = [",".join(self.gpus[r * self.tp : (r + 1) * self.tp]) for r in range(self.dp)]
+                self._engine = _DataParallelEngine(self.llm_kwargs(), slices)
+        return self._engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+
+class _LocalEngine:
+    def __init__(self, vllm: Any, llm_kwargs: dict[str, Any]) -> None:
+        self.vllm = vllm
+        self.llm = vllm.LLM(**llm_kwargs)
+
+    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
+        # Longest first, so a too-small KV cache shows up at once; vLLM batches inside each call.
+        order = sorted(items, key=lambda x: -len(x[2]["ids"]))
+        for start in range(0, len(order), max(1, chunk_size)):
+            chunk = order[start : start + chunk_size]
+            try:
+                results: list[Any] = run_items(self.llm, self.vllm, [it for _, _, it in chunk])
+            except Exception as exc:
+                results = [f"{type(exc).__name__}: {exc}"] * len(chunk)
+            yield chunk, results
+
+    def close(self) -> None:
+        self.llm = None
+
+
+class _DataParallelEngine:
+    """M spawned engine processes; chunks are dealt to whichever worker is free."""
+
+    def __init__(self, llm_kwargs: dict[str, Any], slices: list[str]) -> None:
+        ctx = multiprocessing.get_context("spawn")  # CUDA cannot be forked
+        self.workers: list[tuple[Any, Any]] = []
+        for devices in slices:
+            parent, child = ctx.Pipe()
+            # Not a daemon: vLLM starts its own engine-core process, which a daemonic process may not do.
+            proc = ctx.Process(target=_worker_main, args=(child, llm_kwargs, devices), daemon=False)
+            proc.start()
+            child.close()
+            self.workers.append((proc, parent))
+        self._finalizer = weakref.finalize(self, _DataParallelEngine._shutdown, list(self.workers))
+        for proc, conn in self.workers:
+            try:
+                status, detail = conn.recv()
+            except EOFError:
+                status, detail = "error", f"exit code {proc.exitcode}"
+            if status != "ready":
+                self.close()
+                raise TomModelError(f"a vLLM data-parallel worker failed to start: {detail}")
+
+    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
+        from multiprocessing.connection import wait
+
+        order = sorted(items, key=lambda x: -len(x[2]["ids"]))
+        chunks = [order[s : s + chunk_size] for s in range(0, len(order), max(1, chunk_size))]
+        pending = list(reversed(chunks))
+        busy: dict[Any, list[Any]] = {}
+        idle = [conn for _, conn in self.workers]
+        while pending or busy:
+            while pending and idle:
+                conn = idle.pop()
+                chunk = pending.pop()
+                conn.send((len(busy), [it for _, _, it in chunk]))
+                busy[conn] = chunk
+            for conn in wait(list(busy)):
+                chunk = busy.pop(conn)
+                try:
+                    _, results = conn.recv()
+                except EOFError:
+                    raise TomModelError("a vLLM data-parallel worker died") from None
+                if isinstance(results, str):
+                    results = [results] * len(chunk)
+                idle.append(conn)
+                yield chunk, results
+
+    def close(self) -> None:
+        self._finalizer()
+        self.workers = []
+
+    @staticmethod
+    def _shutdown(workers: list[tuple[Any, Any]]) -> None:
+        """Ask each worker to stop, then terminate stragglers (also runs at interpreter exit)."""
+        for _, conn in workers:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for proc, conn in workers:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+            conn.close()
+
+
+def make(spec: str) -> VLLMModel:
+    return VLLMModel(parse_spec("vllm", spec, OPTIONS), uri=f"vllm:{spec}")

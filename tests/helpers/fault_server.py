@@ -1,0 +1,241 @@
+"""A local OpenAI-compatible HTTP server that misbehaves on demand.
+
+It speaks enough of `/v1/chat/completions` and `/v1/completions` for the
+official `openai` client, and a policy decides per request what happens:
+a normal answer (after an optional delay), an HTTP error with headers such as
+Retry-After, a dropped connection, malformed JSON, or a stall longer than the
+client's timeout. Every request is recorded (arrival time, body, headers) so
+tests can measure the client's back-off and check what it sent.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the server does with one request."""
+
+    kind: str = "ok"
+    """ok | status | drop | malformed."""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: str | None = None
+    text: str | None = None
+    """For ok: the answer text (default: the server's `answer` function)."""
+
+
+OK = Action()
+
+
+def status(code: int, *, retry_after: str | None = None, body: str | None = None, delay: float = 0.0) -> Action:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    return Action(kind="status", status=code, headers=headers, body=body, delay=delay)
+
+
+DROP = Action(kind="drop")
+MALFORMED = Action(kind="malformed")
+
+
+def slow(seconds: float) -> Action:
+    return Action(kind="ok", delay=seconds)
+
+
+@dataclass
+class Received:
+    t: float
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    attempt: int
+    """How many earlier requests carried the same prompt (0 on the first try)."""
+
+    @property
+    def prompt(self) -> str:
+        if "messages" in self.body:
+            return "\n".join(str(m.get("content", "")) for m in self.body["messages"])
+        prompt = self.body.get("prompt", "")
+        return "\n".join(map(str, prompt)) if isinstance(prompt, list) else str(prompt)
+
+
+Policy = Callable[[Received], Action]
+
+
+def fake_logprob(ch: str) -> float:
+    """The server's deterministic per-character log-probability (tests recompute it)."""
+    return -0.25 * (1 + ord(ch) % 7)
+
+
+class FaultServer:
+    """Use as a context manager; `base_url` is what the openai client needs."""
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        answer: Callable[[str], str] | None = None,
+        delay: float = 0.0,
+        port: int = 0,
+    ) -> None:
+        self.policy = policy or (lambda r: OK)
+        self.answer = answer or (lambda prompt: "[[A]]")
+        self.delay = delay
+        self.port = port
+        self.received: list[Received] = []
+        self.answered = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._attempts: dict[str, int] = {}
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> FaultServer:
+        handler = self._handler_class()
+        ThreadingHTTPServer.request_queue_size = 256
+        ThreadingHTTPServer.allow_reuse_address = True
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        server.daemon_threads = True
+        self._server = server
+        self.port = server.server_address[1]
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening (idempotent, callable from any thread, even from inside a policy)."""
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- behaviour -------------------------------------------------------------------------------
+    def _record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Received:
+        with self._lock:
+            probe = Received(time.monotonic(), path, body, headers, 0)
+            key = f"{path}\n{probe.prompt}"
+            probe.attempt = self._attempts.get(key, 0)
+            self._attempts[key] = probe.attempt + 1
+            self.received.append(probe)
+            return probe
+
+    def completion_body(self, req: Received, text: str) -> dict[str, Any]:
+        prompt_tokens = len(req.prompt.split())
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())}
+        model = req.body.get("model", "fake")
+        if req.path.endswith("/chat/completions"):
+            return {
+                "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+                "system_fingerprint": "fp_fault",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": usage,
+            }
+        prompts = req.body.get("prompt", "")
+        choices = [self._completion_choice(i, str(p), text, req.body) for i, p in enumerate(prompts if isinstance(prompts, list) else [prompts])]
+        return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model,
+                "choices": choices, "usage": usage}
+
+    @staticmethod
+    def _completion_choice(index: int, prompt: str, text: str, body: dict[str, Any]) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": index, "text": text, "finish_reason": "stop", "logprobs": None}
+        if body.get("echo") and body.get("logprobs") is not None:
+            # One "token" per character, then one generated token; the first prompt token has no
+            # log-probability, as real servers report.
+            tokens = [*prompt, text]
+            choice["text"] = prompt + text
+            choice["logprobs"] = {
+                "tokens": tokens,
+                "token_logprobs": [None] + [fake_logprob(c) for c in prompt[1:]] + [-0.01],
+                "text_offset": list(range(len(prompt) + 1)),
+                "top_logprobs": None,
+            }
+        return choice
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _send(self, code: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    body = {}
+                req = outer._record(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                action = outer.policy(req)
+                with outer._lock:
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                try:
+                    delay = action.delay or (outer.delay if action.kind == "ok" else 0.0)
+                    if delay:
+                        time.sleep(delay)
+                    if action.kind == "drop":
+                        self.close_connection = True
+                        try:
+                            self.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
+                        return
+                    if action.kind == "malformed":
+                        self._send(200, b'{"id": "x", "choices": [ {"index": 0, "message": ')
+                        return
+                    if action.kind == "status":
+                        payload = action.body if action.body is not None else json.dumps(
+                            {"error": {"message": f"injected {action.status}", "type": "fault"}})
+                        self._send(action.status, payload.encode(), action.headers)
+                        return
+                    text = action.text if action.text is not None else outer.answer(req.prompt)
+                    self._send(200, json.dumps(outer.completion_body(req, text)).encode(), action.headers)
+                    with outer._lock:
+                        outer.answered += 1
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout) before we answered
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+        return Handler
