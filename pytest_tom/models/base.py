@@ -50,6 +50,23 @@ class Model(ABC):
         """Release GPU memory, sockets, subprocesses."""
 
 
+class StreamingModel(Model):
+    """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves).
+
+    `generate` simply collects the stream in request order.
+    """
+
+    @abstractmethod
+    def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
+        """Yield `(index, response)` for every request, in completion order."""
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        out: list[Response | None] = [None] * len(requests)
+        for index, response in self.stream(requests):
+            out[index] = response
+        return [r if r is not None else Response(error="no answer") for r in out]
+
+
 def _callable_identity(fn: Callable[..., Any]) -> str:
     """Hash the callable's source where we can, so editing the user's model code invalidates the cache."""
     explicit = getattr(fn, "tom_fingerprint", None)

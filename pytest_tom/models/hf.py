@@ -31,7 +31,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
 from pytest_tom.models._common import Option, Spec, choice_usage, combine, digest_files, file_digest, parse_spec
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import StreamingModel
 from pytest_tom.types import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
@@ -131,7 +131,7 @@ class _Failed:
     message: str
 
 
-class HFModel(Model):
+class HFModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
         self.spec = spec
@@ -348,12 +348,6 @@ class HFModel(Model):
     def encode_choice(self, choice: str) -> tuple[int, ...]:
         """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
         return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
-
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
-        for index, response in self.stream(requests):
-            out[index] = response
-        return [r if r is not None else Response(error="no answer") for r in out]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Answer everything handed over, longest prompts first, in OOM-adaptive batches."""

@@ -30,7 +30,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
 from pytest_tom.models._common import Option, Spec, choice_usage, parse_spec
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import StreamingModel
 from pytest_tom.types import Request, Response
 
 BACKEND_VERSION = 1
@@ -93,7 +93,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-class OpenAIModel(Model):
+class OpenAIModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         try:
             import openai
@@ -178,12 +178,6 @@ class OpenAIModel(Model):
         return text
 
     # -- answering -------------------------------------------------------------------------------
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
-        for i, r in self.stream(requests):
-            out[i] = r
-        return [r if r is not None else Response(error="no answer") for r in out]
-
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Yield answers in completion order from an event loop running in a helper thread."""
         if not requests:

@@ -30,7 +30,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
 from pytest_tom.models._common import Option, Spec, choice_usage, combine, parse_spec
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import StreamingModel
 from pytest_tom.types import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
@@ -141,7 +141,7 @@ def _worker_main(conn: Any, llm_kwargs: dict[str, Any], devices: str) -> None:
             conn.send((tag, f"{type(exc).__name__}: {exc}"))
 
 
-class VLLMModel(Model):
+class VLLMModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
         o = dict(spec.options)
@@ -259,12 +259,6 @@ class VLLMModel(Model):
             except Exception as exc:
                 failed.append((i, Response(error=f"{type(exc).__name__}: {exc}")))
         return items, failed
-
-    def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
-        for i, r in self.stream(requests):
-            out[i] = r
-        return [r if r is not None else Response(error="no answer") for r in out]
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         items, failed = self.work_items(requests)
