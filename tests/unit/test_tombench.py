@@ -60,13 +60,10 @@ class TestExtraction:
 class TestPermutations:
     @pytest.mark.parametrize("n", [2, 4])
     @pytest.mark.parametrize("scheme", ["random", "cyclic", "none"])
-    def test_every_trial_is_a_bijection_and_gold_round_trips(self, n: int, scheme: str) -> None:
+    def test_every_trial_is_a_bijection(self, n: int, scheme: str) -> None:
         for trial in range(6):
             order = permutation(n, 42, "False Belief Task:7", trial, scheme)
             assert sorted(order) == list(range(n))
-            for gold in range(n):
-                shown_pos = order.index(gold)
-                assert order[shown_pos] == gold
 
     def test_random_orders_depend_only_on_seed_item_and_trial(self) -> None:
         a = [permutation(4, 42, "x:1", t, "random") for t in range(5)]
