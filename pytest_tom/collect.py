@@ -57,12 +57,22 @@ class SuiteCollector(pytest.Collector):
             raise self.CollectError(f"pytest-tom: {exc}") from None
         prefix = "" if self.cli else f"{self.nodeid}::"
         bench = loaded.benchmark.name
-        for q in loaded.questions:
+        # Each group follows its last member, so xdist's contiguous scheduling tends to
+        # run a consistency assertion on the worker that already answered its questions.
+        position = {q.qid: i for i, q in enumerate(loaded.questions)}
+        after: dict[int, list[Group]] = {}
+        for g in loaded.groups:
+            last = max((position[m] for m in g.members if m in position), default=len(loaded.questions) - 1)
+            after.setdefault(last, []).append(g)
+        for i, q in enumerate(loaded.questions):
             name = f"{bench}[{q.qid}]"
             yield QuestionItem.from_parent(self, name=name, nodeid=prefix + name, question=q, suite=loaded)
-        for g in loaded.groups:
-            name = f"{bench}_{g.kind}[{g.gid}]"
-            yield GroupItem.from_parent(self, name=name, nodeid=prefix + name, group=g, suite=loaded)
+            for g in after.pop(i, []):
+                gname = f"{bench}_{g.kind}[{g.gid}]"
+                yield GroupItem.from_parent(self, name=gname, nodeid=prefix + gname, group=g, suite=loaded)
+        for g in (g for rest in after.values() for g in rest):  # only when a suite has no questions
+            gname = f"{bench}_{g.kind}[{g.gid}]"
+            yield GroupItem.from_parent(self, name=gname, nodeid=prefix + gname, group=g, suite=loaded)
 
 
 class _TomItem(pytest.Item):
@@ -107,6 +117,10 @@ class QuestionItem(_TomItem):
     def key(self) -> str:
         return f"{self.suite.sid}::{self.question.qid}"
 
+    def needed_keys(self) -> list[str]:
+        """The question results this item reads (engine planning on xdist workers)."""
+        return [self.key()]
+
     def setup(self) -> None:
         self._ensure_answers([self.key()])
         result = _tom(self.config).result(self.key())
@@ -143,9 +157,13 @@ class GroupItem(_TomItem):
     def key(self) -> str:
         return f"{self.suite.sid}::group::{self.group.gid}"
 
+    def needed_keys(self) -> list[str]:
+        """The member results this assertion reads (engine planning on xdist workers)."""
+        return [f"{self.suite.sid}::{m}" for m in self.group.members]
+
     def setup(self) -> None:
         tom = _tom(self.config)
-        member_keys = [f"{self.suite.sid}::{m}" for m in self.group.members]
+        member_keys = self.needed_keys()
         selected = tom.selected_keys(self.session.items)
         present = [k for k in member_keys if k in selected]
         if len(present) != len(member_keys):

@@ -92,6 +92,7 @@ class TomSession:
         self._cache: ResponseCache | None = None
         self._order: list[Any] | None = None
         self._chunk_of: dict[str, int] = {}
+        self._by_key: dict[str, Any] = {}
 
     # -- collection ------------------------------------------------------------------------------
     @property
@@ -177,9 +178,11 @@ class TomSession:
         """Make sure `keys` have results, answering their whole planning unit in one engine run.
 
         In one process the unit is every selected question: dedupe and batching
-        need the whole plan. On a pytest-xdist worker it is the contiguous chunk of
-        the selection that holds the key (xdist hands out contiguous runs of items),
-        so workers split the model work instead of each answering everything.
+        need the whole plan. On a pytest-xdist worker it is what xdist has already
+        queued on this worker (the questions, and the members of queued consistency
+        groups), so workers split the model work instead of each answering
+        everything. Where the queue cannot be read, the unit falls back to the
+        contiguous chunk of the selection that holds the key.
         """
         missing = [k for k in keys if k not in self.results]
         if not missing:
@@ -198,15 +201,42 @@ class TomSession:
 
         if self._order is None:
             self._order = [it for it in items if isinstance(it, QuestionItem)]
-            workers = int(getattr(self.config, "workerinput", {}).get("workercount", 1))
+            self._by_key = {it.key(): it for it in self._order}
+            workers = self._workers()
             size = len(self._order) if workers <= 1 else max(1, -(-len(self._order) // (workers * 4)))
             self._chunk_of = {it.key(): i // size for i, it in enumerate(self._order)}
-        wanted = {self._chunk_of[k] for k in missing if k in self._chunk_of}
-        unit = {it.key(): it for it in self._order if self._chunk_of[it.key()] in wanted and it.key() not in self.results}
         for k in missing:
-            if k not in unit and k not in self._chunk_of:
+            if k not in self._by_key:
                 raise KeyError(f"pytest-tom: {k} is not a selected question")
-        return unit
+        queued = self._queued_on_worker(items) if self._workers() > 1 else None
+        if queued is not None:
+            wanted = dict.fromkeys([*missing, *(k for it in queued for k in getattr(it, "needed_keys", list)())])
+            return {k: self._by_key[k] for k in wanted if k in self._by_key and k not in self.results}
+        chunks = {self._chunk_of[k] for k in missing}
+        return {it.key(): it for it in self._order if self._chunk_of[it.key()] in chunks and it.key() not in self.results}
+
+    def _queued_on_worker(self, items: Sequence[Any]) -> list[Any] | None:
+        """The items pytest-xdist has sent to this worker and not yet finished, or None.
+
+        xdist has no public API for this; its worker keeps the indices it was sent
+        in `torun`. Reading it is only an optimisation, so any surprise falls back
+        to chunk planning.
+        """
+        for plugin in self.config.pluginmanager.get_plugins():
+            torun = getattr(plugin, "torun", None)
+            if torun is None or not hasattr(torun, "lock") or not hasattr(plugin, "item_index"):
+                continue
+            try:
+                with torun.lock() as queue:
+                    pending = list(queue)
+                indices = [plugin.item_index, getattr(plugin, "nextitem_index", None), *pending]
+                return [items[i] for i in indices if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(items)]
+            except Exception:  # noqa: BLE001 - an xdist internals change must not break a run
+                return None
+        return None
+
+    def _workers(self) -> int:
+        return int(getattr(self.config, "workerinput", {}).get("workercount", 1))
 
     def close(self) -> None:
         if self._cache is not None:

