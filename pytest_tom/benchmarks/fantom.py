@@ -740,6 +740,35 @@ def _all_by(records: Iterable[Mapping[str, Any]], field: str) -> float | None:
     return _mean([float(v) for v in by.values()])
 
 
+def illusory_counts(target: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The paper's illusory ToM outside the set gates (spec A8 and A10), counted, never failed.
+
+    A8: the free-response and the two-option form of one belief question should
+    agree (both on the character's side or both not); a model right in one
+    format only is answering the format, not the belief. A10: the list questions
+    are prerequisites of the choice question, so a set whose choices are all
+    right while a list is wrong got its choices right for the wrong reason.
+    `target` holds one scenario's scored (non-error) ToM records.
+    """
+    by_qid = {r["qid"]: r for r in target}
+    pairs = [(_ok(r), _ok(by_qid[other])) for r in target if r["facets"]["question_type"] == "belief_free"
+             and (other := str(r["qid"]).replace("-belief_free-", "-belief_choice-")) in by_qid]
+    by_set: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for r in target:
+        qtype = r["facets"]["question_type"]
+        if qtype == "belief_choice" or qtype.endswith("_list"):
+            by_set[r["facets"]["set"]]["choice" if qtype == "belief_choice" else "list"].append(_ok(r))
+    sets = [v for v in by_set.values() if v["choice"] and v["list"]]
+    return {
+        "belief:choice_dist_pairs": len(pairs),
+        "belief:choice_dist_agreement": _round_numpy(_mean([float(d == c) for d, c in pairs])),
+        "belief:choice_right_dist_wrong": sum(c and not d for d, c in pairs),
+        "belief:dist_right_choice_wrong": sum(d and not c for d, c in pairs),
+        "sets_with_choice_and_lists": len(sets),
+        "sets:choice_right_list_wrong": sum(all(v["choice"]) and not all(v["list"]) for v in sets),
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class CharacterEntry:
     """One row of upstream's per-character analysis."""
@@ -857,6 +886,7 @@ def scenario_report(
     consistency = [len({e.value for e in es if e.value is not None}) == 1
                    for es in rows.values() if any(e.value is not None for e in es)]
     rep[p + "set:character_answer_consistency"] = _round_numpy(_mean([float(v) for v in consistency]))
+    extra.update(illusory_counts(target))
     extra.update({
         "units": len(present), "complete_units": len(complete), "incomplete_units": len(present) - len(complete),
         "n_belief_choice": len(choice), "n_belief_free": len(dist), "n_fact": len(facts),
@@ -1508,6 +1538,14 @@ class FANToM(Benchmark):
                     f"    dist. by order: {orders or 'n/a'} | per character: ALL {v(r.get(p + 'set:ALL_character'))}, "
                     f"consistency {v(r.get(p + 'set:character_answer_consistency'))}"
                 )
+                if extra.get("belief:choice_dist_pairs") or extra.get("sets_with_choice_and_lists"):
+                    lines.append(
+                        f"    illusory: choice/dist. agree {v(extra.get('belief:choice_dist_agreement'))} "
+                        f"(n={extra.get('belief:choice_dist_pairs', 0)}; choice right, dist. wrong "
+                        f"{extra.get('belief:choice_right_dist_wrong', 0)}; dist. right, choice wrong "
+                        f"{extra.get('belief:dist_right_choice_wrong', 0)}) | choices right but a list wrong: "
+                        f"{extra.get('sets:choice_right_list_wrong', 0)} of {extra.get('sets_with_choice_and_lists', 0)} sets"
+                    )
                 reasons = r.get(p + "tom:lists:wrong_reasons:freq") or {}
                 binary = r.get(p + "tom:binary:wrong_reasons:freq") or {}
                 lines.append(

@@ -490,6 +490,13 @@ def test_metrics_equal_the_official_evaluator_on_hand_computed_answers(
     short = report["suites"][0]["metrics"]["contexts"]["short"]
     assert_report(short["fantom"], HAND_SET)
     assert_report(short["control_task"], HAND_CONTROL)
+    # Spec A8/A10 (extras, not upstream keys). 8 free/choice pairs: 0-0-1 #1 only the choice right, 1-1-0 #1
+    # only the free response right -> 6/8 agree. Sets whose choices are all right: 0-0-0, 0-0-1, 1-0-1; of
+    # those only 1-0-1 has a wrong list (info access) -> 1 of 4 sets.
+    assert {k: v for k, v in short["extra"]["inaccessible"].items() if k.startswith(("belief:", "sets"))} == {
+        "belief:choice_dist_pairs": 8, "belief:choice_dist_agreement": 75.0, "belief:choice_right_dist_wrong": 1,
+        "belief:dist_right_choice_wrong": 1, "sets_with_choice_and_lists": 4, "sets:choice_right_list_wrong": 1,
+    }
     items = {i["qid"]: i for i in report["items"]}
     assert items["short-0-0-0-belief_free-2"]["score"] == pytest.approx(12 / 19)
     assert items["short-1-1-0-fact"]["score"] == pytest.approx(0.5)
@@ -499,6 +506,8 @@ def test_metrics_equal_the_official_evaluator_on_hand_computed_answers(
         "    answerability All 50.0, list 75.0, y/n F1 88.7 | info access All 75.0, list 75.0, y/n F1 100.0",
         "    dist. by order: first-order 75.0, second-order 100.0, second-order:acyclic 100.0, second-order:cyclic 100.0"
         " | per character: ALL 75.0, consistency 81.2",
+        "    illusory: choice/dist. agree 75.0 (n=8; choice right, dist. wrong 1; dist. right, choice wrong 1)"
+        " | choices right but a list wrong: 1 of 4 sets",
         "    errors: answerability list excluded_aware_character 1; yes/no false_positive 1, irrelevant_response 1",
         "  control (accessible): ALL* 50.0 | ALL 50.0 | belief choice 100.0, dist. 66.7, token F1 100.0",
     ])

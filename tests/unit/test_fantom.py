@@ -541,6 +541,36 @@ def test_metrics_leave_out_partial_and_errored_sets() -> None:
     assert m["fantom"]["inaccessible:tom:lists:wrong_reasons:freq"] == {"excluded_aware_character": 1}
 
 
+def test_illusory_counts_pair_formats_and_flag_choices_without_lists() -> None:
+    """Spec A8/A10 by hand: 3 free/choice pairs (1 agrees), 2 sets with choices and lists (1 flagged)."""
+    bench = F.FANToM({"embedder": "none"})
+    free, choice = "tom:belief:inaccessible", "tom:belief:inaccessible:multiple-choice"
+    recs = [
+        # set 1: pair 1 agrees (both right); pair 2 has only the choice right; a list is wrong -> A10 flag
+        record("short-1-0-0-belief_free-1", "belief_free", "correct", "1-0-0", size=6, upstream=free, score=1.0),
+        record("short-1-0-0-belief_choice-1", "belief_choice", "correct", "1-0-0", size=6, upstream=choice),
+        record("short-1-0-0-belief_free-2", "belief_free", "incorrect", "1-0-0", size=6, upstream=free, score=0.0),
+        record("short-1-0-0-belief_choice-2", "belief_choice", "correct", "1-0-0", size=6, upstream=choice),
+        record("short-1-0-0-answerability_list", "answerability_list", "incorrect", "1-0-0", size=6, answer=""),
+        record("short-1-0-0-info_accessibility_list", "info_accessibility_list", "correct", "1-0-0", size=6, answer="X"),
+        # set 2: dist right, choice wrong; lists right, but its choice is wrong -> no A10 flag
+        record("short-2-0-0-belief_free-1", "belief_free", "correct", "2-0-0", size=3, upstream=free, score=1.0),
+        record("short-2-0-0-belief_choice-1", "belief_choice", "incorrect", "2-0-0", size=3, upstream=choice),
+        record("short-2-0-0-answerability_list", "answerability_list", "correct", "2-0-0", size=3, answer="X"),
+        # set 3: a free response whose choice errored -> no pair; no list -> not an A10 set
+        record("short-3-0-0-belief_free-1", "belief_free", "correct", "3-0-0", size=2, upstream=free, score=1.0),
+        record("short-3-0-0-belief_choice-1", "belief_choice", "error", "3-0-0", size=2, upstream=choice),
+    ]
+    extra = bench.metrics(recs)["contexts"]["short"]["extra"]["inaccessible"]
+    assert extra["belief:choice_dist_pairs"] == 3
+    assert extra["belief:choice_dist_agreement"] == pytest.approx(33.3)
+    assert extra["belief:choice_right_dist_wrong"] == 1 and extra["belief:dist_right_choice_wrong"] == 1
+    assert extra["sets_with_choice_and_lists"] == 2 and extra["sets:choice_right_list_wrong"] == 1
+    lines = bench.metric_lines(bench.metrics(recs))
+    assert any("illusory: choice/dist. agree 33.3 (n=3; choice right, dist. wrong 1; dist. right, choice wrong 1)"
+               " | choices right but a list wrong: 1 of 2 sets" in ln for ln in lines), lines
+
+
 def test_metric_lines_name_the_embedder() -> None:
     bench = F.FANToM({})
     recs = [record("f", "belief_free", "correct", size=1, embedder="some-model", score=0.5,
