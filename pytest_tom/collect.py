@@ -64,15 +64,17 @@ class SuiteCollector(pytest.Collector):
         for g in loaded.groups:
             last = max((position[m] for m in g.members if m in position), default=len(loaded.questions) - 1)
             after.setdefault(last, []).append(g)
+
+        def group_items(index: int) -> Iterator[pytest.Item]:
+            for g in after.pop(index, []):
+                name = f"{bench}_{g.kind}[{g.gid}]"
+                yield GroupItem.from_parent(self, name=name, nodeid=prefix + name, group=g, suite=loaded)
+
         for i, q in enumerate(loaded.questions):
             name = f"{bench}[{q.qid}]"
             yield QuestionItem.from_parent(self, name=name, nodeid=prefix + name, question=q, suite=loaded)
-            for g in after.pop(i, []):
-                gname = f"{bench}_{g.kind}[{g.gid}]"
-                yield GroupItem.from_parent(self, name=gname, nodeid=prefix + gname, group=g, suite=loaded)
-        for g in (g for rest in after.values() for g in rest):  # only when a suite has no questions
-            gname = f"{bench}_{g.kind}[{g.gid}]"
-            yield GroupItem.from_parent(self, name=gname, nodeid=prefix + gname, group=g, suite=loaded)
+            yield from group_items(i)
+        yield from group_items(-1)  # groups of a suite without questions
 
 
 class _TomItem(pytest.Item):
