@@ -33,14 +33,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def questions(data: Path, n: int, languages: str):  # type: ignore[no-untyped-def]
-    from pytest_tom.benchmarks.base import DataSource
-    from pytest_tom.benchmarks.tombench import ToMBench
-    from pytest_tom.session import stratified_sample
+    from pytest_tom.evals.base import DataSource
+    from pytest_tom.evals.tombench import ToMBench
+    from pytest_tom.run.suites import stratified_sample
 
     bench = ToMBench({"tries": "1", "languages": languages})
     qs = bench.load(DataSource(root=data, download=False, cache_dir=Path(tempfile.gettempdir())))
-    keep = stratified_sample([(q.qid, (q.facets["language"], q.facets["task"])) for q in qs], n, 0)
-    return bench, [q for q in qs if q.qid in keep]
+    keep = stratified_sample([(q.id, (q.facets["language"], q.facets["task"])) for q in qs], n, 0)
+    return bench, [q for q in qs if q.id in keep]
 
 
 def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
@@ -50,7 +50,8 @@ def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float
     tok = AutoTokenizer.from_pretrained(folder)
     tok.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    texts = [tok.apply_chat_template([m.to_dict() for m in r.messages], tokenize=False, add_generation_prompt=True) for r in requests]
+    texts = [tok.apply_chat_template([m.to_dict() for m in r.messages], tokenize=False, add_generation_prompt=True)
+             for r in requests]
     order = list(range(len(texts)))
     if sort:
         order.sort(key=lambda i: -len(tok(texts[i], add_special_tokens=False)["input_ids"]))
@@ -60,8 +61,9 @@ def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float
         idx = order[s : s + batch_size]
         enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            gen = model.generate(**enc, max_new_tokens=requests[0].settings.max_new_tokens, do_sample=False, pad_token_id=tok.pad_token_id)
-        for i, row in zip(idx, gen[:, enc["input_ids"].shape[1] :]):
+            gen = model.generate(**enc, max_new_tokens=requests[0].settings.max_new_tokens, do_sample=False,
+                                 pad_token_id=tok.pad_token_id)
+        for i, row in zip(idx, gen[:, enc["input_ids"].shape[1] :], strict=True):
             out[i] = tok.decode(row, skip_special_tokens=True)
     return time.perf_counter() - start, out
 
@@ -76,7 +78,7 @@ def plugin_run(bench, qs, batch_size: int):  # type: ignore[no-untyped-def]
     load = time.perf_counter() - t0
     engine = Engine(model, None)
     start = time.perf_counter()
-    results = engine.run({q.qid: (q, bench.solve(q)) for q in qs})
+    results = engine.run({q.id: (q, bench.program(q)) for q in qs})
     elapsed = time.perf_counter() - start
     return elapsed, load, model, results, engine
 
@@ -88,13 +90,15 @@ def main() -> None:
     parser.add_argument("--languages", default="en,zh")
     parser.add_argument("--sorted", action="store_true", help="also time a length-sorted bare loop")
     parser.add_argument("--pytest", action="store_true", help="also time a full pytest run on the same sample")
-    parser.add_argument("--repeat", type=int, default=1, help="alternate plugin and bare runs this many times; keep the best of each")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="alternate plugin and bare runs this many times; keep the best of each")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     root = Path(os.environ.get("TOM_DATA_DIR") or REPO / "fixtures").resolve()
     bench, qs = questions(root, args.items, args.languages)
-    requests = [next(bench.solve(q))[0] for q in qs]
-    print(f"data: {root}; questions: {len(qs)}; batch size {args.batch_size}; max_new_tokens {requests[0].settings.max_new_tokens}")
+    requests = [next(bench.program(q))[0] for q in qs]
+    print(f"data: {root}; questions: {len(qs)}; batch size {args.batch_size}; "
+          f"max_new_tokens {requests[0].settings.max_new_tokens}")
     print(f"torch threads: {__import__('torch').get_num_threads()}; cpu count: {os.cpu_count()}")
 
     from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
@@ -114,7 +118,7 @@ def main() -> None:
     print(f"runs (s): plugin {[round(t, 1) for t in plugin_times]}, bare {[round(t, 1) for t in bare_times]}"
           + (f", bare-sorted {[round(t, 1) for t in sorted_times]}" if sorted_times else ""))
     plugin_texts = [engine.responses[r.key].text for r in requests]
-    same = sum(a == b for a, b in zip(bare_texts, plugin_texts)) / len(requests)
+    same = sum(a == b for a, b in zip(bare_texts, plugin_texts, strict=True)) / len(requests)
     parsed = sum(r.parse_rate for r in results.values()) / len(results)
     print(f"bare loop (data order):   {bare_s:8.1f} s")
     if args.sorted:
@@ -131,7 +135,8 @@ def main() -> None:
             env = dict(os.environ, TOM_CACHE_DIR=str(Path(tmp) / "cache"))
             cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--tom-model=hf:smollm2",
                    "--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-tombench-tries=1",
-                   f"--tom-tombench-languages={args.languages}", f"--tom-sample={args.items}", f"--tom-batch-size={args.batch_size}"]
+                   f"--tom-tombench-languages={args.languages}", f"--tom-sample={args.items}",
+                   f"--tom-batch-size={args.batch_size}"]
             start = time.perf_counter()
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
             full = time.perf_counter() - start

@@ -50,11 +50,12 @@ def main() -> None:
 
     from helpers.fault_server import FaultServer
 
-    from pytest_tom.benchmarks.base import Program
-    from pytest_tom.cache import ResponseCache
-    from pytest_tom.engine import Engine
+    from pytest_tom.engine import Engine, ResponseCache
+    from pytest_tom.evals.base import Program
     from pytest_tom.models import make_model
-    from pytest_tom.types import GenerationSettings, ItemResult, Message, Outcome, Question, Request
+    from pytest_tom.record import Outcome, Record
+    from pytest_tom.request import GenerationSettings, Message, Request
+    from pytest_tom.sample import Sample, Story
 
     def request(i: int, tag: str) -> Request:
         return Request(messages=(Message("user", f"{tag} question {i}"),), settings=GenerationSettings(max_new_tokens=8))
@@ -76,12 +77,13 @@ def main() -> None:
 
         def program(r: Request) -> Program:
             responses = yield [r]
-            return ItemResult("bench", r.key[:12], Outcome.CORRECT if responses[0].ok else Outcome.ERROR, {})
+            return Record("bench", r.key[:12], Outcome.CORRECT if responses[0].ok else Outcome.ERROR, {})
 
         with tempfile.TemporaryDirectory() as tmp:
             cache = ResponseCache(Path(tmp))
             engine = Engine(make_model(uri), cache)
-            programs = {f"q{i}": (Question("bench", f"q{i}", (), {}, None), program(request(i, "engine"))) for i in range(args.requests)}
+            blank = Sample("bench", "", Story(""), "", (), "", (), {}, (), None)
+            programs = {f"q{i}": (blank, program(request(i, "engine"))) for i in range(args.requests)}
             start = time.perf_counter()
             results = engine.run(programs)
             through_engine = time.perf_counter() - start

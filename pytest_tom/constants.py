@@ -20,4 +20,4 @@ CACHE_DIR_ENV = "TOM_CACHE_DIR"
 RECORD_PROPERTY = "tom"
 """Key of the user_properties entry holding an item's result record (it crosses xdist)."""
 
-REPORT_SCHEMA_VERSION = "1.0"
+REPORT_SCHEMA_VERSION = "1.1"

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_tom import constants as C
-from pytest_tom.benchmarks import Registry
 from pytest_tom.errors import TomConfigError
+from pytest_tom.evals import Registry
+from pytest_tom.evals.base import Benchmark
 
 _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.MODEL_OPTION, "tom_model", "Model to test, as a URI: random[:seed], python:pkg.module:callable, replay:PATH "
@@ -39,6 +40,7 @@ _FLAGS: list[tuple[str, str, str]] = [
 
 
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
+    """The general --tom-* options and those of every benchmark the registry can import now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
     for flag, dest, help_text, kw in _GENERAL:
         group.addoption(flag, dest=dest, default=None, metavar=dest.removeprefix("tom_").upper(), help=help_text, **kw)
@@ -46,17 +48,23 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
     for flag, dest, help_text in _FLAGS:
         group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
         parser.addini(dest, help=help_text, type="bool", default=False)
-    for name in registry.names():
-        try:
-            cls = registry.get(name)
-        except Exception:  # a broken third-party benchmark must not break `pytest --help`
-            continue
-        for opt in cls.options:
-            dest = f"tom_{name}_{opt.name}"
-            choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
-            text = f"[{name}] {opt.help}{choices} Default: {opt.default}."
-            group.addoption(f"--tom-{name}-{opt.name.replace('_', '-')}", dest=dest, default=None, metavar=opt.name.upper(), help=text)
-            parser.addini(dest, help=text, default=None)
+    for cls in registry.loadable():
+        add_benchmark_options(parser, cls)
+
+
+def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
+    """`--tom-<benchmark>-<setting>` and its ini twin for each of a benchmark's settings (once per name)."""
+    group = parser.getgroup("tom")
+    name = cls.name
+    for opt in cls.options:
+        dest = f"tom_{name}_{opt.name}"
+        flag = f"--tom-{name}-{opt.name.replace('_', '-')}"
+        if any(flag in o.names() for o in group.options):
+            continue  # registered twice (entry point and hook): the first one wins
+        choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
+        text = f"[{name}] {opt.help}{choices} Default: {opt.default}."
+        group.addoption(flag, dest=dest, default=None, metavar=opt.name.upper(), help=text)
+        parser.addini(dest, help=text, default=None)
 
 
 def _value(config: pytest.Config, dest: str) -> Any:
@@ -94,11 +102,15 @@ class TomOptions:
     max_errors: int = 0
     benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per benchmark, the settings given by flag or ini (suite keywords override them)."""
+    node_ids: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    """Per benchmark, the item names addressed on the command line (None: the whole benchmark)."""
 
     @classmethod
-    def from_config(cls, config: pytest.Config, registry: Registry) -> TomOptions:
+    def from_config(cls, config: pytest.Config, registry: Registry,
+                    node_ids: dict[str, frozenset[str] | None] | None = None) -> TomOptions:
         raw_bench = _value(config, "tom_benchmark")
         benchmarks = tuple(b.strip() for b in str(raw_bench).split(",") if b.strip()) if raw_bench else ()
+        benchmarks += tuple(b for b in (node_ids or {}) if b not in benchmarks)
         data_dir = _value(config, "tom_data_dir") or os.environ.get(C.DATA_DIR_ENV) or None
         cache_dir = _value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
         if not cache_dir:
@@ -115,15 +127,11 @@ class TomOptions:
             raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
         report = _value(config, "tom_report")
         settings: dict[str, dict[str, str]] = {}
-        for name in registry.names():
-            try:
-                bench = registry.get(name)
-            except Exception:
-                continue
+        for bench in registry.loadable():
             for opt in bench.options:
-                v = _value(config, f"tom_{name}_{opt.name}")
+                v = _value(config, f"tom_{bench.name}_{opt.name}")
                 if v is not None:
-                    settings.setdefault(name, {})[opt.name] = str(v)
+                    settings.setdefault(bench.name, {})[opt.name] = str(v)
         root = Path(config.invocation_params.dir)
         return cls(
             model=_value(config, "tom_model"),
@@ -138,4 +146,5 @@ class TomOptions:
             batch_size=batch,
             max_errors=max_errors,
             benchmark_settings=settings,
+            node_ids=dict(node_ids or {}),
         )

@@ -1,22 +1,24 @@
-"""Results out: the terminal summary and the versioned JSON report.
-
-Both are built from result records (plain dicts carried in test reports), so the
-same code works in one process and on the pytest-xdist controller.
-"""
+"""The versioned JSON report: built from typed records, written atomically, loaded back for baselines."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pytest_tom.benchmarks import Registry
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
-from pytest_tom.stats import tally
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import Benchmark
+from pytest_tom.metrics import facet_table
+from pytest_tom.record import DerivedRecord, Record
+from pytest_tom.request import sha256_text
+
+T = TypeVar("T")
 
 
 def _version() -> str:
@@ -24,69 +26,74 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("pytest-tom")
-    except Exception:
+    except Exception:  # noqa: BLE001 - running from a source tree
         return "0+unknown"
 
 
-def facet_table(records: Sequence[Mapping[str, Any]], facets: Sequence[str]) -> list[dict[str, Any]]:
-    """Tally records grouped by the values of `facets`, in first-seen order."""
-    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = defaultdict(list)
-    for r in records:
-        groups[tuple(str(r["facets"].get(f, "")) for f in facets)].append(r)
-    return [{"facets": dict(zip(facets, key)), **tally(rs).to_dict()} for key, rs in groups.items()]
+def item_dict(record: Record) -> dict[str, Any]:
+    """A record as the report stores it: its fields plus the hash of every request it sent."""
+    return {**record.to_dict(), "prompt_hash": sha256_text("\n".join(record.request_keys))}
+
+
+def suite_entry(
+    sid: str,
+    info: Mapping[str, Any],
+    records: Sequence[Record],
+    derived: Sequence[DerivedRecord],
+    benchmark: Benchmark[Any] | None,
+) -> dict[str, Any]:
+    """One suite's tables (overall and per summary facet), paper metrics and derived-result counts."""
+    name = info.get("name") or (records[0].benchmark if records else derived[0].benchmark if derived else "?")
+    entry: dict[str, Any] = {"id": sid, "benchmark": name, "settings": info.get("settings", {}), "n_items": len(records)}
+    tables: list[dict[str, Any]] = [{"by": [], "rows": facet_table(records, [])}] if records else []
+    metrics: dict[str, Any] = {}
+    if benchmark is None:
+        metrics = {"error": f"benchmark {name!r} could not be rebuilt from its settings"}
+    elif records:
+        try:
+            tables += [{"by": list(f), "rows": facet_table(records, f)} for f in benchmark.summary_facets]
+            metrics = benchmark.metrics(records)
+        except Exception as exc:  # noqa: BLE001 - a report must still be written if a metric breaks
+            metrics = {"error": f"{type(exc).__name__}: {exc}"}
+    entry["tables"] = tables
+    entry["metrics"] = metrics
+    kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
+    for d in derived:
+        counts = kinds[d.kind]
+        counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
+    entry["groups"] = dict(kinds)
+    return entry
 
 
 def build_report(
-    records: Sequence[Mapping[str, Any]],
-    group_records: Sequence[Mapping[str, Any]],
-    registry: Registry,
+    records: Sequence[Record],
+    derived: Sequence[DerivedRecord],
+    suites: Mapping[str, Mapping[str, Any]],
+    benchmark_for: Callable[[str], Benchmark[Any] | None],
     *,
     model: Mapping[str, Any],
     engine: Mapping[str, Any] | None = None,
     responses: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_suite: dict[str, list[Record]] = defaultdict(list)
     for r in records:
-        by_suite[r["suite"]].append(r)
-    groups_by_suite: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for g in group_records:
-        groups_by_suite[g["suite"]].append(g)
-    suites = []
-    for sid in sorted(set(by_suite) | set(groups_by_suite)):
-        recs = by_suite.get(sid, [])
-        info = dict(recs[0].get("suite_info") or {}) if recs else {}
-        name = info.get("name") or (groups_by_suite[sid][0]["benchmark"] if groups_by_suite.get(sid) else "?")
-        entry: dict[str, Any] = {"id": sid, "benchmark": name, "settings": info.get("settings", {}), "n_items": len(recs)}
-        tables: list[dict[str, Any]] = [{"by": [], "rows": facet_table(recs, [])}] if recs else []
-        metrics: dict[str, Any] = {}
-        try:
-            cls = registry.get(name)
-            bench = cls(info.get("settings", {}))
-            tables += [{"by": list(f), "rows": facet_table(recs, f)} for f in cls.summary_facets] if recs else []
-            metrics = bench.metrics(recs) if recs else {}
-        except Exception as exc:  # a report must still be written if a metric breaks
-            metrics = {"error": f"{type(exc).__name__}: {exc}"}
-        entry["tables"] = tables
-        entry["metrics"] = metrics
-        gs = groups_by_suite.get(sid, [])
-        kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
-        for g in gs:
-            kinds[g["group_kind"]][g["outcome"]] += 1
-        entry["groups"] = dict(kinds)
-        suites.append(entry)
-    items = []
-    for r in records:
-        item = {k: v for k, v in r.items() if k != "suite_info"}
-        items.append(item)
+        by_suite[r.suite].append(r)
+    derived_by_suite: dict[str, list[DerivedRecord]] = defaultdict(list)
+    for d in derived:
+        derived_by_suite[d.suite].append(d)
+    entries = [
+        suite_entry(sid, suites.get(sid, {}), by_suite.get(sid, []), derived_by_suite.get(sid, []), benchmark_for(sid))
+        for sid in sorted(set(by_suite) | set(derived_by_suite))
+    ]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "pytest_tom_version": _version(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model": dict(model),
         "engine": dict(engine or {}),
-        "suites": suites,
-        "items": items,
-        "groups": [dict(g) for g in group_records],
+        "suites": entries,
+        "items": [item_dict(r) for r in records],
+        "groups": [d.to_dict() for d in derived],
         "responses": {k: dict(v) for k, v in (responses or {}).items()},
     }
 
@@ -103,42 +110,39 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
     tmp.replace(path)
 
 
-def _pct(v: float | None) -> str:
-    return "   n/a" if v is None else f"{100 * v:6.1f}"
+@dataclass(frozen=True, slots=True)
+class LoadedReport:
+    """A report read back: its typed records (for baselines and comparisons) and the rest as written."""
+
+    records: tuple[Record, ...]
+    derived: tuple[DerivedRecord, ...]
+    raw: Mapping[str, Any]
+
+    def by_nodeid(self) -> dict[str, Record]:
+        return {r.nodeid: r for r in self.records}
 
 
-def summary_lines(report: Mapping[str, Any], registry: Registry) -> list[str]:
-    lines: list[str] = []
-    model = report.get("model", {})
-    fp = str(model.get("fingerprint") or "")
-    lines.append(f"model: {model.get('uri')}" + (f" (fingerprint {fp[:16]})" if fp else ""))
-    eng = report.get("engine") or {}
-    if eng:
-        lines.append(
-            f"engine: {eng.get('questions', 0)} questions, {eng.get('requests', 0)} requests "
-            f"({eng.get('unique_requests', 0)} unique), {eng.get('cache_hits', 0)} from cache, "
-            f"{eng.get('model_requests', 0)} sent to the model in {eng.get('model_seconds', 0)} s, "
-            f"{eng.get('errors', 0)} errors"
-        )
-    for suite in report.get("suites", []):
-        lines.append("")
-        lines.append(f"{suite['id']} ({suite['benchmark']}, {suite['n_items']} questions)")
-        header = f"  {'group':<48} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"
-        lines.append(header)
-        for table in suite.get("tables", []):
-            for row in table["rows"]:
-                label = " / ".join(row["facets"].values()) or "all"
-                lo, hi = row["ci95"]
-                lines.append(
-                    f"  {label[:48]:<48} {row['n']:>5} {_pct(row['accuracy'])} "
-                    f"{100 * lo:5.1f}-{100 * hi:5.1f}  {100 * row['parse_rate']:6.1f} {row['unparseable']:>7} {row['errors']:>6}"
-                )
-        try:
-            bench = registry.get(suite["benchmark"])(suite.get("settings", {}))
-            lines.extend(bench.metric_lines(suite.get("metrics", {})))
-        except Exception:
-            pass
-        for kind, counts in suite.get("groups", {}).items():
-            total = sum(counts.values())
-            lines.append(f"  {kind} groups: {counts['passed']}/{total} passed, {counts['failed']} failed, {counts['error']} errors")
-    return lines
+def load_report(path: Path) -> LoadedReport:
+    """Read a `--tom-report` file back into typed records."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read the report: {exc}", path=path) from exc
+    except json.JSONDecodeError as exc:
+        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno})", path=path) from None
+    if not isinstance(raw, dict) or not str(raw.get("schema_version", "")).startswith("1."):
+        raise TomDataError("not a pytest-tom report (schema_version 1.x expected)", path=path, field="schema_version")
+    records = tuple(_parse(Record.from_dict, d, path, "items", i) for i, d in enumerate(raw.get("items", [])))
+    derived = tuple(_parse(DerivedRecord.from_dict, d, path, "groups", i) for i, d in enumerate(raw.get("groups", [])))
+    return LoadedReport(records, derived, raw)
+
+
+def _parse(parse: Callable[[Mapping[str, Any]], T], data: Any, path: Path, field: str, index: int) -> T:
+    try:
+        return parse(data)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise TomDataError(f"malformed record: {type(exc).__name__}: {exc}", path=path, record=f"{field}[{index}]",
+                           field=field) from None
+
+
+__all__ = ["LoadedReport", "build_report", "item_dict", "load_report", "schema", "suite_entry", "write_report"]

@@ -3,8 +3,8 @@
 Adding a backend is one new file plus one line in `BUILTIN`. Factories are named
 as "module:function" strings and imported only when their scheme is used, so
 `import pytest_tom` never loads torch, openai or vllm. Third parties add schemes
-through the `pytest_tom.models` entry-point group or the `pytest_tom_make_model`
-hook.
+through the `pytest_tom.models` entry-point group, the `pytest_tom_add_backends`
+hook (``registry.add("toy", factory)``) or the `pytest_tom_make_model` hook.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.models.python import as_model
 
-__all__ = ["BUILTIN", "CallableModel", "Model", "as_model", "make_model", "per_prompt", "schemes"]
+__all__ = ["BUILTIN", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt", "schemes"]
+
+Factory = Callable[[str], Model]
+"""Builds a model from the part of the URI after "scheme:"."""
 
 BUILTIN: dict[str, str] = {
     "random": "pytest_tom.models.random:make",
+    "mock": "pytest_tom.models.mock:make",
     "python": "pytest_tom.models.python:make",
     "replay": "pytest_tom.models.replay:make",
     "hf": "pytest_tom.models.hf:make",
@@ -30,28 +34,54 @@ BUILTIN: dict[str, str] = {
 }
 
 
+class SchemeRegistry:
+    """URI scheme -> model factory: BUILTIN, then entry points, then hook registrations."""
+
+    def __init__(self) -> None:
+        self._targets: dict[str, str | Factory] = dict(BUILTIN)
+        for ep in entry_points(group="pytest_tom.models"):
+            self._targets.setdefault(ep.name, ep.value)
+
+    def add(self, scheme: str, factory: Factory) -> None:
+        """Register `factory` for URIs `scheme:...`."""
+        if not scheme or not scheme.replace("_", "").replace("-", "").isalnum():
+            raise TomConfigError(f"model scheme {scheme!r} must be letters, digits, '-' or '_'")
+        self._targets[scheme] = factory
+
+    def schemes(self) -> list[str]:
+        return sorted(self._targets)
+
+    def factory(self, scheme: str) -> Factory:
+        target = self._targets[scheme]
+        if isinstance(target, str):
+            module, _, attr = target.partition(":")
+            loaded: Factory = getattr(importlib.import_module(module), attr)
+            return loaded
+        return target
+
+    def make(self, uri: str) -> Model:
+        """Resolve a model URI such as ``random:42`` or ``python:mypkg.model:generate``."""
+        scheme, _, spec = uri.partition(":")
+        if scheme not in self._targets:
+            raise TomConfigError(
+                f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(self.schemes())} "
+                "(a third-party backend registers a scheme with the pytest_tom_add_backends hook or the "
+                "'pytest_tom.models' entry point)"
+            )
+        model = as_model(self.factory(scheme)(spec), uri=uri)
+        if not model.uri:
+            model.uri = uri
+        return model
+
+
 def schemes() -> dict[str, str]:
+    """The built-in and entry-point schemes (for messages and docs)."""
     found = dict(BUILTIN)
     for ep in entry_points(group="pytest_tom.models"):
         found.setdefault(ep.name, ep.value)
     return found
 
 
-def _load(target: str) -> Callable[[str], Model]:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
-
-
-def make_model(uri: str) -> Model:
-    """Resolve a model URI such as ``random:42`` or ``python:mypkg.model:generate``."""
-    scheme, _, spec = uri.partition(":")
-    known = schemes()
-    if scheme not in known:
-        raise TomConfigError(
-            f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(sorted(known))} "
-            "(a third-party backend registers a scheme with the 'pytest_tom.models' entry point)"
-        )
-    model = _load(known[scheme])(spec)
-    if not model.uri:
-        model.uri = uri
-    return model
+def make_model(uri: str, registry: SchemeRegistry | None = None) -> Model:
+    """Resolve a model URI with `registry` (default: built-in and entry-point schemes)."""
+    return (registry or SchemeRegistry()).make(uri)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.types import Message
+from pytest_tom.request import Message
 
 Renderer = Callable[[list[dict[str, str]], bool], str]
 """(messages, continue_final_message) -> prompt text, with the generation prompt added."""
@@ -71,7 +71,9 @@ def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
 
-    def tojson(x: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False) -> str:
+    def tojson(
+        x: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False
+    ) -> str:
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])

@@ -1,8 +1,8 @@
 """Shared plumbing of the real backends: URI options, file fingerprints, cache folders.
 
-Only the standard library is imported here, so every backend module (and
-`import pytest_tom`) stays free of torch, transformers, openai and vllm until a
-scheme that needs them is used.
+Only the standard library (and pytest_tom's own request types) is imported here,
+so every backend module (and `import pytest_tom`) stays free of torch,
+transformers, openai and vllm until a scheme that needs them is used.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pytest_tom.errors import TomConfigError
+from pytest_tom.request import Response
 
 MiB = 1024 * 1024
 
@@ -155,25 +156,23 @@ def combine(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-# -- log-likelihood token counts -------------------------------------------------------------------
-
-CHOICE_TOKENS_PREFIX = "choice_tokens."
-"""`Response.usage["choice_tokens.<i>"]` holds how many tokens choice *i* was scored over."""
+# -- log-likelihood responses ---------------------------------------------------------------------
 
 
-def choice_usage(prompt_tokens: int, counts: Sequence[int]) -> dict[str, int]:
-    """The usage record of a log-likelihood response (see `choice_token_counts`)."""
-    usage = {"prompt_tokens": prompt_tokens, "scored_tokens": int(sum(counts))}
-    usage.update({f"{CHOICE_TOKENS_PREFIX}{i}": int(n) for i, n in enumerate(counts)})
-    return usage
+def loglikelihood_response(
+    choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *, prompt_tokens: int,
+    usage: Mapping[str, int] | None = None,
+) -> Response:
+    """The answer to a log-likelihood request, built the same way by every backend.
 
-
-def choice_token_counts(usage: Mapping[str, int], n_choices: int) -> tuple[int, ...] | None:
-    """Per-choice token counts of a log-likelihood response, for a per-token normalised score.
-
-    None when the backend did not report them (e.g. a replayed recording).
+    `text` is the best-scoring choice (the first on a tie), so reports and text
+    parsers show what the model picked; `choice_tokens` says how many tokens each
+    choice was scored over (for a per-token normalised score); `usage` holds spend
+    only: `prompt_tokens`, `scored_tokens` (all choices) and whatever the backend
+    adds (an API's completion_tokens...).
     """
-    try:
-        return tuple(int(usage[f"{CHOICE_TOKENS_PREFIX}{i}"]) for i in range(n_choices))
-    except KeyError:
-        return None
+    scores = tuple(float(lp) for lp in logprobs)
+    best = max(range(len(scores)), key=scores.__getitem__)
+    spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}
+    spend.update(usage or {})
+    return Response(text=choices[best], logprobs=scores, choice_tokens=tuple(int(n) for n in counts), usage=spend)

@@ -19,8 +19,9 @@ import shutil
 import tempfile
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from pytest_tom.errors import TomDependencyError
+from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import file_digest, models_root
 
 CONVERTER_VERSION = 1
@@ -50,6 +51,34 @@ def smollm2_gguf() -> Path:
             if path.is_file():
                 return path
     raise TomDependencyError(f"the installed {SMOLLM2_DIST} package has no .gguf file (reinstall it)")
+
+
+def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri: str) -> tuple[str, str | None, str | None]:
+    """(folder or hub id, GGUF file inside it, alias) for an `hf:` target.
+
+    The SmolLM2 alias and `convert=true` resolve to a converted folder; a `.gguf`
+    path is split into its folder and file, as transformers' `gguf_file=` wants.
+    """
+    if not target:
+        raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
+    p = Path(target).expanduser()
+    if target.lower() in SMOLLM2_ALIASES and not p.exists():
+        return str(ensure_converted(smollm2_gguf())), None, "smollm2"
+    if p.is_file() and p.suffix == ".gguf":
+        if gguf_file:
+            raise TomConfigError(f"--tom-model {uri}: a .gguf path and gguf_file= name two files")
+        p, gguf_file = p.parent, p.name
+    if gguf_file:
+        if not (p / gguf_file).is_file():
+            raise TomConfigError(f"--tom-model {uri}: no GGUF file {gguf_file!r} in {p}")
+        if convert:
+            return str(ensure_converted(p / gguf_file)), None, None
+        return str(p), gguf_file, None
+    if convert:
+        raise TomConfigError(f"--tom-model {uri}: convert=true applies to GGUF files only")
+    if p.exists() and not p.is_dir():
+        raise TomConfigError(f"--tom-model {uri}: {p} is a file; give the checkpoint folder or a .gguf file")
+    return (str(p) if p.is_dir() else target), None, None
 
 
 def converted_dir_for(gguf: Path) -> Path:
@@ -89,7 +118,8 @@ def convert(gguf: Path, out: Path) -> None:
         import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:
-        raise TomDependencyError(f"converting {gguf.name} needs transformers and torch: pip install 'pytest-tom[hf]' ({exc})") from exc
+        raise TomDependencyError(
+            f"converting {gguf.name} needs transformers and torch: pip install 'pytest-tom[hf]' ({exc})") from exc
 
     from pytest_tom.models.hf import dtype_kwarg
 
@@ -102,11 +132,13 @@ def convert(gguf: Path, out: Path) -> None:
                 delattr(config, attr)
             except AttributeError:
                 setattr(config, attr, None)
-    fresh = AutoModelForCausalLM.from_config(config, **f32)
+    auto: Any = AutoModelForCausalLM  # from_config is untyped
+    fresh = auto.from_config(config, **f32)
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
     tied = {k for k in missing if k.endswith("lm_head.weight")} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
-        raise RuntimeError(f"GGUF conversion of {gguf.name}: missing {sorted(set(missing) - tied)}, unexpected {sorted(unexpected)}")
+        raise RuntimeError(
+            f"GGUF conversion of {gguf.name}: missing {sorted(set(missing) - tied)}, unexpected {sorted(unexpected)}")
     fresh.generation_config = loaded.generation_config
     fresh.eval()
     fresh.save_pretrained(str(out))

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pytest_tom.types import Request, Response
+from pytest_tom.request import Request, Response
 
 
 class Model(ABC):
@@ -20,7 +20,17 @@ class Model(ABC):
 
     uri: str = ""
     batch_size: int = 16
-    """How many requests the engine hands over at once."""
+    """How many requests the backend works on at once; one meaning for every backend.
+
+    `hf:` sequences per forward pass (halved on out-of-memory), `vllm:` prompts
+    per `llm.generate` call (both count a log-likelihood request once per
+    choice), `openai:` HTTP requests in flight (its `concurrency=` option),
+    any other `Model`: requests per `generate` call (`Model.stream` chunks by
+    it). A URI option sets it; `--tom-batch-size` overrides that (the engine
+    sets this attribute once, before the first request). It trades memory for
+    throughput and sets how often answers reach the cache, so it is never part
+    of a fingerprint.
+    """
 
     @abstractmethod
     def fingerprint(self) -> str:
@@ -46,7 +56,7 @@ class Model(ABC):
         """What the report records about the model."""
         return {"uri": self.uri, "fingerprint": self.fingerprint(), "class": type(self).__name__}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op default, not a forgotten abstract method
         """Release GPU memory, sockets, subprocesses."""
 
 
@@ -95,7 +105,7 @@ class CallableModel(Model):
         self.fn = fn
         self.uri = uri or f"python:{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
         self.per_prompt = bool(getattr(fn, "tom_per_prompt", False))
-        self.batch_size = int(batch_size or getattr(fn, "tom_batch_size", 16))
+        self.batch_size = batch_size or int(getattr(fn, "tom_batch_size", 16))
         self._fp = _callable_identity(fn)
 
     def fingerprint(self) -> str:
@@ -130,7 +140,7 @@ class CallableModel(Model):
                 for i in idxs:
                     out[i] = Response(error=err)
                 continue
-            for i, text in zip(idxs, texts):
+            for i, text in zip(idxs, texts, strict=True):
                 if not isinstance(text, str):
                     out[i] = Response(error=f"{self.uri} returned {type(text).__name__}, expected str")
                 else:

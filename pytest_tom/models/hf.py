@@ -4,12 +4,14 @@ Design points, each a complaint about peer harnesses:
 
 * batches are left-padded and sorted by prompt length (longest first, so an
   out-of-memory error shows up in the first batch, not after an hour), and the
-  batch size halves on out-of-memory instead of crashing the run;
+  batch size halves on out-of-memory instead of crashing the run
+  (`AdaptiveBatches`);
 * decoding is greedy unless a benchmark asks otherwise, with the benchmark's
   own token budget, and a fresh generation config: a checkpoint's sampling
   defaults (temperature 0.6, repetition penalty...) never leak into a benchmark;
-* chat templates are rendered by `ChatFormatter` (system-role folding,
-  override, disable) and their hash is part of the fingerprint;
+* prompts are rendered and tokenised by `TokenizedChat` (system-role folding,
+  override, disable), the same code `vllm:` uses, and the template hash is
+  part of the fingerprint;
 * the fingerprint hashes weights, config, tokenizer and template, so a new
   checkpoint written to the same path never reuses stale cached answers;
 * log-likelihood requests score each choice as a continuation of the rendered
@@ -23,16 +25,26 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
-from pytest_tom.models._common import Option, Spec, choice_usage, combine, digest_files, file_digest, parse_spec
+from pytest_tom.models._batching import AdaptiveBatches, Failed
+from pytest_tom.models._chat import SYSTEM_MODES
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
+from pytest_tom.models._gguf import resolve_checkpoint
+from pytest_tom.models._tokenized import (
+    TokenizedChat,
+    checkpoint_fingerprint,
+    file_hashes,
+    fingerprint_parts,
+    hub_fingerprint,
+    local_fingerprint,
+)
 from pytest_tom.models.base import StreamingModel
-from pytest_tom.types import GenerationSettings, Request, Response
+from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
 """Bump when a change here changes answers (tokenisation of choices, decoding defaults...)."""
@@ -42,7 +54,7 @@ OPTIONS: tuple[Option, ...] = (
            choices=("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "half")),
     Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
     Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
-    Option("batch_size", default="auto", help="first batch size (auto: 64 on GPU, 16 on CPU); halves on out-of-memory"),
+    Option("batch_size", default="auto", help="sequences per forward pass (auto: 64 on GPU, 16 on CPU); halves on out-of-memory"),
     Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
     Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
            choices=SYSTEM_MODES),
@@ -57,58 +69,15 @@ OPTIONS: tuple[Option, ...] = (
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "half": "float16"}
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
-CONFIG_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json", "pytorch_model.bin.index.json")
-TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json", "vocab.txt",
-    "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja", "chat_template.json",
-)
-
-
-def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool = False) -> dict[str, Any]:
-    """Digests of everything in a checkpoint folder that changes answers.
-
-    Shared with the vLLM backend. For a GGUF checkpoint the one file holds
-    weights, config and tokenizer, so only it is hashed.
-    """
-    if gguf_file:
-        return {"weights": {gguf_file: file_digest(folder / gguf_file, full=full)}}
-    weights = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
-    return {
-        "weights": digest_files(weights, full=full),
-        "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
-        "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True),
-    }
-
-
-def hub_fingerprint(repo: str, revision: str | None, commit: str | None, *, full: bool = False, download: bool = False) -> dict[str, Any]:
-    """A hub model's identity: its snapshot's files (fetched first when `download`), else the commit hash."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(repo_id=repo, revision=revision, local_files_only=not download))
-        return {"repo": repo, **local_fingerprint(folder, full=full)}
-    except Exception as exc:
-        if not commit:
-            raise TomConfigError(f"cannot fingerprint {repo!r}: not a local folder and no hub snapshot ({exc})") from None
-        return {"repo": repo, "commit": commit}
 
 
 def dtype_kwarg(transformers: Any, value: Any) -> dict[str, Any]:
-    """transformers >= 4.56 takes `dtype=`; older releases (the extra allows >= 4.45) take `torch_dtype=`."""
+    """Pass a dtype as transformers >= 4.56 wants (`dtype=`) or as older releases (>= 4.45) want (`torch_dtype=`)."""
     try:
         major, minor = (int(x) for x in str(transformers.__version__).split(".")[:2])
     except ValueError:
         return {"dtype": value}
     return {"dtype": value} if (major, minor) >= (4, 56) else {"torch_dtype": value}
-
-
-def is_oom(exc: BaseException) -> bool:
-    """Out-of-memory on any device (CUDA, MPS, CPU allocator), by type or by message."""
-    if type(exc).__name__ == "OutOfMemoryError":
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +95,6 @@ class _LLRow:
     cont: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    message: str
-
-
 class HFModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
@@ -142,23 +106,21 @@ class HFModel(StreamingModel):
             import torch
             import transformers
         except ImportError as exc:
-            raise TomDependencyError(f"--tom-model {uri} needs torch and transformers ({exc}): pip install 'pytest-tom[hf]'") from exc
-        self._torch = torch
-        self._transformers = transformers
-        self.alias: str | None = None
-        self.path, self.gguf_file = self._resolve(spec.target)
+            raise TomDependencyError(
+                f"--tom-model {uri} needs torch and transformers ({exc}): pip install 'pytest-tom[hf]'") from exc
+        # Any: the backend drives both through duck-typed calls that their stubs type only in part.
+        self._torch: Any = torch
+        self._transformers: Any = transformers
+        self.path, self.gguf_file, self.alias = resolve_checkpoint(
+            spec.target, gguf_file=self.options["gguf_file"], convert=self.options["convert"], uri=uri)
         self.is_local = Path(self.path).is_dir()
         self.device = self._resolve_device()
         self.dtype_name = self._resolve_dtype()
-        self.batch_size = self._initial_batch_size()
-        self.initial_batch_size = self.batch_size
-        self.oom_backoffs = 0
+        self.batches = AdaptiveBatches(self._initial_batch_size(), self._free_memory)
         self.model: Any = None
         self.tokenizer = self._load_tokenizer()
-        own = getattr(self.tokenizer, "chat_template", None)
-        template, source = choose_template(self.options["chat_template"], own if isinstance(own, str) else None)
-        self._template = template
-        self.formatter = ChatFormatter(template=template, source=source, renderer=self._render, system=self.options["system"])
+        self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
+        self.formatter = self.chat.formatter
         self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
         self.load_seconds = 0.0
@@ -166,32 +128,6 @@ class HFModel(StreamingModel):
         """Filled when the weights load; empty when every answer came from the cache."""
 
     # -- resolution ------------------------------------------------------------------------------
-    def _resolve(self, target: str) -> tuple[str, str | None]:
-        from pytest_tom.models import _gguf
-
-        if not target:
-            raise TomConfigError(f"--tom-model {self.uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
-        gguf_file = self.options["gguf_file"]
-        p = Path(target).expanduser()
-        if target.lower() in _gguf.SMOLLM2_ALIASES and not p.exists():
-            self.alias = "smollm2"
-            return str(_gguf.ensure_converted(_gguf.smollm2_gguf())), None
-        if p.is_file() and p.suffix == ".gguf":
-            if gguf_file:
-                raise TomConfigError(f"--tom-model {self.uri}: a .gguf path and gguf_file= name two files")
-            p, gguf_file = p.parent, p.name
-        if gguf_file:
-            if not (p / gguf_file).is_file():
-                raise TomConfigError(f"--tom-model {self.uri}: no GGUF file {gguf_file!r} in {p}")
-            if self.options["convert"]:
-                return str(_gguf.ensure_converted(p / gguf_file)), None
-            return str(p), gguf_file
-        if self.options["convert"]:
-            raise TomConfigError(f"--tom-model {self.uri}: convert=true applies to GGUF files only")
-        if p.exists() and not p.is_dir():
-            raise TomConfigError(f"--tom-model {self.uri}: {p} is a file; give the checkpoint folder or a .gguf file")
-        return (str(p) if p.is_dir() else target), None
-
     def _resolve_device(self) -> str:
         if self.options["device_map"]:
             if self.options["device"]:
@@ -239,15 +175,6 @@ class HFModel(StreamingModel):
         tok.padding_side = "left"
         return tok
 
-    def _render(self, messages: list[dict[str, str]], continue_final: bool) -> str:
-        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            messages,
-            chat_template=self._template,
-            tokenize=False,
-            add_generation_prompt=not continue_final,
-            continue_final_message=continue_final,
-        )
-
     def ensure_loaded(self) -> None:
         """Load the weights on first use: a fully cached run never pays for it."""
         if self.model is not None:
@@ -283,6 +210,24 @@ class HFModel(StreamingModel):
     def _input_device(self) -> Any:
         return self.model.get_input_embeddings().weight.device
 
+    # -- batch size ------------------------------------------------------------------------------
+    @property
+    def batch_size(self) -> int:
+        """Sequences per forward pass (a log-likelihood request counts one per choice); halves on out-of-memory."""
+        return self.batches.size
+
+    @batch_size.setter
+    def batch_size(self, value: int) -> None:
+        self.batches.restart(value)  # set from outside: the engine's --tom-batch-size, a test
+
+    @property
+    def initial_batch_size(self) -> int:
+        return self.batches.initial
+
+    @property
+    def oom_backoffs(self) -> int:
+        return self.batches.backoffs
+
     # -- identity --------------------------------------------------------------------------------
     def fingerprint_parts(self) -> dict[str, Any]:
         if self._parts is None:
@@ -291,18 +236,14 @@ class HFModel(StreamingModel):
                 files = local_fingerprint(Path(self.path), gguf_file=self.gguf_file, full=full)
             else:
                 self.ensure_loaded()  # a hub id: download (or find) the files first
-                files = hub_fingerprint(self.path, self.options["revision"], getattr(self.model.config, "_commit_hash", None), full=full)
-            self._parts = {
-                "backend": f"hf-v{BACKEND_VERSION}",
-                "files": files,
-                "dtype": self.dtype_name,
-                "template": self.formatter.hash(),
-            }
+                commit = getattr(self.model.config, "_commit_hash", None)
+                files = hub_fingerprint(self.path, self.options["revision"], commit, full=full)
+            self._parts = fingerprint_parts("hf", BACKEND_VERSION, files, self.chat, dtype=self.dtype_name)
         return self._parts
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
+            self._fingerprint = checkpoint_fingerprint("hf", self.fingerprint_parts())
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
@@ -319,10 +260,8 @@ class HFModel(StreamingModel):
             "batch_size": self.batch_size,
             "initial_batch_size": self.initial_batch_size,
             "oom_backoffs": self.oom_backoffs,
-            "chat_template": self.formatter.describe(),
-            "weights_hash": combine(files.get("weights", {})) if "weights" in files else files.get("commit"),
-            "config_hash": combine(files["config"]) if "config" in files else None,
-            "tokenizer_hash": combine(files["tokenizer"]) if "tokenizer" in files else None,
+            "chat_template": self.chat.describe(),
+            **file_hashes(files),
             "fingerprint_mode": self.options["fingerprint"],
             "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
         }
@@ -340,14 +279,10 @@ class HFModel(StreamingModel):
         return n if isinstance(n, int) and 0 < n < 10**7 else None
 
     def encode_prompt(self, request: Request) -> tuple[int, ...]:
-        text = self.formatter.render(request.messages)
-        # A rendered template already holds BOS and friends; plain prompts get the tokenizer's own.
-        ids = self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]
-        return tuple(int(i) for i in ids)
+        return self.chat.encode_prompt(request.messages)
 
     def encode_choice(self, choice: str) -> tuple[int, ...]:
-        """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
-        return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
+        return self.chat.encode_choice(choice)
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Answer everything handed over, longest prompts first, in OOM-adaptive batches."""
@@ -360,22 +295,18 @@ class HFModel(StreamingModel):
         remaining: dict[int, int] = {}
         for i, r in enumerate(requests):
             try:
-                ids = self.encode_prompt(r)
                 if r.kind == "generate":
+                    ids = self.encode_prompt(r)
                     if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(f"prompt of {len(ids)} tokens + {r.settings.max_new_tokens} new tokens exceeds the model's {limit} positions")
+                        raise ValueError(f"prompt of {len(ids)} tokens + {r.settings.max_new_tokens} new tokens "
+                                         f"exceeds the model's {limit} positions")
                     groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
                 elif r.kind == "loglikelihood":
-                    if not r.choices:
-                        raise ValueError("a loglikelihood request needs at least one choice")
-                    if not ids:
-                        raise ValueError("cannot score a continuation of an empty prompt")
-                    conts = [self.encode_choice(c) for c in r.choices]
+                    ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
                     for k, cont in enumerate(conts):
-                        if not cont:
-                            raise ValueError(f"choice {k} ({r.choices[k]!r}) tokenises to nothing")
                         if limit and len(ids) + len(cont) > limit:
-                            raise ValueError(f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
+                            raise ValueError(
+                                f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
                     rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
                     remaining[i] = len(conts)
                 else:
@@ -386,12 +317,12 @@ class HFModel(StreamingModel):
             items.sort(key=lambda it: -len(it.ids))
             # A seeded sample must not depend on its batch-mates: one request per batch.
             force = 1 if settings.temperature > 0 and settings.seed is not None else None
-            for item, result in self._batched(items, self._generate_batch, force):
-                yield item.index, Response(error=result.message) if isinstance(result, _Failed) else result
+            for item, result in self.batches.run(items, self._generate_batch, force):
+                yield item.index, Response(error=result.message) if isinstance(result, Failed) else result
         if rows:
             rows.sort(key=lambda row: -(len(row.ctx) + len(row.cont)))
             scores: dict[int, list[Any]] = {i: [None] * n for i, n in remaining.items()}
-            for row, result in self._batched(rows, self._loglik_batch, None):
+            for row, result in self.batches.run(rows, self._loglik_batch):
                 scores[row.index][row.choice] = result
                 remaining[row.index] -= 1
                 if remaining[row.index] == 0:
@@ -399,45 +330,11 @@ class HFModel(StreamingModel):
 
     @staticmethod
     def _ll_response(request: Request, prompt_tokens: int, results: list[Any]) -> Response:
-        failed = [r for r in results if isinstance(r, _Failed)]
+        failed = [r for r in results if isinstance(r, Failed)]
         if failed:
             return Response(error=failed[0].message)
-        logprobs = tuple(float(lp) for lp, _ in results)
-        best = max(range(len(logprobs)), key=logprobs.__getitem__)
-        # text: the best-scoring choice, so reports and text parsers see what the model picked.
-        return Response(text=request.choices[best], logprobs=logprobs, usage=choice_usage(prompt_tokens, [n for _, n in results]))
-
-    def _batched(self, items: Sequence[Any], fn: Callable[[list[Any]], list[Any]], force: int | None) -> Iterator[tuple[Any, Any]]:
-        """Run `fn` over `items` in batches, halving the batch size on out-of-memory.
-
-        A batch that fails for another reason is retried one item at a time, so
-        one poisonous prompt costs one error, not a whole batch of them.
-        """
-        pos = 0
-        while pos < len(items):
-            size = min(force or self.batch_size, len(items) - pos)
-            batch = list(items[pos : pos + size])
-            try:
-                results = fn(batch)
-            except Exception as exc:
-                if is_oom(exc):
-                    self._free_memory()
-                    if size > 1:
-                        self.batch_size = max(1, size // 2)
-                        self.oom_backoffs += 1
-                        continue
-                    results = [_Failed(f"out of memory even at batch size 1: {exc}")]
-                elif size > 1:
-                    results = []
-                    for item in batch:
-                        try:
-                            results.extend(fn([item]))
-                        except Exception as one:
-                            results.append(_Failed(f"{type(one).__name__}: {one}"))
-                else:
-                    results = [_Failed(f"{type(exc).__name__}: {exc}")]
-            yield from zip(batch, results)
-            pos += size
+        logprobs, counts = [lp for lp, _ in results], [n for _, n in results]
+        return loglikelihood_response(request.choices, logprobs, counts, prompt_tokens=prompt_tokens)
 
     def _free_memory(self) -> None:
         gc.collect()
@@ -509,7 +406,7 @@ class HFModel(StreamingModel):
         new = out[:, ids.shape[1] :].tolist()
         eos = set(self.eos_ids)
         responses = []
-        for item, tokens in zip(items, new):
+        for item, tokens in zip(items, new, strict=True):
             cut = next((k for k, t in enumerate(tokens) if t in eos), None)
             kept = tokens[:cut] if cut is not None else tokens
             used = cut + 1 if cut is not None else len(tokens)

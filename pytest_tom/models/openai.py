@@ -1,13 +1,25 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 
 Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`
-plus a semaphore), and `stream` hands each answer to the engine the moment it
-arrives, so the engine caches it at once and an interrupted run resumes where
-it stopped. Retries are ours, not the client's (its own are switched off): we
-retry 408/409/425/429/5xx, timeouts, dropped connections and malformed
-bodies with exponential back-off, wait exactly as long as a `Retry-After`
-(or `retry-after-ms`) header asks, and after the last attempt return
-`Response(error=...)` so the engine records an item ERROR, never a wrong answer.
+plus a semaphore of `batch_size` permits: the requests in flight, set by
+`concurrency=` in the URI or by `--tom-batch-size`), and `stream` hands each
+answer to the engine the moment it arrives, so the engine caches it at once and
+an interrupted run resumes where it stopped. Retries are ours, not the
+client's (its own are switched off): we retry 408/409/425/429/5xx, timeouts,
+dropped connections and malformed bodies with exponential back-off, wait
+exactly as long as a `Retry-After` (or `retry-after-ms`) header asks, and after
+the last attempt return `Response(error=...)` so the engine records an item
+ERROR, never a wrong answer.
+
+The retry loop is a dozen lines of our own rather than tenacity or the client's
+retries: which failures are retried, the server's Retry-After, the per-kind
+counters in the report and the scrubbed final message all depend on how each
+exception is classified, which a generic policy would only wrap. Its clock is
+injectable instead: `sleep` (an awaitable, default `asyncio.sleep`), `random`
+(the jitter source, default `random.random`) and `now` (the wall clock an HTTP
+date in Retry-After is measured against, default `time.time`) are attributes
+of the model, so tests replace them and assert the waits requested without
+sleeping.
 
 The API key is read from the environment (OPENAI_API_KEY or the variable
 named by `api_key_env=`), is refused in the URI, and is scrubbed from every
@@ -24,14 +36,14 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
-from pytest_tom.models._common import Option, Spec, choice_usage, parse_spec
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
 from pytest_tom.models.base import StreamingModel
-from pytest_tom.types import Request, Response
+from pytest_tom.request import Request, Response
 
 BACKEND_VERSION = 1
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -41,7 +53,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
     Option("endpoint", default="chat", help="chat (/chat/completions) or completions (/completions)",
            choices=("chat", "completions")),
-    Option("concurrency", kind="int", default=16, help="requests in flight at once"),
+    Option("concurrency", kind="int", default=16,
+           help="requests in flight at once (the model's batch_size; --tom-batch-size overrides it)"),
     Option("timeout", kind="float", default=60.0, help="seconds per HTTP attempt"),
     Option("max_retries", kind="int", default=6, help="retries after the first attempt"),
     Option("backoff", kind="float", default=1.0, help="first back-off in seconds; doubles per retry (with jitter)"),
@@ -93,12 +106,22 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
+    """The wait after failed attempt `attempt` (0-based) when the server named none.
+
+    `first * 2**attempt`, capped at `cap`, then scaled to 50-100% by `jitter` in
+    [0, 1): clients that failed together do not all retry at the same instant.
+    """
+    return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
+
+
 class OpenAIModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         try:
             import openai
         except ImportError as exc:
-            raise TomDependencyError(f"--tom-model {uri} needs the openai client ({exc}): pip install 'pytest-tom[openai]'") from exc
+            raise TomDependencyError(
+                f"--tom-model {uri} needs the openai client ({exc}): pip install 'pytest-tom[openai]'") from exc
         self._openai = openai
         self.uri = uri
         self.model_name = spec.target
@@ -107,12 +130,11 @@ class OpenAIModel(StreamingModel):
         o = dict(spec.options)
         self.options = o
         self.endpoint: str = o["endpoint"]
-        self.concurrency = int(o["concurrency"])
-        if self.concurrency < 1:
+        if int(o["concurrency"]) < 1:
             raise TomConfigError(f"--tom-model {uri}: concurrency must be at least 1")
         if o["max_retries"] < 0 or o["timeout"] <= 0:
             raise TomConfigError(f"--tom-model {uri}: max_retries must be >= 0 and timeout > 0")
-        self.batch_size = max(64, 4 * self.concurrency)
+        self.batch_size = int(o["concurrency"])
         env_base = os.environ.get("OPENAI_BASE_URL")
         self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
         key_var = o["api_key_env"] or "OPENAI_API_KEY"
@@ -130,7 +152,8 @@ class OpenAIModel(StreamingModel):
             system = "auto" if o["system"] == "keep" else o["system"]
             self.formatter = ChatFormatter(template=template, source=source, renderer=renderer, system=system)
         elif o["chat_template"] not in (None, "none"):
-            raise TomConfigError(f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
+            raise TomConfigError(
+                f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
         self.stats: dict[str, int] = {
             "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
             "timeouts": 0, "connection_errors": 0, "malformed": 0,
@@ -138,8 +161,19 @@ class OpenAIModel(StreamingModel):
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
         self.waits: list[float] = []
-        """Every back-off this model slept, in seconds (tests measure Retry-After with it)."""
+        """Every back-off this model waited, in seconds, in the order asked."""
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        """How a back-off waits (replaced by tests; called on the backend's event loop)."""
+        self.random: Callable[[], float] = random.random
+        """The jitter source, uniform in [0, 1)."""
+        self.now: Callable[[], float] = time.time
+        """The wall clock, for a Retry-After given as an HTTP date."""
         self._lock = threading.Lock()
+
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at once: this backend's `batch_size`."""
+        return self.batch_size
 
     # -- identity --------------------------------------------------------------------------------
     def _format_id(self) -> str:
@@ -158,6 +192,7 @@ class OpenAIModel(StreamingModel):
             "model": self.model_name,
             "base_url": self.base_url,
             "endpoint": self.endpoint,
+            "batch_size": self.batch_size,
             "concurrency": self.concurrency,
             "timeout": self.options["timeout"],
             "max_retries": self.options["max_retries"],
@@ -218,14 +253,16 @@ class OpenAIModel(StreamingModel):
                     pass
             thread.join(timeout=30)
 
-    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any], started: threading.Event) -> None:
+    async def _run_all(
+        self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any], started: threading.Event
+    ) -> None:
         holder["loop"] = asyncio.get_running_loop()
         holder["task"] = asyncio.current_task()
         started.set()
         client = self._openai.AsyncOpenAI(
             api_key=self._key, base_url=self.base_url, timeout=float(self.options["timeout"]), max_retries=0,
         )
-        semaphore = asyncio.Semaphore(self.concurrency)
+        semaphore = asyncio.Semaphore(max(1, self.batch_size))
 
         async def one(index: int, request: Request) -> None:
             async with semaphore:
@@ -263,14 +300,14 @@ class OpenAIModel(StreamingModel):
                         message += f" (gave up after {attempt + 1} attempts)"
                     break
                 if wait is None:
-                    base = min(float(self.options["max_backoff"]), float(self.options["backoff"]) * 2**attempt)
-                    wait = base * (0.5 + random.random() / 2)
+                    wait = backoff_delay(attempt, first=float(self.options["backoff"]), cap=float(self.options["max_backoff"]),
+                                         jitter=self.random())
                 else:
                     wait = min(wait, float(self.options["max_retry_after"]))
                 self._bump("retries")
                 with self._lock:
                     self.waits.append(wait)
-                await asyncio.sleep(wait)
+                await self.sleep(wait)
                 continue
             with self._lock:
                 for k, v in response.usage.items():
@@ -289,7 +326,7 @@ class OpenAIModel(StreamingModel):
             elif code >= 500:
                 self._bump("http_5xx")
             headers = {k.lower(): v for k, v in exc.response.headers.items()}
-            wait = retry_after_seconds(headers)
+            wait = retry_after_seconds(headers, now=self.now())
             detail = getattr(exc, "message", "") or str(exc)
             return code in RETRYABLE_STATUS or code >= 500, wait, f"HTTP {code} from {self.base_url}: {detail}"
         if isinstance(exc, oa.APITimeoutError):
@@ -357,7 +394,8 @@ class OpenAIModel(StreamingModel):
         belongs to a choice when its character span overlaps the choice.
         """
         if self.endpoint != "completions":
-            raise _Permanent("loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")
+            raise _Permanent(
+                "loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")
         if not request.choices:
             raise _Permanent("a loglikelihood request needs at least one choice")
         ctx = self.prompt(request)
@@ -393,10 +431,8 @@ class OpenAIModel(StreamingModel):
                 raise _Permanent(f"choice {i} ({request.choices[i]!r}) covers no token")
             sums.append(total)
             counts.append(n)
-        usage = choice_usage(prompt_tokens, counts)
-        usage.update({k: v for k, v in _usage(resp).items() if k != "prompt_tokens"})
-        best = max(range(len(sums)), key=sums.__getitem__)
-        return Response(text=request.choices[best], logprobs=tuple(sums), usage=usage)
+        spend = {k: v for k, v in _usage(resp).items() if k != "prompt_tokens"}
+        return loglikelihood_response(request.choices, sums, counts, prompt_tokens=prompt_tokens, usage=spend)
 
 
 def _usage(resp: Any) -> dict[str, int]:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import Model
-from pytest_tom.types import Request, Response
+from pytest_tom.request import Request, Response
 
 
 class RandomModel(Model):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.models.base import Model
-from pytest_tom.types import Request, Response
+from pytest_tom.request import Request, Response
 
 
 class ReplayModel(Model):

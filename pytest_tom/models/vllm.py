@@ -1,9 +1,9 @@
 """`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
 
-Prompts are rendered here with the same `ChatFormatter` as the `hf:` backend
-(the tokenizer's template, folding, override, disable) and sent to vLLM as
-token ids, so `hf:` and `vllm:` see byte-identical prompts and the template
-hash means the same thing in both reports. Generation uses one
+Prompts are rendered and tokenised by the same `TokenizedChat` as the `hf:`
+backend (the tokenizer's template, folding, override, disable) and sent to
+vLLM as token ids, so `hf:` and `vllm:` see byte-identical prompts and the
+template hash means the same thing in both reports. Generation uses one
 `SamplingParams` per request (greedy unless asked, the benchmark's token
 budget, per-request seeds, which vLLM honours independently of batching);
 log-likelihood requests use `prompt_logprobs` over prompt+choice.
@@ -28,10 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
-from pytest_tom.models._chat import SYSTEM_MODES, ChatFormatter, choose_template
-from pytest_tom.models._common import Option, Spec, choice_usage, combine, parse_spec
+from pytest_tom.models._chat import SYSTEM_MODES
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
+from pytest_tom.models._tokenized import (
+    TokenizedChat,
+    checkpoint_fingerprint,
+    fingerprint_parts,
+    hub_fingerprint,
+    local_fingerprint,
+)
 from pytest_tom.models.base import StreamingModel
-from pytest_tom.types import GenerationSettings, Request, Response
+from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
 
@@ -50,7 +57,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("trust_remote_code", kind="bool", default=False),
     Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
     Option("system", default="auto", choices=SYSTEM_MODES, help="auto, fold or keep (see hf:)"),
-    Option("batch_size", kind="int", default=256, help="requests per llm.generate call (the resume granularity)"),
+    Option("batch_size", kind="int", default=256, help="prompts per llm.generate call (the resume granularity)"),
     Option("fingerprint", default="sampled", choices=("sampled", "full")),
 )
 
@@ -98,7 +105,7 @@ def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict
     params = [vllm.SamplingParams(**it["params"]) for it in items]
     outputs = llm.generate(prompts, sampling_params=params, use_tqdm=False)
     results: list[dict[str, Any]] = []
-    for it, out in zip(items, outputs):
+    for it, out in zip(items, outputs, strict=False):  # a count mismatch is reported below
         if it["kind"] == "generate":
             comp = out.outputs[0]
             results.append({"text": comp.text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
@@ -151,7 +158,8 @@ class VLLMModel(StreamingModel):
         try:
             import vllm
         except ImportError as exc:
-            raise TomDependencyError(f"--tom-model {uri} needs vLLM ({exc}): pip install 'pytest-tom[vllm]' (Linux with an NVIDIA GPU)") from exc
+            raise TomDependencyError(
+                f"--tom-model {uri} needs vLLM ({exc}): pip install 'pytest-tom[vllm]' (Linux with an NVIDIA GPU)") from exc
         self._vllm = vllm
         tp, dp = int(o["tensor_parallel_size"]), int(o["data_parallel_size"])
         if tp < 1 or dp < 1:
@@ -161,7 +169,8 @@ class VLLMModel(StreamingModel):
             raise TomDependencyError(f"--tom-model {uri}: vLLM needs a CUDA GPU and none is visible; use hf:{spec.target} on CPU")
         if tp * dp > len(gpus):
             raise TomConfigError(
-                f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, {len(gpus)} visible"
+                f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, "
+                f"{len(gpus)} visible"
             )
         self.gpus = gpus
         self.tp, self.dp = tp, dp
@@ -169,6 +178,8 @@ class VLLMModel(StreamingModel):
         self.path = str(path) if path.exists() else spec.target
         self.is_local = path.exists()
         self.batch_size = int(o["batch_size"])
+        if self.batch_size < 1:
+            raise TomConfigError(f"--tom-model {uri}: batch_size must be at least 1")
         try:
             from transformers import AutoTokenizer
         except ImportError as exc:
@@ -177,25 +188,19 @@ class VLLMModel(StreamingModel):
         if o["revision"] and not o["tokenizer"]:
             tok_kw["revision"] = o["revision"]
         self.tokenizer = AutoTokenizer.from_pretrained(o["tokenizer"] or self.path, **tok_kw)
-        own = getattr(self.tokenizer, "chat_template", None)
-        template, source = choose_template(o["chat_template"], own if isinstance(own, str) else None)
-        self._template = template
-        self.formatter = ChatFormatter(template=template, source=source, renderer=self._render, system=o["system"])
+        self.chat = TokenizedChat(self.tokenizer, chat_template=o["chat_template"], system=o["system"])
+        self.formatter = self.chat.formatter
         self._engine: Any = None
         self._fingerprint: str | None = None
-
-    def _render(self, messages: list[dict[str, str]], continue_final: bool) -> str:
-        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            messages, chat_template=self._template, tokenize=False,
-            add_generation_prompt=not continue_final, continue_final_message=continue_final,
-        )
 
     def llm_kwargs(self) -> dict[str, Any]:
         """Arguments for `vllm.LLM`; unset options are left out so each vLLM version uses its defaults."""
         o = self.options
         kw: dict[str, Any] = {"model": self.path, "tensor_parallel_size": self.tp, "dtype": o["dtype"], "seed": o["seed"],
                               "trust_remote_code": o["trust_remote_code"]}
-        for name in ("tokenizer", "revision", "quantization", "max_model_len", "gpu_memory_utilization", "enforce_eager", "max_num_seqs"):
+        optional = ("tokenizer", "revision", "quantization", "max_model_len", "gpu_memory_utilization", "enforce_eager",
+                    "max_num_seqs")
+        for name in optional:
             if o[name] is not None:
                 kw[name] = o[name]
         return kw
@@ -203,8 +208,6 @@ class VLLMModel(StreamingModel):
     # -- identity --------------------------------------------------------------------------------
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            from pytest_tom.models.hf import hub_fingerprint, local_fingerprint
-
             full = self.options["fingerprint"] == "full"
             p = Path(self.path)
             if p.is_file() and p.suffix == ".gguf":
@@ -213,14 +216,9 @@ class VLLMModel(StreamingModel):
                 files = local_fingerprint(p, full=full)
             else:
                 files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
-            parts = {
-                "backend": f"vllm-v{BACKEND_VERSION}",
-                "files": files,
-                "dtype": self.options["dtype"],
-                "quantization": self.options["quantization"],
-                "template": self.formatter.hash(),
-            }
-            self._fingerprint = "vllm:" + combine(parts)
+            parts = fingerprint_parts("vllm", BACKEND_VERSION, files, self.chat,
+                                      dtype=self.options["dtype"], quantization=self.options["quantization"])
+            self._fingerprint = checkpoint_fingerprint("vllm", parts)
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
@@ -229,9 +227,10 @@ class VLLMModel(StreamingModel):
             "backend": "vllm",
             "path": self.path,
             "llm_kwargs": self.llm_kwargs(),
+            "batch_size": self.batch_size,
             "data_parallel_size": self.dp,
             "gpus": self.gpus[: self.tp * self.dp],
-            "chat_template": self.formatter.describe(),
+            "chat_template": self.chat.describe(),
             "vllm_version": getattr(self._vllm, "__version__", "?"),
         }
 
@@ -242,18 +241,14 @@ class VLLMModel(StreamingModel):
         failed: list[tuple[int, Response]] = []
         for i, r in enumerate(requests):
             try:
-                text = self.formatter.render(r.messages)
-                ids = [int(t) for t in self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]]
                 if r.kind == "generate":
+                    ids = list(self.chat.encode_prompt(r.messages))
                     items.append((i, -1, {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}))
                 elif r.kind == "loglikelihood":
-                    if not r.choices or not ids:
-                        raise ValueError("a loglikelihood request needs a prompt and at least one choice")
-                    for k, choice in enumerate(r.choices):
-                        cont = [int(t) for t in self.tokenizer(choice, add_special_tokens=False)["input_ids"]]
-                        if not cont:
-                            raise ValueError(f"choice {k} ({choice!r}) tokenises to nothing")
-                        items.append((i, k, {"kind": "loglikelihood", "ids": ids + cont, "n_ctx": len(ids), "params": dict(LOGLIK_KWARGS)}))
+                    ctx, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
+                    for k, cont in enumerate(conts):
+                        item = {"kind": "loglikelihood", "ids": [*ctx, *cont], "n_ctx": len(ctx), "params": dict(LOGLIK_KWARGS)}
+                        items.append((i, k, item))
                 else:
                     raise ValueError(f"unknown request kind {r.kind!r}")
             except Exception as exc:
@@ -270,13 +265,14 @@ class VLLMModel(StreamingModel):
             expected[i] = expected.get(i, 0) + 1
         partial: dict[int, dict[int, Any]] = {}
         engine = self._get_engine()
-        for chunk, results in engine.run(items, self.batch_size):
-            for (i, k, item), result in zip(chunk, results):
+        for chunk, results in engine.run(items, max(1, self.batch_size)):
+            for (i, k, item), result in zip(chunk, results, strict=False):
                 if k < 0:
                     if isinstance(result, str):
                         yield i, Response(error=result)
                     else:
-                        yield i, Response(text=result["text"], usage={"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]})
+                        usage = {"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]}
+                        yield i, Response(text=result["text"], usage=usage)
                     continue
                 got = partial.setdefault(i, {})
                 got[k] = (result, item["n_ctx"])
@@ -290,10 +286,8 @@ class VLLMModel(StreamingModel):
         if errors:
             return Response(error=errors[0])
         ordered = [got[k] for k in range(len(got))]
-        logprobs = tuple(float(res["logprob"]) for res, _ in ordered)
-        best = max(range(len(logprobs)), key=logprobs.__getitem__)
-        return Response(text=request.choices[best], logprobs=logprobs,
-                        usage=choice_usage(ordered[0][1], [int(res["n"]) for res, _ in ordered]))
+        return loglikelihood_response(request.choices, [float(res["logprob"]) for res, _ in ordered],
+                                      [int(res["n"]) for res, _ in ordered], prompt_tokens=ordered[0][1])
 
     def _get_engine(self) -> Any:
         if self._engine is None:
@@ -367,7 +361,8 @@ class _DataParallelEngine:
                 chunk = pending.pop()
                 conn.send((len(busy), [it for _, _, it in chunk]))
                 busy[conn] = chunk
-            for conn in wait(list(busy)):
+            ready: list[Any] = wait(list(busy))
+            for conn in ready:
                 chunk = busy.pop(conn)
                 try:
                     _, results = conn.recv()

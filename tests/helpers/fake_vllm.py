@@ -77,18 +77,21 @@ class LLM:
         self.devices = os.environ.get("CUDA_VISIBLE_DEVICES")
         CONSTRUCTED.append({"model": model, **kwargs})
 
-    def generate(self, prompts: list[dict[str, Any]], sampling_params: Any = None, use_tqdm: bool = True, **kw: Any) -> list[RequestOutput]:
+    def generate(
+        self, prompts: list[dict[str, Any]], sampling_params: Any = None, use_tqdm: bool = True, **kw: Any
+    ) -> list[RequestOutput]:
         assert not use_tqdm, "the backend must not draw vLLM progress bars inside pytest"
         params = sampling_params if isinstance(sampling_params, list) else [sampling_params] * len(prompts)
         GENERATE_CALLS.append(len(prompts))
         outs = []
-        for i, (prompt, sp) in enumerate(zip(prompts, params)):
+        for i, (prompt, sp) in enumerate(zip(prompts, params, strict=True)):
             ids = list(prompt["prompt_token_ids"])
             if len(ids) in FAIL_ON_LENGTH:
                 raise RuntimeError(f"fake engine failure on a {len(ids)}-token prompt")
             text = f"len={len(ids)} max={sp.max_tokens} t={sp.temperature} seed={sp.seed} dev={self.devices}"
             plp = None
             if sp.prompt_logprobs is not None:
-                plp = [None] + [{tok: Logprob(fake_logprob(pos, tok), 1), -1: Logprob(-9.0, 2)} for pos, tok in enumerate(ids) if pos > 0]
+                plp = [None] + [{tok: Logprob(fake_logprob(pos, tok), 1), -1: Logprob(-9.0, 2)}
+                                for pos, tok in enumerate(ids) if pos > 0]
             outs.append(RequestOutput(str(i), ids, [CompletionOutput(0, text, [1] * min(3, sp.max_tokens))], plp))
         return outs

@@ -2,10 +2,13 @@
 
 It speaks enough of `/v1/chat/completions` and `/v1/completions` for the
 official `openai` client, and a policy decides per request what happens:
-a normal answer (after an optional delay), an HTTP error with headers such as
-Retry-After, a dropped connection, malformed JSON, or a stall longer than the
-client's timeout. Every request is recorded (arrival time, body, headers) so
-tests can measure the client's back-off and check what it sent.
+a normal answer, an HTTP error with headers such as Retry-After, a dropped
+connection, malformed JSON, or a hold: the request waits, in flight, until the
+test calls `release()` (or the server stops). Holds replace sleeps: a test
+decides when an answer comes, so nothing depends on how fast the machine is.
+Every request is recorded in arrival order (body, headers, attempt number) so
+tests can check what the client sent; its back-off waits are asserted through
+the backend's injectable clock, not measured here.
 """
 
 from __future__ import annotations
@@ -28,31 +31,36 @@ class Action:
     """ok | status | drop | malformed."""
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
     body: str | None = None
     text: str | None = None
     """For ok: the answer text (default: the server's `answer` function)."""
+    hold: bool = False
+    """Keep the request in flight until `FaultServer.release()`, then act."""
 
 
 OK = Action()
+HOLD = Action(hold=True)
+"""Answer normally, but only once the test releases the server's holds."""
 
 
-def status(code: int, *, retry_after: str | None = None, body: str | None = None, delay: float = 0.0) -> Action:
-    headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    return Action(kind="status", status=code, headers=headers, body=body, delay=delay)
+def status(
+    code: int, *, retry_after: str | None = None, body: str | None = None, headers: dict[str, str] | None = None
+) -> Action:
+    all_headers = dict(headers or {})
+    if retry_after is not None:
+        all_headers["Retry-After"] = retry_after
+    return Action(kind="status", status=code, headers=all_headers, body=body)
 
 
 DROP = Action(kind="drop")
 MALFORMED = Action(kind="malformed")
 
-
-def slow(seconds: float) -> Action:
-    return Action(kind="ok", delay=seconds)
+HOLD_LIMIT_S = 20.0
+"""A held request that nobody releases answers after this long, so a broken test fails instead of hanging."""
 
 
 @dataclass
 class Received:
-    t: float
     path: str
     body: dict[str, Any]
     headers: dict[str, str]
@@ -83,17 +91,17 @@ class FaultServer:
         policy: Policy | None = None,
         *,
         answer: Callable[[str], str] | None = None,
-        delay: float = 0.0,
         port: int = 0,
     ) -> None:
         self.policy = policy or (lambda r: OK)
         self.answer = answer or (lambda prompt: "[[A]]")
-        self.delay = delay
         self.port = port
         self.received: list[Received] = []
         self.answered = 0
         self.in_flight = 0
         self.max_in_flight = 0
+        self.released = threading.Event()
+        """Set by `release()`: held requests go on, and later ones are no longer held."""
         self._lock = threading.Lock()
         self._attempts: dict[str, int] = {}
         self._server: ThreadingHTTPServer | None = None
@@ -112,8 +120,13 @@ class FaultServer:
         self._thread.start()
         return self
 
+    def release(self) -> None:
+        """Let every held request (and every later one) go on."""
+        self.released.set()
+
     def stop(self) -> None:
-        """Stop listening (idempotent, callable from any thread, even from inside a policy)."""
+        """Stop listening (idempotent, callable from any thread, even from inside a policy); releases holds."""
+        self.release()
         with self._lock:
             server, self._server = self._server, None
         if server is not None:
@@ -133,7 +146,7 @@ class FaultServer:
     # -- behaviour -------------------------------------------------------------------------------
     def _record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Received:
         with self._lock:
-            probe = Received(time.monotonic(), path, body, headers, 0)
+            probe = Received(path, body, headers, 0)
             key = f"{path}\n{probe.prompt}"
             probe.attempt = self._attempts.get(key, 0)
             self._attempts[key] = probe.attempt + 1
@@ -142,7 +155,9 @@ class FaultServer:
 
     def completion_body(self, req: Received, text: str) -> dict[str, Any]:
         prompt_tokens = len(req.prompt.split())
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()), "total_tokens": prompt_tokens + len(text.split())}
+        completion_tokens = len(text.split())
+        total = prompt_tokens + completion_tokens
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": total}
         model = req.body.get("model", "fake")
         if req.path.endswith("/chat/completions"):
             return {
@@ -152,7 +167,8 @@ class FaultServer:
                 "usage": usage,
             }
         prompts = req.body.get("prompt", "")
-        choices = [self._completion_choice(i, str(p), text, req.body) for i, p in enumerate(prompts if isinstance(prompts, list) else [prompts])]
+        prompts = prompts if isinstance(prompts, list) else [prompts]
+        choices = [self._completion_choice(i, str(p), text, req.body) for i, p in enumerate(prompts)]
         return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model,
                 "choices": choices, "usage": usage}
 
@@ -210,9 +226,8 @@ class FaultServer:
                     outer.in_flight += 1
                     outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
                 try:
-                    delay = action.delay or (outer.delay if action.kind == "ok" else 0.0)
-                    if delay:
-                        time.sleep(delay)
+                    if action.hold:
+                        outer.released.wait(timeout=HOLD_LIMIT_S)
                     if action.kind == "drop":
                         self.close_connection = True
                         try:

@@ -68,7 +68,8 @@ def build_tiny_model(folder: Path, *, chat_template: str | None = CHATML, seed: 
         )
         torch.manual_seed(seed)
         model = GPT2LMHeadModel(config)
-        model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        model.generation_config = GenerationConfig(
+            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
         folder.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(str(folder))
         tok.save_pretrained(str(folder))

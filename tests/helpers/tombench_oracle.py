@@ -1,28 +1,56 @@
 """A ToMBench "model" that knows the gold answers: it proves the plugin scores a perfect model as perfect.
 
-It reads the official files, maps (question, option texts) to the gold option
-text, and answers with whichever displayed letter shows it. `wrong` lists
-questions to answer wrongly on purpose; `garble` lists questions to answer with
-unreadable text.
+It reads the official files itself, with the json module and nothing from
+pytest_tom (so a loader bug cannot hide behind an oracle that shares it), maps
+(story, question, option texts) to the gold option text, and answers with
+whichever displayed letter shows it. `wrong` lists questions to answer wrongly
+on purpose; `garble` lists questions to answer with unreadable text.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
-from pytest_tom.benchmarks.tombench import LETTERS, load_file
-
 _OPTION = re.compile(r"^([A-D])\. (.*)$", re.S)
+_LANGUAGES = {
+    "zh": ("故事", "问题", ("选项A", "选项B", "选项C", "选项D")),
+    "en": ("STORY", "QUESTION", ("OPTION-A", "OPTION-B", "OPTION-C", "OPTION-D")),
+}
+_ANSWER = "答案\nANSWER"
+
+
+def _option_text(value: Any, letter: str) -> str | None:
+    """An option as a prompt shows it: None when absent (JSON NaN, null, blank), its own "A."/"A、" prefix removed."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    m = re.match(r"\s*" + letter + r"\s*[.．、:：]", text)
+    return text[m.end() :].strip() if m else text
 
 
 def build_gold(data_dir: Path) -> dict[str, str]:
+    """(story, question, options) -> gold option text, for every row and language of the release files."""
     gold: dict[str, str] = {}
     for path in sorted((data_dir / "tombench" / "data").glob("*.jsonl")):
-        for it in load_file(path, ["en", "zh"]):
-            gold[_key(it.story, it.question, it.options)] = it.options[LETTERS.index(it.answer)]
-            gold.setdefault(_key("", it.question, it.options), it.options[LETTERS.index(it.answer)])
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            letter = str(rec[_ANSWER]).strip()[:1]
+            if not letter or letter not in "ABCD":
+                continue
+            for story_field, question_field, option_fields in _LANGUAGES.values():
+                options = [_option_text(rec.get(f), "ABCD"[i]) for i, f in enumerate(option_fields)]
+                shown = [o for o in options if o is not None]
+                answer = options["ABCD".index(letter)]
+                if answer is None:
+                    continue  # the gold is not among this language's options (the loader refuses such a row)
+                story, question = str(rec[story_field]).strip(), str(rec[question_field]).strip()
+                gold[_key(story, question, shown)] = answer
+                gold.setdefault(_key("", question, shown), answer)
     return gold
 
 
@@ -57,7 +85,8 @@ class Oracle:
         if any(w in question for w in self.garble):
             return "I would rather not say."
         # A story may itself contain the block headers; fall back to question + options.
-        target = self.gold.get(_key(story, question, list(options.values()))) or self.gold[_key("", question, list(options.values()))]
+        texts = list(options.values())
+        target = self.gold.get(_key(story, question, texts)) or self.gold[_key("", question, texts)]
         letter = next(k for k, v in options.items() if v == target)
         if any(w in question for w in self.wrong):
             letter = next(k for k in options if k != letter)

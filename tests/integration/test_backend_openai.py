@@ -67,7 +67,8 @@ def transformers_serve(smollm2_dir: Path, tmp_path_factory: pytest.TempPathFacto
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with log.open("w") as fh:
         proc = subprocess.Popen(
-            [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32", str(smollm2_dir)],
+            [str(exe), "serve", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu", "--dtype", "float32",
+             str(smollm2_dir)],
             stdout=fh, stderr=subprocess.STDOUT, env=env,
         )
     try:
@@ -96,12 +97,13 @@ def test_the_official_client_against_transformers_serve_matches_the_hf_backend(
     transformers_serve: str, smollm2_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pytest_tom.models import make_model
-    from pytest_tom.types import GenerationSettings, Message, Request
+    from pytest_tom.request import GenerationSettings, Message, Request
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     requests = [
-        Request(messages=(Message("system", "Answer with one word."), Message("user", q)), settings=GenerationSettings(max_new_tokens=8))
+        Request(messages=(Message("system", "Answer with one word."), Message("user", q)),
+                settings=GenerationSettings(max_new_tokens=8))
         for q in ("What colour is the sky?", "Where is Sally's marble?")
     ]
     api = make_model(f"openai:{smollm2_dir}?base_url={transformers_serve}&concurrency=2&timeout=120&max_retries=1")
@@ -121,14 +123,15 @@ def test_the_api_key_never_reaches_report_cache_or_output(pytester: pytest.Pytes
 
     def policy(r):  # type: ignore[no-untyped-def]
         if "cookies" in r.prompt:  # an auth failure whose body echoes the Authorization header
-            return status(401, body='{"error": {"message": "invalid key %s"}}' % r.headers.get("authorization"))
+            return status(401, body='{"error": {"message": "invalid key ' + str(r.headers.get("authorization")) + '"}}')
         if "Xiao Ming" in r.prompt:
-            return status(500, body='{"error": {"message": "overloaded, key=%s"}}' % KEY)
+            return status(500, body='{"error": {"message": "overloaded, key=' + KEY + '"}}')
         return OK
 
     cache = tmp_path / "cache"
     with FaultServer(policy) as server:
-        uri = f"openai:gpt-test?base_url={server.base_url}&api_key_env=TOM_TEST_GATEWAY_KEY&max_retries=1&backoff=0.01"
+        # backoff=0: the retry comes at once (a subprocess cannot be handed the fake clock the unit tests use).
+        uri = f"openai:gpt-test?base_url={server.base_url}&api_key_env=TOM_TEST_GATEWAY_KEY&max_retries=1&backoff=0"
         result = pytester.runpytest_subprocess(
             f"--tom-model={uri}", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-tombench-tries=1",
             "-m", "en", f"--tom-cache-dir={cache}", "--tom-report=report.json", "-p", "no:cacheprovider", "-rA", "--tb=long",

@@ -22,9 +22,9 @@ def test_cli_mode_collects_every_question_and_story_with_stable_ids(pytester: py
     result = pytester.runpytest(*tom_args, "--collect-only", "-q")
     ids = _ids(result)
     assert len(ids) == 42 + 10
-    assert "tombench[en-false_belief_task-0001]" in ids
-    assert "tombench[zh-hidden_emotions-0002]" in ids
-    assert "tombench_coherence[en-false_belief_task-story002]" in ids
+    assert "tombench::tombench[en-false_belief_task-0001]" in ids
+    assert "tombench::tombench[zh-hidden_emotions-0002]" in ids
+    assert "tombench::tombench_coherence[en-false_belief_task-story002]" in ids
     again = pytester.runpytest(*tom_args, "--collect-only", "-q")
     assert _ids(again) == ids
 
@@ -49,7 +49,7 @@ def test_marks_select_exactly_the_matching_items(pytester: pytest.Pytester, tom_
 
 def test_belief_selection_is_exactly_the_belief_questions(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     ids = _ids(pytester.runpytest(*tom_args, "--collect-only", "-q", "-m", "tombench and belief and en"))
-    assert all(i.startswith("tombench[en-false_belief_task-") for i in ids)
+    assert all(i.startswith("tombench::tombench[en-false_belief_task-") for i in ids)
 
 
 def test_markers_and_help_explain_themselves(pytester: pytest.Pytester) -> None:
@@ -87,6 +87,18 @@ def test_sample_is_stratified_deterministic_and_drawn_after_marks(pytester: pyte
     assert other != first
     en = _ids(pytester.runpytest(*tom_args, "--collect-only", "-q", "--tom-sample=5", "-m", "en and not coherence"))
     assert len(en) == 5 and all("[en-" in i for i in en)
+
+
+def test_cli_items_are_addressable_by_node_id(pytester: pytest.Pytester, tom_args: list[str]) -> None:
+    """Regression test: `pytest "tombench[...]"` failed with "path cannot contain [] parametrization"."""
+    ids = ["tombench[en-false_belief_task-0001]", "tombench::tombench[zh-hidden_emotions-0002]",
+           "tombench_coherence[en-false_belief_task-story002]"]
+    result = pytester.runpytest(*tom_args, "--collect-only", "-q", *ids)
+    assert _ids(result) == ["tombench::tombench[en-false_belief_task-0001]", "tombench::tombench_coherence[en-false_belief_task-story002]",
+                            "tombench::tombench[zh-hidden_emotions-0002]"]
+    bare = pytester.runpytest(f"--tom-data-dir={tom_args[1].split('=', 1)[1]}", "-p", "no:cacheprovider", "--collect-only", "-q",
+                              "tombench")
+    assert len(_ids(bare)) == 42 + 10
 
 
 def test_unknown_benchmark_is_a_usage_error(pytester: pytest.Pytester) -> None:

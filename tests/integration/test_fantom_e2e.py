@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.benchmarks.base import DataSource
-from pytest_tom.benchmarks.fantom import FANToM
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.fantom import FANToM
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -22,7 +22,7 @@ import json
 import re
 from pathlib import Path
 
-from pytest_tom.benchmarks.base import slug
+from pytest_tom.evals.base import slug
 
 SETS = json.loads(Path(__DATA__).read_text())
 OVERRIDES = __OVERRIDES__
@@ -114,9 +114,9 @@ def minilm() -> str:
     Inner runs then reuse the loaded model (one per process) instead of importing torch themselves.
     """
     pytest.importorskip("sentence_transformers")
-    from pytest_tom import embedders
+    from pytest_tom.models import embedding
 
-    model = embedders.load(embedders.resolve("minilm"))
+    model = embedding.load(embedding.resolve("minilm"))
     model.encode(["warm up"])
     return "--tom-fantom-embedder=minilm"
 
@@ -155,9 +155,9 @@ def failed_ids(result: pytest.RunResult) -> set[str]:
 def expected_nodeids(mark: str, **settings: Any) -> set[str]:
     """What -m <mark> must select, computed from the benchmark itself."""
     bench = FANToM(settings)
-    questions = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("/nonexistent")))
-    ids = {f"fantom[{q.qid}]" for q in questions if mark in q.marks}
-    ids |= {f"fantom_{g.kind}[{g.gid}]" for g in bench.groups(questions) if mark in g.marks}
+    samples = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("/nonexistent")))
+    ids = {f"fantom::fantom[{s.id}]" for s in samples if mark in s.marks}
+    ids |= {f"fantom::fantom_{d.kind}[{d.id}]" for d in bench.derived(samples) if mark in d.marks}
     return ids
 
 
@@ -170,7 +170,7 @@ def test_random_baseline_runs_both_contexts(pytester: pytest.Pytester, minilm: s
     result = run(pytester, "--tom-model=random:0", "--tom-fantom-contexts=short,full", "--tom-report=report.json", "-q")
     outcomes = result.parseoutcomes()
     assert "error" not in outcomes and "errors" not in outcomes
-    # 258 questions and checks + 46 set assertions
+    # 164 questions + 46 set assertions + 94 per-character checks (49 all-correct, 45 consistency)
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 304
     result.stdout.fnmatch_lines([
         "*pytest-tom summary*",
@@ -194,8 +194,13 @@ def test_random_baseline_runs_both_contexts(pytester: pytest.Pytester, minilm: s
             "fact_word-f1", "inaccessible:set:character_answer_consistency"} <= set(metrics["contexts"]["short"]["fantom"])
     assert "accessible:set:ALL*" in metrics["contexts"]["short"]["control_task"]
     kinds = Counter(g["group_kind"] for g in report["groups"])
-    assert kinds == {"all_star": 13, "all_tom": 13, "answerability_all": 10, "info_accessibility_all": 10}
-    assert "fantom_all_star[short-0-0-0-inaccessible]" in {g["nodeid"] for g in report["groups"]}
+    assert kinds == {"all_star": 13, "all_tom": 13, "answerability_all": 10, "info_accessibility_all": 10,
+                     "character_all": 49, "consistency": 45}
+    nodeids = {g["nodeid"] for g in report["groups"]}
+    assert {"fantom::fantom_all_star[short-0-0-0-inaccessible]",
+            "fantom::fantom_consistency[full-0-0-0-inaccessible-kailey]"} <= nodeids
+    assert len(report["items"]) == 164  # per-character checks are derived results, not questions
+    assert "checks" not in metrics["contexts"]["short"]["extra"]
     items = {i["qid"]: i for i in report["items"]}
     assert items["short-0-0-0-belief_free-1"]["details"]["embedder"] == "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -224,18 +229,18 @@ def test_free_responses_are_embedded_in_one_batch(pytester: pytest.Pytester) -> 
 def test_chain_of_thought_makes_two_calls_per_question(pytester: pytest.Pytester) -> None:
     result = run(pytester, oracle(pytester), bow(pytester), "--tom-fantom-prompt=cot", "-q")
     result.assert_outcomes(passed=140)
-    result.stdout.fnmatch_lines(["engine: 118 questions, * requests (154 unique)*"])  # 77 questions x 2 calls
+    result.stdout.fnmatch_lines(["engine: 77 questions, * requests (154 unique)*"])  # 77 questions x 2 calls
 
 
 def test_one_wrong_answer_fails_exactly_its_set(pytester: pytest.Pytester) -> None:
     result = run(pytester, oracle(pytester, {"0-0-0-answerability_yn-kailey": "Yes, she knows."}), bow(pytester), "-q")
     assert failed_ids(result) == {
-        "fantom[short-0-0-0-answerability_yn-kailey]",
-        "fantom_all_star[short-0-0-0-inaccessible]",
-        "fantom_all_tom[short-0-0-0-inaccessible]",
-        "fantom_answerability_all[short-0-0-0-inaccessible]",
-        "fantom[short-0-0-0-character_all-inaccessible-kailey]",
-        "fantom[short-0-0-0-consistency-inaccessible-kailey]",
+        "fantom::fantom[short-0-0-0-answerability_yn-kailey]",
+        "fantom::fantom_all_star[short-0-0-0-inaccessible]",
+        "fantom::fantom_all_tom[short-0-0-0-inaccessible]",
+        "fantom::fantom_answerability_all[short-0-0-0-inaccessible]",
+        "fantom::fantom_character_all[short-0-0-0-inaccessible-kailey]",
+        "fantom::fantom_consistency[short-0-0-0-inaccessible-kailey]",
     }
     result.stdout.fnmatch_lines([
         "all_star group short-0-0-0-inaccessible: 1 of 16 questions failed",
@@ -260,9 +265,9 @@ def test_a_free_response_that_leaks_the_fact_fails_all_star_only(pytester: pytes
     """ALL excludes the free-response belief, ALL* does not: the paper's two set scores."""
     result = run(pytester, oracle(pytester, {"1-1-0-belief_free-1": "@wrong"}), bow(pytester), "-q")
     assert failed_ids(result) == {
-        "fantom[short-1-1-0-belief_free-1]",
-        "fantom_all_star[short-1-1-0-inaccessible]",
-        "fantom[short-1-1-0-character_all-inaccessible-omar]",
+        "fantom::fantom[short-1-1-0-belief_free-1]",
+        "fantom::fantom_all_star[short-1-1-0-inaccessible]",
+        "fantom::fantom_character_all[short-1-1-0-inaccessible-omar]",
     }
     result.stdout.fnmatch_lines([
         "why: the answer is closer to the omniscient-view answer (cosine 1.000) than to the PersonX-centric one *",
@@ -288,8 +293,8 @@ def test_mark_expressions_combine(pytester: pytest.Pytester) -> None:
                  "fantom and belief and second_order and not cyclic and inaccessible")
     collected = {line for line in result.outlines if line.startswith("fantom")}
     assert collected == {
-        "fantom[short-0-0-0-belief_free-3]", "fantom[short-0-0-0-belief_choice-3]",
-        "fantom[short-1-0-1-belief_free-2]", "fantom[short-1-0-1-belief_choice-2]",
+        "fantom::fantom[short-0-0-0-belief_free-3]", "fantom::fantom[short-0-0-0-belief_choice-3]",
+        "fantom::fantom[short-1-0-1-belief_free-2]", "fantom::fantom[short-1-0-1-belief_choice-2]",
     }
 
 
@@ -300,12 +305,15 @@ def test_partial_selection_skips_set_assertions_with_a_reason(pytester: pytest.P
         "assertion is never computed on a partial group",
     ])
     report = json.loads((pytester.path / "r.json").read_text())
-    ran = {g["gid"] + "/" + g["group_kind"] for g in report["groups"]}
-    # the control belief questions of 0-0-1 have no yes/no question: that set's assertions are complete and run
-    assert ran == {"short-0-0-1-accessible/all_star", "short-0-0-1-accessible/all_tom"}
+    ran = {g["gid"] + "/" + g["group_kind"] for g in report["groups"] if g["outcome"] != "skipped"}
+    # the control belief questions of 0-0-1 have no yes/no question: that set's assertions and Sally's
+    # all-correct check (beliefs only) are complete and run
+    assert ran == {"short-0-0-1-accessible/all_star", "short-0-0-1-accessible/all_tom",
+                   "short-0-0-1-accessible-sally/character_all"}
     outcomes = result.parseoutcomes()
-    # the other 20 of the short context's 22 set assertions (6 ALL*, 6 ALL, 10 per family) hold yes/no questions
-    assert outcomes["skipped"] == 20
+    # the other 20 of the short context's 22 set assertions (6 ALL*, 6 ALL, 10 per family) and the other 40 of its
+    # 41 per-character checks hold yes/no questions
+    assert outcomes["skipped"] == 60
     # and set-level metrics are left out instead of computed on partial sets
     extra = report["suites"][0]["metrics"]["contexts"]["short"]["extra"]["inaccessible"]
     assert extra["complete_units"] == 0 and extra["incomplete_units"] == 4

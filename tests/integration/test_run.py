@@ -99,7 +99,7 @@ def test_report_validates_and_replay_reproduces_the_run(pytester: pytest.Pyteste
     report = json.loads((pytester.path / "run1.json").read_text())
     jsonschema.validate(report, schema())
     item = next(i for i in report["items"] if i["qid"] == "en-false_belief_task-0001")
-    assert item["nodeid"] == "tombench[en-false_belief_task-0001]"
+    assert item["nodeid"] == "tombench::tombench[en-false_belief_task-0001]"
     assert len(item["request_keys"]) == 5 and len(item["responses"]) == 5 and item["parsed"] in "ABCD"
     assert report["model"]["uri"] == "random:9"
     replay = pytester.runpytest(*tom_args, "--tom-model=replay:run1.json", "--tom-report=run2.json", "--tom-no-cache", "-q", "--tb=no")

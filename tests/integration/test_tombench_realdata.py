@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tom.benchmarks.base import DataSource
-from pytest_tom.benchmarks.tombench import ToMBench, aggregate
 from pytest_tom.engine import Engine
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.tombench import ToMBench
+from pytest_tom.evals.tombench.metrics import aggregate
 from pytest_tom.models.base import CallableModel
 
 TASK_Q = {"uot": 300, "sit": 200, "pst": 100, "fbt": 600, "ast": 200, "ht": 103, "sst": 407, "frt": 560}
@@ -50,21 +51,21 @@ def test_inventory_matches_the_paper_tables(questions) -> None:
         assert Counter(q.facets["task"] for q in mine)["extra"] == 390
         assert dict(Counter(q.facets["ability"] for q in mine)) == ABILITY_Q
         assert dict(Counter(q.facets["category"] for q in mine)) == CATEGORY_Q
-    stories = Counter((g.facets["language"], g.facets["task"]) for g in bench.groups(qs))
+    stories = Counter((g.facets["language"], g.facets["task"]) for g in bench.derived(qs))
     assert {t: n for (lang, t), n in stories.items() if lang == "en"} == TASK_STORIES
 
 
 def test_release_defects_are_handled(questions) -> None:
     _, qs = questions
-    by_id = {q.qid: q for q in qs}
+    by_id = {q.id: q for q in qs}
     # D2: the gold stored as "A. " is normalised.
-    assert by_id["en-knowledge_attention_links-0011"].payload.answer == "A"
+    assert by_id["en-knowledge_attention_links-0011"].gold == "A"
     # D5: SST row 292 (0-based) is binary in Chinese, 4-option in English, and flagged.
-    assert len(by_id["zh-strange_story_task-0293"].payload.options) == 2
-    assert len(by_id["en-strange_story_task-0293"].payload.options) == 4
-    assert "option count" in by_id["en-strange_story_task-0293"].facets["defect"]
+    assert len(by_id["zh-strange_story_task-0293"].choices) == 2
+    assert len(by_id["en-strange_story_task-0293"].choices) == 4
+    assert "option count" in by_id["en-strange_story_task-0293"].defect
     # D4: FRT blocks of 4 reproduce the paper's 140 stories; the two malformed blocks are flagged.
-    assert sum(1 for q in qs if q.facets["task"] == "frt" and q.facets.get("defect") and q.facets["language"] == "en") == 8
+    assert sum(1 for q in qs if q.facets["task"] == "frt" and q.defect and q.facets["language"] == "en") == 8
     # P5: binary items come from NaN options, in both languages.
     binary = Counter((q.facets["language"], q.facets["task"]) for q in qs if q.facets["qtype"] == "two_choice")
     assert binary[("zh", "frt")] == 280 and binary[("en", "frt")] == 280
@@ -78,14 +79,14 @@ def test_constant_answer_model_sits_at_chance_under_shuffling_and_at_gold_share_
     always_a = CallableModel(lambda batch, settings: ["[[A]]"] * len(batch))
     for scheme, check in (("random", "chance"), ("none", "gold_share")):
         bench = ToMBench({"languages": "en", "permutations": scheme})
-        results = Engine(always_a).run({q.qid: (q, bench.solve(q)) for q in en})
-        metrics = aggregate([r.to_dict() for r in results.values()])["languages"]["en"]
+        results = Engine(always_a).run({q.id: (q, bench.program(q)) for q in en})
+        metrics = aggregate(list(results.values()))["languages"]["en"]
         if check == "chance":
             assert 0.15 < metrics["tasks"]["fbt"]["accuracy"] < 0.35
             assert 0.28 < metrics["tasks"]["frt"]["accuracy"] < 0.47
         else:
             assert metrics["abilities"]["Multiple desires"] == pytest.approx(15 / 20)
-            gold_a = sum(q.payload.answer == "A" for q in en if q.facets["task"] == "sst") / 407
+            gold_a = sum(q.gold == "A" for q in en if q.facets["task"] == "sst") / 407
             assert metrics["tasks"]["sst"]["accuracy"] == pytest.approx(gold_a)
 
 

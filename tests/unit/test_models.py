@@ -1,4 +1,4 @@
-"""Built-in models: random baseline, user callables, replay."""
+"""Built-in models: random baseline, user callables, replay; the shared batch-size contract."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.models import make_model, per_prompt
+from pytest_tom.models._common import loglikelihood_response
 from pytest_tom.models.base import CallableModel
-from pytest_tom.types import GenerationSettings, Message, Request
+from pytest_tom.request import GenerationSettings, Message, Request, Response
 
 
-def req(text: str, **kw) -> Request:
+def req(text: str, **kw) -> Request:  # type: ignore[no-untyped-def]
     return Request(messages=(Message("system", "sys"), Message("user", text)), settings=GenerationSettings(), **kw)
 
 
@@ -110,3 +112,41 @@ class TestReplay:
             make_model(f"replay:{path}")
         with pytest.raises(TomConfigError, match="cannot read"):
             make_model(f"replay:{tmp_path / 'missing.jsonl'}")
+
+
+class TestBatchSize:
+    def test_a_batch_model_is_called_in_batch_size_chunks(self) -> None:
+        sizes: list[int] = []
+
+        def model(batch, settings):  # type: ignore[no-untyped-def]
+            sizes.append(len(batch))
+            return [conv[-1]["content"] for conv in batch]
+
+        m = CallableModel(model, batch_size=4)
+        out = dict(m.stream([req(f"q{i}") for i in range(10)]))
+        assert sizes == [4, 4, 2] and [out[i].text for i in range(10)] == [f"q{i}" for i in range(10)]
+
+    def test_the_engine_batch_size_overrides_the_backends_own(self) -> None:
+        m = CallableModel(lambda b, s: ["x"] * len(b), batch_size=4)
+        Engine(m, None)
+        assert m.batch_size == 4, "no --tom-batch-size: the backend keeps its own"
+        Engine(m, None, batch_size=3)
+        assert m.batch_size == 3
+
+
+class TestLoglikelihoodResponse:
+    def test_choice_tokens_are_typed_and_usage_is_spend_only(self) -> None:
+        r = loglikelihood_response((" A", " B", " C"), [-3.0, -1.0, -2.0], [1, 2, 3], prompt_tokens=40,
+                                   usage={"completion_tokens": 3})
+        assert r.text == " B" and r.logprobs == (-3.0, -1.0, -2.0) and r.choice_tokens == (1, 2, 3)
+        assert r.usage == {"prompt_tokens": 40, "scored_tokens": 6, "completion_tokens": 3}
+
+    def test_a_tie_picks_the_first_best_choice(self) -> None:
+        assert loglikelihood_response(("a", "b"), [-1.0, -1.0], [1, 1], prompt_tokens=1).text == "a"
+
+    def test_round_trips_through_the_cache_format_and_reads_the_legacy_form(self) -> None:
+        r = loglikelihood_response((" A", " B"), [-1.5, -0.5], [2, 3], prompt_tokens=7)
+        assert Response.from_dict(r.to_dict()) == r
+        legacy = {"text": " B", "error": None, "logprobs": [-1.5, -0.5],
+                  "usage": {"prompt_tokens": 7, "scored_tokens": 5, "choice_tokens.1": 3, "choice_tokens.0": 2}}
+        assert Response.from_dict(legacy) == r

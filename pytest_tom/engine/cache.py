@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pytest_tom.types import Response, sha256_text
+from pytest_tom.request import Response, sha256_text
 
 CACHE_SCHEMA_VERSION = 1
 _FILENAME = "responses.sqlite3"

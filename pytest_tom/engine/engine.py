@@ -1,0 +1,281 @@
+"""The request engine: plan, dedupe, answer from cache, batch the rest; the only caller of models.
+
+Samples talk to the engine through programs (generators that yield lists of
+requests and receive the responses). The engine advances all programs in waves:
+each wave gathers every pending request of every program, dedupes identical
+requests, answers what the cache holds and sends the rest to their model in
+batches, storing each response as it arrives. Dependent requests (a follow-up
+that needs an earlier answer) simply arrive in a later wave.
+
+Requests are routed by `Request.model`: the model under test answers the empty
+name, scoring models (sentence embedders, later judges) answer theirs. Each has
+its own fingerprint in the cache key, so a cached embedding is reused only for
+the same embedder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_tom.engine.cache import ResponseCache
+from pytest_tom.evals.base import Program
+from pytest_tom.models.base import Model
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import MODEL_UNDER_TEST, Request, Response
+from pytest_tom.sample import Sample
+
+ProgressCallback = Callable[[int, int], None]
+"""Called with (answered, total) model requests as a wave progresses."""
+ModelResolver = Callable[[str], Model]
+"""Builds the scoring model a `Request.model` name stands for."""
+
+_FLUSH_EVERY_S = 0.5
+_FLUSH_EVERY_N = 256
+
+
+@dataclass(slots=True)
+class EngineStats:
+    """What the engine did for the model under test; reported so users can see the cache working."""
+
+    questions: int = 0
+    requests: int = 0
+    """Requests the programs asked for, duplicates included."""
+    unique_requests: int = 0
+    cache_hits: int = 0
+    model_requests: int = 0
+    errors: int = 0
+    waves: int = 0
+    model_seconds: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+    scoring: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per scoring model: requests, unique_requests, cache_hits, model_requests, errors, model_seconds."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "questions": self.questions,
+            "requests": self.requests,
+            "unique_requests": self.unique_requests,
+            "cache_hits": self.cache_hits,
+            "model_requests": self.model_requests,
+            "errors": self.errors,
+            "waves": self.waves,
+            "model_seconds": round(self.model_seconds, 3),
+            "usage": dict(self.usage),
+        }
+        if self.scoring:
+            d["scoring"] = {k: {n: (round(v, 3) if n == "model_seconds" else int(v)) for n, v in s.items()}
+                            for k, s in self.scoring.items()}
+        return d
+
+
+class Engine:
+    def __init__(
+        self,
+        model: Model,
+        cache: ResponseCache | None = None,
+        *,
+        batch_size: int | None = None,
+        progress: ProgressCallback | None = None,
+        scoring_models: ModelResolver | None = None,
+    ) -> None:
+        self.model = model
+        self.cache = cache
+        self.batch_size = batch_size
+        if batch_size:
+            # Once, not per wave: a backend that backed off after out-of-memory keeps its smaller size.
+            model.batch_size = batch_size
+        self.progress = progress
+        self.stats = EngineStats()
+        self.responses: dict[str, Response] = {}
+        """Every response of the model under test, by request key (the report's replay table)."""
+        self._resolve_scoring = scoring_models
+        self._models: dict[str, Model] = {MODEL_UNDER_TEST: model}
+        self._fingerprints: dict[str, str] = {}
+
+    def model_for(self, name: str) -> Model:
+        found = self._models.get(name)
+        if found is None:
+            if self._resolve_scoring is None:
+                raise LookupError(f"no scoring model {name!r} is configured")
+            found = self._models[name] = self._resolve_scoring(name)
+        return found
+
+    def fingerprint(self, name: str = MODEL_UNDER_TEST) -> str:
+        if name not in self._fingerprints:
+            self._fingerprints[name] = self.model_for(name).fingerprint()
+        return self._fingerprints[name]
+
+    def close_scoring_models(self) -> None:
+        """Release scoring models this engine built (the model under test belongs to its fixture)."""
+        for name, model in list(self._models.items()):
+            if name != MODEL_UNDER_TEST:
+                model.close()
+                del self._models[name]
+
+    # -- programs ------------------------------------------------------------------------------------
+    def run(self, programs: Mapping[str, tuple[Sample[Any], Program]]) -> dict[str, Record]:
+        """Drive every program to completion and return records keyed like `programs`."""
+        results: dict[str, Record] = {}
+        pending: dict[str, list[Request]] = {}
+        keys_seen: dict[str, list[str]] = {}
+        self.stats.questions += len(programs)
+        for key, (sample, program) in programs.items():
+            keys_seen[key] = []
+            self._advance(key, sample, program, None, pending, results, keys_seen)
+        while pending:
+            self.stats.waves += 1
+            unique: dict[str, Request] = {}
+            for reqs in pending.values():
+                for r in reqs:
+                    if r.model == MODEL_UNDER_TEST:
+                        self.stats.requests += 1
+                    else:
+                        self._scoring_stats(r.model)["requests"] += 1
+                    unique.setdefault(r.key, r)
+            answers = self._answer(list(unique.values()))
+            current, pending = pending, {}
+            for key, reqs in current.items():
+                sample, program = programs[key]
+                responses = [answers[r.key] for r in reqs]
+                self._advance(key, sample, program, responses, pending, results, keys_seen)
+        return results
+
+    def _advance(
+        self,
+        key: str,
+        sample: Sample[Any],
+        program: Program,
+        responses: Sequence[Response] | None,
+        pending: dict[str, list[Request]],
+        results: dict[str, Record],
+        keys_seen: dict[str, list[str]],
+    ) -> None:
+        errors = [r.error for r in responses or () if r.error is not None]
+        if errors:
+            # An API failure is an error, never an answer: the program never sees it.
+            program.close()
+            results[key] = Record(
+                benchmark=sample.benchmark,
+                sample_id=sample.id,
+                outcome=Outcome.ERROR,
+                facets=dict(sample.facets),
+                request_keys=tuple(keys_seen[key]),
+                parse_rate=0.0,
+                message=f"model error: {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+            )
+            return
+        try:
+            reqs = next(program) if responses is None else program.send(list(responses))
+        except StopIteration as stop:
+            record: Record = stop.value
+            results[key] = record.replace(request_keys=tuple(keys_seen[key]))
+            return
+        except Exception as exc:  # a scoring bug must cost one item, never the whole planning unit
+            results[key] = Record(
+                benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
+                request_keys=tuple(keys_seen[key]), parse_rate=0.0,
+                message=f"{sample.benchmark} could not score {sample.id}: {type(exc).__name__}: {exc}",
+            )
+            return
+        reqs = list(reqs)
+        keys_seen[key].extend(r.key for r in reqs if r.model == MODEL_UNDER_TEST)
+        pending[key] = reqs
+
+    # -- answering -----------------------------------------------------------------------------------
+    def _scoring_stats(self, name: str) -> dict[str, float]:
+        if name not in self.stats.scoring:
+            self.stats.scoring[name] = dict.fromkeys(
+                ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0)
+        return self.stats.scoring[name]
+
+    def _answer(self, requests: list[Request]) -> dict[str, Response]:
+        by_model: dict[str, list[Request]] = {}
+        for r in requests:
+            by_model.setdefault(r.model, []).append(r)
+        answers: dict[str, Response] = {}
+        for name, reqs in by_model.items():
+            answers.update(self._answer_one_model(name, reqs))
+        return answers
+
+    def _answer_one_model(self, name: str, requests: list[Request]) -> dict[str, Response]:
+        main = name == MODEL_UNDER_TEST
+        answers: dict[str, Response] = {}
+        try:
+            model = self.model_for(name)
+            fingerprint = self.fingerprint(name)
+        except Exception as exc:  # a model that cannot be built fails its requests, not the run
+            message = f"{name or 'the model under test'}: {type(exc).__name__}: {exc}"
+            answers = {r.key: Response(error=message) for r in requests}
+            return self._account(name, requests, answers, total=0, seconds=0.0)
+        if self.cache is not None:
+            answers.update(self.cache.get_many(fingerprint, [r.key for r in requests]))
+        misses = [r for r in requests if r.key not in answers]
+        total = len(misses)
+        seconds = 0.0
+        if misses:
+            done = 0
+            unsaved: list[tuple[str, Response]] = []
+            last_flush = time.monotonic()
+            start = time.perf_counter()
+            progress = self.progress if main else None
+            if progress:
+                progress(0, total)
+            try:
+                for index, response in model.stream(misses):
+                    req = misses[index]
+                    answers[req.key] = response
+                    unsaved.append((req.key, response))
+                    done += 1
+                    if main:
+                        for k, v in response.usage.items():
+                            self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
+                    now = time.monotonic()
+                    if len(unsaved) >= _FLUSH_EVERY_N or now - last_flush >= _FLUSH_EVERY_S:
+                        self._flush(fingerprint, unsaved)
+                        unsaved = []
+                        last_flush = now
+                        if progress:
+                            progress(done, total)
+            except Exception as exc:  # a crashing backend must not lose what it answered
+                message = f"{type(exc).__name__}: {exc}"
+                for r in misses:
+                    answers.setdefault(r.key, Response(error=f"backend crashed: {message}"))
+            finally:
+                self._flush(fingerprint, unsaved)
+                seconds = time.perf_counter() - start
+            if progress:
+                progress(total, total)
+        return self._account(name, requests, answers, total=total, seconds=seconds)
+
+    def _account(self, name: str, requests: list[Request], answers: dict[str, Response], *, total: int,
+                 seconds: float) -> dict[str, Response]:
+        """Fill what the backend did not answer with errors, keep the replay table, count everything."""
+        main = name == MODEL_UNDER_TEST
+        errors = 0
+        for r in requests:
+            resp = answers.setdefault(r.key, Response(error="the backend returned no answer"))
+            if resp.error is not None:
+                errors += 1
+            if main:
+                self.responses[r.key] = resp
+        if main:
+            self.stats.unique_requests += len(requests)
+            self.stats.cache_hits += len(requests) - total
+            self.stats.model_requests += total
+            self.stats.model_seconds += seconds
+            self.stats.errors += errors
+        else:
+            s = self._scoring_stats(name)
+            s["unique_requests"] += len(requests)
+            s["cache_hits"] += len(requests) - total
+            s["model_requests"] += total
+            s["model_seconds"] += seconds
+            s["errors"] += errors
+        return answers
+
+    def _flush(self, fingerprint: str, unsaved: list[tuple[str, Response]]) -> None:
+        if self.cache is not None and unsaved:
+            self.cache.put_many(fingerprint, unsaved)

@@ -1,0 +1,378 @@
+"""FANToM data: the official file's records, checked, and the typed extension of FANToM samples.
+
+Every check names the file, the record and the field, because a user facing
+hundreds of question sets needs to know which one to look at. `FantomExtra`
+keeps what only FANToM's prompts, scoring and set assertions read; the samples
+themselves are built in `samples.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import DataSource
+from pytest_tom.fetch import fetch_archive
+
+# --- official constants ----------------------------------------------------------------------
+
+OFFICIAL_URL = "https://storage.googleapis.com/ai2-mosaic-public/projects/fantom/fantom.tar.gz"
+OFFICIAL_SHA256 = "1d08dfa0ea474c7f83b9bc7e3a7b466eab25194043489dd618b4c5223e1253a4"
+"""Published in the official repository's task/dataset_loader.py."""
+DATA_FILE = "fantom_v1.json"
+CHOICE_SEED = 99
+"""eval_fantom.py: `RANDOM_SEED = 99; random.seed(RANDOM_SEED)` at import."""
+
+CONTEXTS = ("short", "full")
+SCENARIOS = ("inaccessible", "accessible")
+FAMILIES = ("answerability", "info_accessibility")
+QUESTION_TYPES = (
+    "fact", "belief_free", "belief_choice", "answerability_list", "answerability_yn",
+    "info_accessibility_list", "info_accessibility_yn",
+)
+TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
+CHECK_KINDS = ("character_all", "consistency")
+GROUP_KINDS = ("all_star", "all_tom", "answerability_all", "info_accessibility_all")
+AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
+
+FORMAT = {
+    "fact": "free_response", "belief_free": "free_response", "belief_choice": "choice",
+    "answerability_list": "list", "info_accessibility_list": "list",
+    "answerability_yn": "yes_no", "info_accessibility_yn": "yes_no",
+}
+FAMILY = {
+    "fact": "fact", "belief_free": "belief", "belief_choice": "belief",
+    "answerability_list": "answerability", "answerability_yn": "answerability",
+    "info_accessibility_list": "info_accessibility", "info_accessibility_yn": "info_accessibility",
+}
+LABEL = {
+    "fact": "FactQ", "belief_free": "BeliefQ[Dist.] (free response)", "belief_choice": "BeliefQ[Choice]",
+    "answerability_list": "AnswerabilityQ[List]", "answerability_yn": "AnswerabilityQ[Y/N]",
+    "info_accessibility_list": "InfoAccessQ[List]", "info_accessibility_yn": "InfoAccessQ[Y/N]",
+}
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BeliefQA:
+    """One belief question of a set; asked twice, free-response and as a two-option choice."""
+
+    question: str
+    question_type: str
+    """"tom:belief:inaccessible" or "tom:belief:accessible"."""
+    tom_type: str
+    """"first-order", "second-order:cyclic", "second-order:acyclic" or "second-order:accessible"."""
+    correct: str
+    """PersonX-centric belief answer (the gold)."""
+    wrong: str
+    """Omniscient-view belief answer (the distractor)."""
+    accessibility: str
+    character: str
+    """Whose belief is asked, lower case, as upstream's character analysis reads it from the question."""
+    correct_last: bool
+    """Official option order: the correct answer is option (b)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListQA:
+    question: str
+    question_type: str
+    correct: tuple[str, ...]
+    """Characters who know (must all be named)."""
+    wrong: tuple[str, ...]
+    """Characters who do not know (must not be named)."""
+    accessibility: str
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryQA:
+    question: str
+    question_type: str
+    gold: str
+    """"yes", "no" or "no:long" (a character absent from the short context)."""
+    accessibility: str
+    character: str
+    """The character asked about, as written in the question."""
+
+
+@dataclass(frozen=True, slots=True)
+class FantomSet:
+    """One question set of `fantom_v1.json`: a piece of information a character missed, and its questions."""
+
+    set_id: str
+    part_id: str
+    conversation_id: str
+    index: int
+    """Position in the file (0-based)."""
+    short_context: str
+    full_context: str
+    joining_speaker: str
+    fact_question: str
+    fact_answer: str
+    """FULL FACT A, the gold of the fact question."""
+    beliefs: tuple[BeliefQA, ...]
+    answerability_list: ListQA
+    info_list: ListQA
+    answerability_binary: tuple[BinaryQA, ...]
+    info_binary: tuple[BinaryQA, ...]
+    source: str
+    """File and record, for messages."""
+
+    def lists(self, family: str) -> ListQA:
+        return self.answerability_list if family == "answerability" else self.info_list
+
+    def binaries(self, family: str) -> tuple[BinaryQA, ...]:
+        return self.answerability_binary if family == "answerability" else self.info_binary
+
+
+@dataclass(frozen=True, slots=True)
+class FantomExtra:
+    """What FANToM's prompts, scoring and set assertions read beyond the generic sample fields.
+
+    Text fields are plain strings so that `Sample.rename` rewrites them with the
+    rest of the sample; prompts and scoring read the belief options, the list's
+    knowers and the gold from the sample itself, and the copies here only where
+    the sample has no field for them (the distractors, the fact shown with list
+    and yes/no questions).
+    """
+
+    context: str
+    """"short" or "full"."""
+    set_id: str
+    qtype: str
+    """One of QUESTION_TYPES."""
+    index: int
+    """Index of the belief or yes/no question within its set; -1 otherwise."""
+    accessibility: str
+    """Scenario as upstream scores it in this context ("inaccessible"/"accessible"; "" for the fact question)."""
+    upstream_type: str
+    """Upstream's `question_type` string, e.g. "tom:belief:inaccessible:multiple-choice"."""
+    tom_type: str
+    joining_speaker: str
+    """The character who missed part of the conversation (named in failure messages)."""
+    fact_question: str
+    fact_answer: str
+    """FULL FACT A: the gold of the fact question, and the information shown with info-accessibility questions."""
+    belief_correct: str = ""
+    """PersonX-centric answer of a belief question (the free-response gold)."""
+    belief_wrong: str = ""
+    """Omniscient-view answer of a belief question (the free-response distractor)."""
+    list_correct: tuple[str, ...] = ()
+    """Characters who know (list questions; the sample's gold)."""
+    list_wrong: tuple[str, ...] = ()
+    """Characters who do not know (list questions)."""
+    binary_gold: str = ""
+    """Raw yes/no gold ("yes", "no" or "no:long")."""
+    binary_character: str = ""
+    """The character a yes/no question asks about, as written in the question."""
+    unit: str = ""
+    """The aggregation unit (set, part or conversation id) its set assertions are computed over."""
+    unit_size: int = 0
+    """ToM questions in (context, unit, scenario): a unit is complete only with all of them."""
+
+    @property
+    def family(self) -> str:
+        return FAMILY[self.qtype]
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def _text(rec: Mapping[str, Any], key: str, path: Path, record: str, *, allow_empty: bool = False) -> str:
+    value = rec.get(key)
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise TomDataError(f"expected non-empty text, got {type(value).__name__}", path=path, record=record, field=key)
+    return value
+
+
+def _obj(rec: Mapping[str, Any], key: str, path: Path, record: str) -> Mapping[str, Any]:
+    value = rec.get(key)
+    if not isinstance(value, Mapping):
+        raise TomDataError(f"expected an object, got {type(value).__name__}", path=path, record=record, field=key)
+    return value
+
+
+def _names(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str) -> tuple[str, ...]:
+    value = rec.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TomDataError("expected a list of character names", path=path, record=record, field=f"{where}.{key}")
+    return tuple(value)
+
+
+def _accessibility(rec: Mapping[str, Any], path: Path, record: str, where: str) -> str:
+    value = rec.get("missed_info_accessibility")
+    if value not in SCENARIOS:
+        raise TomDataError(f"expected 'inaccessible' or 'accessible', got {value!r}", path=path, record=record,
+                           field=f"{where}.missed_info_accessibility")
+    return str(value)
+
+
+def belief_character(question: str) -> str:
+    """Whose belief a belief question asks about, read as upstream's character analysis does.
+
+    Upstream takes the word after the first "does " ("What does Linda think ..." ->
+    "linda"); "" when the question has no "does " (upstream would crash there).
+    """
+    parts = question.lower().split("does ", 1)
+    if len(parts) < 2 or not parts[1].split():
+        return ""
+    return parts[1].split()[0]
+
+
+def binary_character(question: str) -> str:
+    """The character a yes/no question asks about: upstream's `removeprefix("Does ").split(" know")[0]`."""
+    return question.removeprefix("Does ").split(" know")[0]
+
+
+def _read(path: Path) -> list[Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path) from exc
+    except json.JSONDecodeError as exc:
+        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path) from None
+    if isinstance(raw, Mapping):
+        # pandas.read_json also accepts the column-oriented layout {"set_id": {"0": ...}, ...}
+        try:
+            keys = sorted(next(iter(raw.values())), key=lambda k: int(k))
+            raw = [{col: raw[col][k] for col in raw} for k in keys]
+        except (StopIteration, TypeError, ValueError, KeyError):
+            raise TomDataError("expected a list of question sets", path=path) from None
+    if not isinstance(raw, list):
+        raise TomDataError(f"expected a list of question sets, got {type(raw).__name__}", path=path)
+    return raw
+
+
+def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random) -> tuple[BeliefQA, ...]:
+    beliefs_raw = rec.get("beliefQAs")
+    if not isinstance(beliefs_raw, list):
+        raise TomDataError("expected a list", path=path, record=record, field="beliefQAs")
+    beliefs = []
+    for j, b in enumerate(beliefs_raw):
+        w = f"beliefQAs[{j}]"
+        if not isinstance(b, Mapping):
+            raise TomDataError("expected an object", path=path, record=record, field=w)
+        qtype = b.get("question_type")
+        if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
+            raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
+                               field=f"{w}.question_type")
+        question = _text(b, "question", path, record)
+        correct = _text(b, "correct_answer", path, record)
+        wrong = _text(b, "wrong_answer", path, record)
+        tom_type = _text(b, "tom_type", path, record)
+        # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
+        correct_last = rng.choice([True, False])
+        beliefs.append(BeliefQA(
+            question=question, question_type=str(qtype), tom_type=tom_type, correct=correct, wrong=wrong,
+            accessibility=_accessibility(b, path, record, w), character=belief_character(question),
+            correct_last=correct_last,
+        ))
+    return tuple(beliefs)
+
+
+def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, record: str) -> tuple[BinaryQA, ...]:
+    braw = rec.get(bin_key)
+    if not isinstance(braw, list):
+        raise TomDataError("expected a list", path=path, record=record, field=bin_key)
+    items = []
+    chars: set[str] = set()
+    for j, bq in enumerate(braw):
+        w = f"{bin_key}[{j}]"
+        if not isinstance(bq, Mapping):
+            raise TomDataError("expected an object", path=path, record=record, field=w)
+        question = _text(bq, "question", path, record)
+        if not question.startswith("Does ") or " know" not in question:
+            raise TomDataError(f"expected 'Does <character> know ...?', got {question!r}", path=path,
+                               record=record, field=f"{w}.question")
+        gold = bq.get("correct_answer")
+        if gold not in ("yes", "no", "no:long"):
+            raise TomDataError(f"expected 'yes', 'no' or 'no:long', got {gold!r}", path=path, record=record,
+                               field=f"{w}.correct_answer")
+        character = binary_character(question)
+        if character.lower() in chars:
+            raise TomDataError(f"two yes/no questions about {character}", path=path, record=record, field=w)
+        chars.add(character.lower())
+        items.append(BinaryQA(
+            question=question, question_type=str(bq.get("question_type") or f"tom:{family}:binary"),
+            gold=str(gold), accessibility=_accessibility(bq, path, record, w), character=character,
+        ))
+    return tuple(items)
+
+
+def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
+    """Parse and check `fantom_v1.json`; option orders are drawn as upstream draws them."""
+    raw = _read(path)
+    rng = random.Random(seed)
+    out: list[FantomSet] = []
+    seen: set[str] = set()
+    for i, rec in enumerate(raw):
+        where = f"#{i}"
+        if not isinstance(rec, Mapping):
+            raise TomDataError("expected an object", path=path, record=where)
+        set_id = rec.get("set_id")
+        if not isinstance(set_id, str) or len(set_id.split("-")) < 3 or not all(set_id.split("-")):
+            raise TomDataError(f"expected an id like '0-0-0' (conversation-part-set), got {set_id!r}", path=path,
+                               record=where, field="set_id")
+        record = f"#{i} (set_id {set_id})"
+        if set_id in seen:
+            raise TomDataError("duplicate set_id", path=path, record=record, field="set_id")
+        seen.add(set_id)
+        fact = _obj(rec, "factQA", path, record)
+        beliefs = _beliefs(rec, path, record, rng)
+        lists = {}
+        binaries: dict[str, tuple[BinaryQA, ...]] = {}
+        for family, list_key, bin_key in (
+            ("answerability", "answerabilityQA_list", "answerabilityQAs_binary"),
+            ("info_accessibility", "infoAccessibilityQA_list", "infoAccessibilityQAs_binary"),
+        ):
+            lq = _obj(rec, list_key, path, record)
+            lists[family] = ListQA(
+                question=_text(lq, "question", path, record),
+                question_type=str(lq.get("question_type") or f"tom:{family}:list"),
+                correct=_names(lq, "correct_answer", path, record, list_key),
+                wrong=_names(lq, "wrong_answer", path, record, list_key),
+                accessibility=_accessibility(lq, path, record, list_key),
+            )
+            binaries[family] = _binaries(rec, family, bin_key, path, record)
+        conversation_id, part = set_id.split("-")[0], "-".join(set_id.split("-")[:2])
+        out.append(FantomSet(
+            set_id=set_id, part_id=part, conversation_id=conversation_id, index=i,
+            short_context=_text(rec, "short_context", path, record).strip(),
+            full_context=_text(rec, "full_context", path, record).strip(),
+            joining_speaker=str(rec.get("joining_speaker") or ""),
+            fact_question=_text(fact, "question", path, record),
+            fact_answer=_text(fact, "correct_answer", path, record),
+            beliefs=beliefs,
+            answerability_list=lists["answerability"], info_list=lists["info_accessibility"],
+            answerability_binary=binaries["answerability"], info_binary=binaries["info_accessibility"],
+            source=f"{path.name} record {record}",
+        ))
+    return out
+
+
+def data_file(source: DataSource, url: str) -> Path:
+    """The local `fantom_v1.json`: under the data folder, in the download cache, or fetched (sha256-checked)."""
+    candidates: list[Path] = []
+    if source.root is not None:
+        candidates += [source.root / "fantom" / DATA_FILE, source.root / DATA_FILE]
+    for c in candidates:
+        if c.is_file():
+            return c
+    cached = source.cache_dir / "fantom" / OFFICIAL_SHA256[:16]
+    if (cached / DATA_FILE).is_file():
+        return cached / DATA_FILE
+    if source.download:
+        return fetch_archive(url, OFFICIAL_SHA256, DATA_FILE, cached)
+    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
+    raise TomDataError(
+        f"FANToM data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
+        f"fantom/{DATA_FILE}, or pass --tom-download to fetch the official archive (sha256 {OFFICIAL_SHA256[:12]}...). "
+        "FANToM is for evaluation only, never for training."
+    )

@@ -1,0 +1,299 @@
+"""FANToM's paper aggregation over typed records: upstream's `score_and_analyze`, plus illusory-ToM counts.
+
+Numbers equal the official report on the same responses, including its rounding
+(numpy's half-to-even on pandas means, Python's on the `evaluate` F1). Set-level
+scores use complete units only: a unit missing a question (deselected, or
+errored) is left out and counted, never scored on a partial set.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
+from pytest_tom.evals.fantom.scoring import gold_int
+from pytest_tom.record import Outcome, Record
+from pytest_tom.scoring import mentions, weighted_f1
+
+
+def round_numpy(v: float | None) -> float | None:
+    """`round(v, 3) * 100` on a numpy float (pandas results): numpy rounds `v * 1000` half to even."""
+    return None if v is None else (round(v * 1000) / 1000) * 100
+
+
+def round_python(v: float | None) -> float | None:
+    """`round(v, 3) * 100` on a Python float (the `evaluate` F1): correctly rounded decimal."""
+    return None if v is None else round(v, 3) * 100
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _ok(r: Record) -> bool:
+    return r.outcome is Outcome.CORRECT
+
+
+def _qtype(r: Record) -> str:
+    return r.facets.get("question_type", "")
+
+
+def _unit_size(r: Record) -> int:
+    """ToM questions in the record's unit; reports written before the typed contract kept it in the facets."""
+    return int(r.details.get("unit_size", r.facets.get("unit_size", -1)))
+
+
+def _all_by(records: Iterable[Record], field: str) -> float | None:
+    """groupby(field)['result'].all().mean()."""
+    by: dict[str, bool] = {}
+    for r in records:
+        key = r.facets[field]
+        by[key] = by.get(key, True) and _ok(r)
+    return _mean([float(v) for v in by.values()])
+
+
+def illusory_counts(target: Sequence[Record]) -> dict[str, Any]:
+    """The paper's illusory ToM outside the set gates (spec A8 and A10), counted, never failed.
+
+    A8: the free-response and the two-option form of one belief question should
+    agree (both on the character's side or both not); a model right in one
+    format only is answering the format, not the belief. A10: the list questions
+    are prerequisites of the choice question, so a set whose choices are all
+    right while a list is wrong got its choices right for the wrong reason.
+    `target` holds one scenario's scored (non-error) ToM records.
+    """
+    by_qid = {r.sample_id: r for r in target}
+    pairs = [(_ok(r), _ok(by_qid[other])) for r in target if _qtype(r) == "belief_free"
+             and (other := r.sample_id.replace("-belief_free-", "-belief_choice-")) in by_qid]
+    by_set: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    for r in target:
+        qtype = _qtype(r)
+        if qtype == "belief_choice" or qtype.endswith("_list"):
+            by_set[r.facets["set"]]["choice" if qtype == "belief_choice" else "list"].append(_ok(r))
+    sets = [v for v in by_set.values() if v["choice"] and v["list"]]
+    return {
+        "belief:choice_dist_pairs": len(pairs),
+        "belief:choice_dist_agreement": round_numpy(_mean([float(d == c) for d, c in pairs])),
+        "belief:choice_right_dist_wrong": sum(c and not d for d, c in pairs),
+        "belief:dist_right_choice_wrong": sum(d and not c for d, c in pairs),
+        "sets_with_choice_and_lists": len(sets),
+        "sets:choice_right_list_wrong": sum(all(v["choice"]) and not all(v["list"]) for v in sets),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterEntry:
+    """One row of upstream's per-character analysis."""
+
+    qid: str
+    what: str
+    ok: bool
+    value: int | None
+    """Binarized answer (1 knows, 0 does not, -1 unreadable) for the consistency check; None for beliefs."""
+    note: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"qid": self.qid, "what": self.what, "ok": self.ok, "value": self.value, "note": self.note}
+
+
+def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[tuple[str, str], list[CharacterEntry]]:
+    """Upstream's character tracking rows, keyed by (unit, character).
+
+    Yes/no answers count per character; each list answer is "tiled" into one row
+    per yes/no question of its family and unit (is the character named, and should
+    they be?); belief answers count for the character whose belief is asked.
+    """
+    out: dict[tuple[str, str], list[CharacterEntry]] = defaultdict(list)
+    lists: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    for r in records:
+        qt = _qtype(r)
+        if qt.endswith("_list"):
+            lists[(FAMILY[qt], r.facets[field])].append(r)
+    for r in records:
+        f = r.facets
+        qt = f["question_type"]
+        unit = f[field]
+        if qt in ("belief_free", "belief_choice"):
+            if f.get("character"):
+                note = f"{r.outcome.value} (answer {r.parsed!r}, gold {r.gold!r})"
+                out[(unit, f["character"])].append(CharacterEntry(r.sample_id, LABEL[qt], _ok(r), None, note))
+        elif qt.endswith("_yn"):
+            d = r.details
+            value = int(d.get("binarized", -1))
+            char = f["character"]
+            said = {1: "yes", 0: "no", -1: "unreadable"}[value]
+            out[(unit, char)].append(CharacterEntry(r.sample_id, LABEL[qt], _ok(r), value,
+                                                    f"said {said}, gold {d.get('gold_yes_no', r.gold)}"))
+            for lr in lists.get((FAMILY[qt], unit), []):
+                answer = str(lr.details.get("answer", ""))
+                named = mentions(char, answer, mode)
+                should = d.get("gold_yes_no") == "yes"
+                out[(unit, char)].append(CharacterEntry(
+                    lr.sample_id, LABEL[lr.facets["question_type"]], named == should, int(named),
+                    f"{'named' if named else 'not named'}, should {'be' if should else 'not be'}",
+                ))
+    return out
+
+
+def scenario_report(
+    records: Sequence[Record], scenario: str, aggregation: str, mode: str, context: str,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras."""
+    field = AGGREGATION_FIELD[aggregation]
+    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    tom = [r for r in scored if _qtype(r) in TOM_TYPES]
+    target = [r for r in tom if r.facets["accessibility"] == scenario]
+    present: Counter[str] = Counter(r.facets[field] for r in records if _qtype(r) in TOM_TYPES
+                                    and r.facets["accessibility"] == scenario)
+    errored = {r.facets[field] for r in records if r.outcome is Outcome.ERROR and _qtype(r) in TOM_TYPES
+               and r.facets["accessibility"] == scenario}
+    sizes = {r.facets[field]: _unit_size(r) for r in target}
+    complete = {u for u, n in present.items() if n == sizes.get(u, -1) and u not in errored}
+    whole = [r for r in target if r.facets[field] in complete]
+    p = scenario + ":"
+    rep: dict[str, Any] = {"conversation_input_type": context}
+    rep[p + "set:ALL*"] = round_numpy(_all_by(whole, field))
+    for_all = {f"tom:belief:{scenario}:multiple-choice", "tom:answerability:list", "tom:answerability:binary",
+               "tom:info_accessibility:list", "tom:info_accessibility:binary"}
+    rep[p + "set:ALL"] = round_numpy(_all_by([r for r in whole if r.facets["upstream_type"] in for_all], field))
+    choice = [r for r in target if r.facets["upstream_type"].endswith(":multiple-choice")]
+    rep[p + "belief:multiple-choice"] = round_numpy(_mean([float(_ok(r)) for r in choice]))
+    dist = [r for r in target if r.facets["upstream_type"] == f"tom:belief:{scenario}"]
+    rep[p + "belief:distance"] = round_numpy(_mean([float(_ok(r)) for r in dist]))
+    rep[p + "belief_true_word-f1"] = round_numpy(_mean([float(r.score or 0.0) for r in dist if _ok(r)]))
+    extra: dict[str, Any] = {}
+    for family in FAMILIES:
+        fam = [r for r in whole if r.facets["family"] == family]
+        rep[p + f"{family}:set:ALL"] = round_numpy(_all_by(fam, field))
+        lst = [r for r in target if _qtype(r) == f"{family}_list"]
+        rep[p + f"{family}:list"] = round_numpy(_mean([float(_ok(r)) for r in lst]))
+        yn = [r for r in target if _qtype(r) == f"{family}_yn"]
+        preds = [int(r.details.get("binarized", -1)) for r in yn]
+        refs = [gold_int(r.details.get("gold_yes_no", "no")) for r in yn]
+        rep[p + f"{family}:binary-f1"] = round_python(weighted_f1(preds, refs))
+        extra[f"{family}:list:wrong_reasons:freq"] = _list_reasons(lst)
+        extra[f"{family}:binary:wrong_reasons:freq"] = _binary_reasons(yn)
+        extra[f"{family}:n_list"] = len(lst)
+        extra[f"{family}:n_yes_no"] = len(yn)
+    facts = [r for r in scored if _qtype(r) == "fact"]
+    rep["fact_word-f1"] = round_numpy(_mean([float(r.score or 0.0) for r in facts]))
+    rep[p + "tom:lists:wrong_reasons:freq"] = _list_reasons([r for r in target if _qtype(r) == "answerability_list"])
+    rep[p + "tom:binary:wrong_reasons:freq"] = _binary_reasons([r for r in target if _qtype(r).endswith("_yn")])
+    # Table 4 (upstream: "only consider the BeliefQ[dist.] questions"), by upstream's question_type label.
+    belief_dist = [r for r in tom if r.facets["upstream_type"] == f"tom:belief:{scenario}"]
+    by_order: dict[str, list[bool]] = defaultdict(list)
+    by_type: dict[str, list[bool]] = defaultdict(list)
+    for r in belief_dist:
+        tom_type = r.facets["tom_type"]
+        by_order[tom_type.split(":")[0]].append(_ok(r))
+        by_type[tom_type].append(_ok(r))
+    for key, vals in (*sorted(by_order.items()), *sorted(by_type.items())):
+        rep[p + key] = round_numpy(sum(vals) / len(vals))
+    rows = character_entries(whole, field, mode)
+    rep[p + "set:ALL_character"] = round_numpy(_mean([float(all(e.ok for e in es)) for es in rows.values()]))
+    consistency = [len({e.value for e in es if e.value is not None}) == 1
+                   for es in rows.values() if any(e.value is not None for e in es)]
+    rep[p + "set:character_answer_consistency"] = round_numpy(_mean([float(v) for v in consistency]))
+    extra.update(illusory_counts(target))
+    extra.update({
+        "units": len(present), "complete_units": len(complete), "incomplete_units": len(present) - len(complete),
+        "n_belief_choice": len(choice), "n_belief_free": len(dist), "n_fact": len(facts),
+        "n_characters": len(rows),
+    })
+    return rep, extra
+
+
+def _list_reasons(records: Sequence[Record]) -> dict[str, int]:
+    out: Counter[str] = Counter()
+    for r in records:
+        if _ok(r):
+            continue
+        exc, inc = bool(r.details.get("excluded_aware")), bool(r.details.get("included_unaware"))
+        out["did_both" if exc and inc else "excluded_aware_character" if exc else "included_unaware_character"] += 1
+    return dict(out.most_common())
+
+
+def _binary_reasons(records: Sequence[Record]) -> dict[str, int]:
+    names = {0: "false_negative", 1: "false_positive", -1: "irrelevant_response"}
+    out: Counter[str] = Counter(names[int(r.details.get("binarized", -1))] for r in records if not _ok(r))
+    return dict(out.most_common())
+
+
+def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregation: str, mode: str) -> dict[str, Any]:
+    """Per context: upstream's "fantom" and "control_task" reports and our extras, for contexts with records."""
+    by_context: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        if _qtype(r) in QUESTION_TYPES:
+            by_context[r.facets["context"]].append(r)
+    out: dict[str, Any] = {}
+    for context in contexts:
+        recs = by_context.get(context, [])
+        if not recs:
+            continue
+        fantom, extra_in = scenario_report(recs, "inaccessible", aggregation, mode, context)
+        control, extra_ac = scenario_report(recs, "accessible", aggregation, mode, context)
+        out[context] = {"fantom": fantom, "control_task": control, "extra": {"inaccessible": extra_in, "accessible": extra_ac}}
+    return out
+
+
+def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """The terminal summary: the paper's columns per context and scenario, then illusory counts and error kinds."""
+
+    def v(x: Any) -> str:
+        return "n/a" if x is None else f"{x:.1f}"
+
+    lines = []
+    emb = metrics.get("embedder")
+    paper = metrics.get("embedder_is_paper_model")
+    for context, m in metrics.get("contexts", {}).items():
+        warn = "" if paper or emb is None else " [not the paper's model: Dist. not comparable to the paper]"
+        lines.append(f"fantom {context} context ({metrics.get('aggregation')} aggregation, {metrics.get('parsing')} "
+                     f"parsing, embedder {emb}{warn}):")
+        facts = m["extra"]["inaccessible"].get("n_fact", 0)
+        if facts:
+            lines.append(f"  fact questions: token F1 {v(m['fantom'].get('fact_word-f1'))} (n={facts})")
+        for label, rep_key, scenario in (("missed info (inaccessible)", "fantom", "inaccessible"),
+                                         ("control (accessible)", "control_task", "accessible")):
+            r = m[rep_key]
+            p = scenario + ":"
+            extra = m["extra"][scenario]
+            if not extra.get("units"):
+                continue
+            lines.append(
+                f"  {label}: ALL* {v(r.get(p + 'set:ALL*'))} | ALL {v(r.get(p + 'set:ALL'))} | belief choice "
+                f"{v(r.get(p + 'belief:multiple-choice'))}, dist. {v(r.get(p + 'belief:distance'))}, token F1 "
+                f"{v(r.get(p + 'belief_true_word-f1'))}"
+            )
+            lines.append(
+                f"    answerability All {v(r.get(p + 'answerability:set:ALL'))}, list {v(r.get(p + 'answerability:list'))}, "
+                f"y/n F1 {v(r.get(p + 'answerability:binary-f1'))} | info access All "
+                f"{v(r.get(p + 'info_accessibility:set:ALL'))}, list {v(r.get(p + 'info_accessibility:list'))}, "
+                f"y/n F1 {v(r.get(p + 'info_accessibility:binary-f1'))}"
+            )
+            orders = ", ".join(f"{k.removeprefix(p)} {v(val)}" for k, val in r.items()
+                               if k.startswith(p) and k.removeprefix(p).split(":")[0] in ("first-order", "second-order"))
+            lines.append(
+                f"    dist. by order: {orders or 'n/a'} | per character: ALL {v(r.get(p + 'set:ALL_character'))}, "
+                f"consistency {v(r.get(p + 'set:character_answer_consistency'))}"
+            )
+            if extra.get("belief:choice_dist_pairs") or extra.get("sets_with_choice_and_lists"):
+                lines.append(
+                    f"    illusory: choice/dist. agree {v(extra.get('belief:choice_dist_agreement'))} "
+                    f"(n={extra.get('belief:choice_dist_pairs', 0)}; choice right, dist. wrong "
+                    f"{extra.get('belief:choice_right_dist_wrong', 0)}; dist. right, choice wrong "
+                    f"{extra.get('belief:dist_right_choice_wrong', 0)}) | choices right but a list wrong: "
+                    f"{extra.get('sets:choice_right_list_wrong', 0)} of {extra.get('sets_with_choice_and_lists', 0)} sets"
+                )
+            reasons = r.get(p + "tom:lists:wrong_reasons:freq") or {}
+            binary = r.get(p + "tom:binary:wrong_reasons:freq") or {}
+            lines.append(
+                "    errors: answerability list "
+                + (", ".join(f"{k} {n}" for k, n in reasons.items()) or "none")
+                + "; yes/no " + (", ".join(f"{k} {n}" for k, n in binary.items()) or "none")
+                + (f"; {extra['incomplete_units']} incomplete {metrics.get('aggregation')}(s) left out of set scores"
+                   if extra.get("incomplete_units") else "")
+            )
+    return lines

@@ -1,0 +1,128 @@
+"""ToMBench (Chen et al., ACL 2024): loader, official prompts, parsing, metrics, story coherence.
+
+Faithful to the official repository (zhchen18/ToMBench) where it is well defined,
+and explicit where it is not (see docs in README, "ToMBench"):
+
+* official system/user prompts, byte for byte, vanilla and CoT, Chinese and English;
+* several shuffled tries per item with a majority vote (default 5, as upstream),
+  permutations derived from (seed, file, row, try) so a selection (-m, -k,
+  sampling) never changes which orders an item sees;
+* the official answer extraction, plus a lenient mode (the default: official
+  rules, but an answer with no letter is "unparseable" instead of silently "A")
+  and a strict mode;
+* the paper's aggregation (task micro accuracy, ability accuracy pooled across
+  files, unweighted category/AVG means, the Desire sub-label weighting) or a clean
+  variant, and the coherent test (a story passes only if all its questions pass).
+
+The modules: `data` (release, taxonomy, samples, stories), `prompts` (what the
+model is shown), `scoring` (answers to records), `metrics` (the paper's tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program, slug
+from pytest_tom.evals.tombench import data, scoring
+from pytest_tom.evals.tombench.data import (
+    ABILITY_CATEGORY,
+    CATEGORIES,
+    OFFICIAL_BASE_URL,
+    OFFICIAL_REVISION,
+    OFFICIAL_SHA256,
+    TASK_NAMES,
+    ToMBenchExtra,
+    ToMBenchSample,
+)
+from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
+from pytest_tom.evals.tombench.prompts import Config
+from pytest_tom.record import Record
+
+__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
+
+
+class ToMBench(Benchmark[ToMBenchExtra]):
+    name = "tombench"
+    description = "ToMBench: 2,860 bilingual multiple-choice items, 8 tasks, 31 abilities (Chen et al., ACL 2024)"
+    options = (
+        BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh")),
+        BenchmarkOption("prompt", "vanilla", "Official prompt: vanilla or chain-of-thought.", choices=("vanilla", "cot")),
+        BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int),
+        BenchmarkOption(
+            "permutations", "random", "Option orders: random (official), cyclic (each option once per position), none.",
+            choices=("random", "cyclic", "none"),
+        ),
+        BenchmarkOption("shuffle_seed", "42", "Seed of the option shuffles (official default 42).", kind=int),
+        BenchmarkOption(
+            "extraction", "lenient",
+            "Answer extraction: official (upstream, unreadable answers become 'A'), lenient (upstream rules, "
+            "unreadable answers are unparseable), strict (last [[X]] only).",
+            choices=("lenient", "official", "strict"),
+        ),
+        BenchmarkOption("aggregation", "paper", "Metrics: paper (reproduces the tables) or clean.", choices=("paper", "clean")),
+        BenchmarkOption(
+            "scoring", "generate",
+            "generate (official: parse the generated answer), loglikelihood (pick the option the model scores "
+            "highest), or both (items scored by generation; the report gives how often the two disagree).",
+            choices=("generate", "loglikelihood", "both"),
+        ),
+        BenchmarkOption(
+            "ll_target", "letter",
+            "Log-likelihood continuation: letter ('[[A]]', the official answer format) or text (the option itself).",
+            choices=("letter", "text"),
+        ),
+        BenchmarkOption(
+            "ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the continuation's UTF-8 length).",
+            choices=("none", "bytes"),
+        ),
+        BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
+        BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
+    )
+    strata = ("language", "ability")
+    summary_facets = (("language",), ("language", "task"), ("language", "category"), ("language", "ability"))
+    mark_docs = {
+        "tombench": "ToMBench items (Chen et al., 2024).",
+        "en": "English version of an item.",
+        "zh": "Chinese version of an item.",
+        **{abbr: f"ToMBench task: {name}." for abbr, name in TASK_NAMES.items()},
+        "extra": "ToMBench extra-ability items (no task).",
+        **{mark: f"Ability category: {cat}." for cat, mark in CATEGORIES.items()},
+        **{slug(a): f"ToMBench ability: {a} ({c})." for a, c in ABILITY_CATEGORY.items()},
+        "two_choice": "Question with 2 options (yes/no style).",
+        "four_choice": "Question with 4 options.",
+        "coherence": "Consistency test: passes only if every question of its story/set passes.",
+    }
+
+    def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
+        super().__init__(settings)
+        langs = self.settings["languages"]
+        self.languages: tuple[str, ...] = tuple(dict.fromkeys(langs.split(",") if isinstance(langs, str) else langs))
+        if self.settings["tries"] < 1:
+            raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
+        self.settings["languages"] = ",".join(self.languages)
+        s = self.settings
+        self.config = Config(
+            prompt=s["prompt"], tries=s["tries"], permutations=s["permutations"], shuffle_seed=s["shuffle_seed"],
+            extraction=s["extraction"], scoring=s["scoring"], ll_target=s["ll_target"], ll_normalise=s["ll_normalise"],
+            max_new_tokens=s["max_new_tokens"],
+        )
+
+    def load(self, source: DataSource) -> list[ToMBenchSample]:
+        # The pins are looked up here, at call time, so a mirror with its own checksums can be substituted.
+        folder = data.data_dir(source, self.settings["source_url"], OFFICIAL_SHA256)
+        return data.load_release(folder, self.languages, OFFICIAL_SHA256)
+
+    def program(self, sample: ToMBenchSample) -> Program:
+        return scoring.solve(sample, self.config)
+
+    def derived(self, samples: Sequence[ToMBenchSample]) -> list[Derived]:
+        return data.stories(samples)
+
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return aggregate(records, self.settings["aggregation"])
+
+    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+        return metric_lines(metrics)

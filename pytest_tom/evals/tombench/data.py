@@ -1,0 +1,427 @@
+"""The ToMBench release: pinned files, the task/ability taxonomy, and release rows as typed samples.
+
+The release is 20 JSONL files with both languages on every row; each row becomes
+one `Sample` per language. Stories are not marked in the data (spec D3): they are
+recovered from INDEX restarts, and for FRT from blocks of four rows, which is how
+the paper counts its 140 stories (spec D4). Known release defects are carried on
+the sample (`Sample.defect`) so the item is an expected failure, not a surprise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import DataSource, slug
+from pytest_tom.fetch import fetch_pinned
+from pytest_tom.sample import KEEP, Choice, Sample, Story
+
+BENCHMARK = "tombench"
+
+OFFICIAL_REVISION = "4f491f0784ed31ef93a8837615fbc48f885cf78d"
+OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/zhchen18/ToMBench/{OFFICIAL_REVISION}/"
+OFFICIAL_SHA256 = {
+    "Ambiguous Story Task.jsonl": "c99f365b6d3d0e982228623d4328afbafe11cf9a8da3a2838ed6c846e4f154d0",
+    "Completion of Failed Actions.jsonl": "cb68348ef3eb53d7c6bf0e426b9279856264748b94f181ce042c91dcf56ba5af",
+    "Discrepant Desires.jsonl": "73093d99923efac243e3610c393613c000b5dc04f88771c39a3b641b993a6b70",
+    "Discrepant Emotions.jsonl": "100b7f05ba5b76aeaa8d2daf3897c90c6a4f08dc23b75a0dd87be0e82db11bf4",
+    "Discrepant Intentions.jsonl": "d72c8353aa5b65f35073d72808996b6f8e980f7683539e25510a251ed8f1dac2",
+    "Emotion Regulation.jsonl": "553d0ee61733cddfa3a9c531c3f7306c40929edc9f0e1e1dda7088ed8804c96c",
+    "False Belief Task.jsonl": "1a5c38362c4c883b219381e24d7b51c1f60abd959f39b6dc3e977ca11d7abff8",
+    "Faux-pas Recognition Test.jsonl": "374272690aedfe34529cb83fc4368a38960da288fb8d787a7bf50aba65dd349c",
+    "Hidden Emotions.jsonl": "57d0882eafddca8fb8d81148bf4291db0c5c6bbdd3a8ad5004c445d249b05124",
+    "Hinting Task Test.jsonl": "fd3a930403c7e0514e8730c48030da17d8bcd8a453e96001ca0795cbaee61afa",
+    "Knowledge-Attention Links.jsonl": "9ea4c7bfc2086d4ebaa2a31cc1993ea2774f72e642d7415dbb9c9c0e21ead94f",
+    "Knowledge-Pretend Play Links.jsonl": "67e3d451089db0a3ac4a7702f4c6c58c2909dbe338aa53bda5e00e4cf9396242",
+    "Moral Emotions.jsonl": "fac3eb293d2901b35274eab8244515b7e138e9cb3311037d5c4a0bda3810dd51",
+    "Multiple Desires.jsonl": "7a49186ab802a2a199806ca191160019ae21d9ff85db9203799fb36b8960a914",
+    "Percepts-Knowledge Links.jsonl": "dda5b279b926eef0e0c440cef4ef68cbebbf82fc6c7b109b213c15c2f9d94804",
+    "Persuasion Story Task.jsonl": "aefef5b6beb7097370cf3bc0c6503ed8caa495530297a4b184c4c31002e23169",
+    "Prediction of Actions.jsonl": "23c56589e459d253bafc2cdc0ea786fba1912c8bf388861a96042666f10b8a47",
+    "Scalar Implicature Test.jsonl": "4264d1842f556f8bcfd7fd56c5058aa8c55f6001931d27d253a85d7ecc19247e",
+    "Strange Story Task.jsonl": "f0a1c6e12b9d9b8b5c936ea3383b24100ef28ed6610078c1fc7bd6769d7ef914",
+    "Unexpected Outcome Test.jsonl": "f4ee872c98e17480272c40d5406a8eca31eed29b455f4155b9684328bf6dbf9c",
+}
+
+# Task files (release names, which differ from the paper's for SIT and HT) -> task abbreviation.
+TASK_FILES = {
+    "Unexpected Outcome Test": "uot",
+    "Scalar Implicature Test": "sit",
+    "Persuasion Story Task": "pst",
+    "False Belief Task": "fbt",
+    "Ambiguous Story Task": "ast",
+    "Hinting Task Test": "ht",
+    "Strange Story Task": "sst",
+    "Faux-pas Recognition Test": "frt",
+}
+TASK_NAMES = {
+    "uot": "Unexpected Outcome Test",
+    "sit": "Scalar Implicature Task",
+    "pst": "Persuasion Story Task",
+    "fbt": "False Belief Task",
+    "ast": "Ambiguous Story Task",
+    "ht": "Hinting Test",
+    "sst": "Strange Story Task",
+    "frt": "Faux-pas Recognition Test",
+}
+TASK_ORDER = tuple(TASK_NAMES)
+HUMAN_TASK_ACCURACY_ZH = {
+    "uot": 0.893, "sit": 0.755, "pst": 0.700, "fbt": 0.868, "ast": 0.950, "ht": 0.971, "sst": 0.892, "frt": 0.804,
+}
+"""Table 2's human row (Chinese only; the paper uses it as the reference for both languages)."""
+
+CATEGORIES = {
+    "Emotion": "emotion",
+    "Desire": "desire",
+    "Intention": "intention",
+    "Knowledge": "knowledge",
+    "Belief": "belief",
+    "Non-Literal Communication": "nonliteral",
+}
+
+# The 31 canonical abilities (Table 18 names), by category.
+ABILITIES: dict[str, tuple[str, ...]] = {
+    "Emotion": (
+        "Typical emotional reactions", "Atypical emotional reactions", "Discrepant emotions", "Mixed emotions",
+        "Hidden emotions", "Moral emotions", "Emotion regulation",
+    ),
+    "Desire": ("Multiple desires", "Desires influence on actions/emotions", "Desire-action contradiction", "Discrepant desires"),
+    "Intention": ("Discrepant intentions", "Prediction of actions", "Intentions explanations", "Completion of failed actions"),
+    "Knowledge": (
+        "Knowledge-pretend play links", "Percepts-knowledge links", "Information-knowledge links", "Knowledge-attention links",
+    ),
+    "Belief": (
+        "Content false beliefs", "Location false beliefs", "Identity false beliefs", "Second-order beliefs",
+        "Beliefs based action/emotions", "Sequence false beliefs",
+    ),
+    "Non-Literal Communication": ("Irony/Sarcasm", "Egocentric lies", "White lies", "Involuntary lies", "Humor", "Faux pas"),
+}
+ABILITY_CATEGORY = {ability: cat for cat, abilities in ABILITIES.items() for ability in abilities}
+_CASEFOLD_ABILITY = {a.lower(): a for a in ABILITY_CATEGORY}
+# Raw labels that do not name their canonical ability directly (spec section 1.3, defect D1).
+_RAW_ALIASES = {
+    "belief: content false beliefs belief: second-order beliefs": "Second-order beliefs",
+    "belief: location false beliefs belief: second-order beliefs": "Second-order beliefs",
+    "desire: desires influence on actions": "Desires influence on actions/emotions",
+    "desire: desires influence on emotions (beliefs)": "Desires influence on actions/emotions",
+}
+DESIRE_II = "Desires influence on actions/emotions"
+DESIRE_II_SUB_LABELS = ("Desires influence on actions", "Desires influence on emotions (beliefs)")
+"""The two raw variants the paper averages instead of pooling (spec section 2.5)."""
+
+FRT_DEFECTIVE_BLOCKS = frozenset({114, 115})
+"""FRT rows 456-463 break the four-questions-per-story pattern (spec D4)."""
+DEFECT_FRT_BLOCK = "FRT block breaks the 4-questions-per-story pattern (release defect)"
+
+LETTERS = "ABCD"
+
+F_ABILITY = "能力\nABILITY"
+F_INDEX = "序号\nINDEX"
+F_ANSWER = "答案\nANSWER"
+FIELDS = {
+    "zh": ("故事", "问题", ("选项A", "选项B", "选项C", "选项D")),
+    "en": ("STORY", "QUESTION", ("OPTION-A", "OPTION-B", "OPTION-C", "OPTION-D")),
+}
+"""Story, question and option fields of each language in a release row."""
+
+_PREFIX = re.compile(r"^\s*([A-D])\s*[.．、:：]\s*")
+
+
+def canonical_ability(raw: str) -> tuple[str, str, str]:
+    """Map a raw release label to (canonical ability, category, paper sub-label).
+
+    The sub-label keeps Desire II's two raw variants apart, because the paper's
+    Desire numbers average them instead of pooling (spec section 2.5).
+    """
+    norm = " ".join(raw.split()).lower()
+    ability = _RAW_ALIASES.get(norm)
+    if ability is None:
+        _, _, name = norm.partition(": ")
+        ability = _CASEFOLD_ABILITY.get(name)
+    if ability is None:
+        raise KeyError(raw)
+    sub = ability
+    if ability == DESIRE_II:
+        sub = DESIRE_II_SUB_LABELS[1] if "emotions" in norm else DESIRE_II_SUB_LABELS[0]
+    return ability, ABILITY_CATEGORY[ability], sub
+
+
+def strip_option_prefix(text: str, letter: str) -> str:
+    """Remove a leading "A. "/"A."/"A、" only when it is the option's own letter (spec P6).
+
+    Upstream's `str.replace("A. ", "")` also eats "A. " inside the text and misses
+    "A.xxx"; a prefix with another letter is part of the option and stays.
+    """
+    m = _PREFIX.match(text)
+    if m and m.group(1) == letter:
+        return text[m.end() :]
+    return text
+
+
+def is_missing(value: Any) -> bool:
+    """An absent option: None, JSON NaN (a float, which upstream's `!= None` misses, spec P5) or blank text."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip())
+
+
+# --- the typed extension -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToMBenchExtra:
+    """What only ToMBench needs about a sample: where it comes from and how the paper groups it."""
+
+    file: str = field(metadata=KEEP)
+    """Release file stem, e.g. "False Belief Task"."""
+    row: int
+    """1-based line number in the file; with `file` it seeds the item's option shuffles."""
+    language: str = field(metadata=KEEP)
+    task: str = field(metadata=KEEP)
+    """Task abbreviation, or "extra" for the 390 ability-only items."""
+    ability: str = field(metadata=KEEP)
+    ability_raw: str = field(metadata=KEEP)
+    sub_label: str = field(metadata=KEEP)
+    category: str = field(metadata=KEEP)
+    index: int
+    """The release's 1-based question number within its story."""
+    story_id: str = field(metadata=KEEP)
+    """Task-file story key ("" for extra items); stories are delimited by INDEX restarts, FRT by blocks of 4."""
+    story_size: int
+    """Questions in the whole story (0 for extra items), so a partial selection is never scored as a story."""
+
+
+ToMBenchSample = Sample[ToMBenchExtra]
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One validated release row, both languages, before it becomes samples."""
+
+    row: int
+    ability: str
+    ability_raw: str
+    category: str
+    sub_label: str
+    index: int
+    answer: str
+    story_id: str
+    texts: Mapping[str, tuple[str, str, tuple[str, ...]]]
+    """Per language: story, question, options."""
+    defect: str
+
+
+def _record_text(rec: Mapping[str, Any], field: str, path: Path, row: int) -> str:
+    value = rec.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise TomDataError("missing or empty text", path=path, record=f"line {row}", field=field)
+    return value.strip()
+
+
+def _options(rec: Mapping[str, Any], fields: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
+    values = [rec.get(f) for f in fields]
+    for f, v in zip(fields[:2], values[:2], strict=True):
+        if is_missing(v) or not isinstance(v, str):
+            raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
+    c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
+    if c_missing and d_missing:
+        count = 2  # binary item: the release stores C and D as NaN (spec P5)
+    elif c_missing or d_missing:
+        missing = fields[2] if c_missing else fields[3]
+        raise TomDataError(
+            "a 4-option item needs both C and D (2-option items leave both empty)", path=path, record=f"line {row}", field=missing
+        )
+    else:
+        count = 4
+    out = []
+    for letter, f, v in zip(LETTERS, fields, values[:count], strict=False):
+        if not isinstance(v, str):
+            raise TomDataError(f"expected text, got {type(v).__name__}", path=path, record=f"line {row}", field=f)
+        out.append(strip_option_prefix(v.strip(), letter).strip())
+    return tuple(out)
+
+
+def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
+    """Validate every row of one file, in order; every error names the file, the line and the field."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path) from exc
+    rows: list[_Row] = []
+    story_no = 0
+    for row, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TomDataError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, record=f"line {row}") from None
+        if not isinstance(rec, dict):
+            raise TomDataError("expected a JSON object", path=path, record=f"line {row}")
+        raw_ability = rec.get(F_ABILITY)
+        if not isinstance(raw_ability, str):
+            raise TomDataError("missing ability label", path=path, record=f"line {row}", field=F_ABILITY)
+        try:
+            ability, category, sub = canonical_ability(raw_ability)
+        except KeyError:
+            raise TomDataError(
+                f"unknown ability label {raw_ability!r}", path=path, record=f"line {row}", field=F_ABILITY
+            ) from None
+        index = rec.get(F_INDEX)
+        if isinstance(index, float) and index.is_integer():
+            index = int(index)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TomDataError(f"expected an integer, got {index!r}", path=path, record=f"line {row}", field=F_INDEX)
+        raw_answer = rec.get(F_ANSWER)
+        # One release item stores its gold as "A. " (spec D2): strip, take the first character.
+        answer = raw_answer.strip()[:1] if isinstance(raw_answer, str) else ""
+        if answer not in LETTERS or not answer:
+            raise TomDataError(f"gold answer {raw_answer!r} is not a letter A-D", path=path, record=f"line {row}", field=F_ANSWER)
+        row_no = len(rows)
+        if task == "frt":
+            story_id = f"story{row_no // 4 + 1:03d}"  # blocks of 4 reproduce the paper's 140 stories (spec D4)
+        elif task != "extra":
+            if index == 1 or story_no == 0:
+                story_no += 1
+            story_id = f"story{story_no:03d}"
+        else:
+            story_id = ""
+        texts: dict[str, tuple[str, str, tuple[str, ...]]] = {}
+        for lang in ("zh", "en"):
+            sf, qf, of = FIELDS[lang]
+            texts[lang] = (_record_text(rec, sf, path, row), _record_text(rec, qf, path, row), _options(rec, of, path, row))
+        defect = ""
+        if len(texts["zh"][2]) != len(texts["en"][2]):
+            # SST row 292: Zh is binary, En a 4-option question copied from another story (spec D5).
+            defect = f"Chinese and English versions differ in option count ({len(texts['zh'][2])} vs {len(texts['en'][2])})"
+        if task == "frt" and row_no // 4 in FRT_DEFECTIVE_BLOCKS:
+            defect = defect or DEFECT_FRT_BLOCK
+        for lang in languages:
+            if LETTERS.index(answer) >= len(texts[lang][2]):
+                raise TomDataError(
+                    f"gold {answer!r} is not among the {len(texts[lang][2])} {lang} options",
+                    path=path, record=f"line {row}", field=F_ANSWER,
+                )
+        rows.append(_Row(row, ability, raw_ability, category, sub, index, answer, story_id, texts, defect))
+    return rows
+
+
+def load_file(path: Path, languages: Sequence[str]) -> list[ToMBenchSample]:
+    """Parse one release JSONL file into samples, one per row and language, in row order.
+
+    Both languages of a row are validated even when one is asked for, so a broken
+    row fails the same way whatever `--tom-tombench-languages` says.
+    """
+    stem = path.name[: -len(".jsonl")]
+    task = TASK_FILES.get(stem, "extra")
+    rows = _read_rows(path, task, languages)
+    sizes = Counter(r.story_id for r in rows if r.story_id)
+    samples: list[ToMBenchSample] = []
+    for r in rows:
+        for lang in languages:
+            story, question, options = r.texts[lang]
+            extra = ToMBenchExtra(
+                file=stem, row=r.row, language=lang, task=task, ability=r.ability, ability_raw=r.ability_raw,
+                sub_label=r.sub_label, category=r.category, index=r.index, story_id=r.story_id,
+                story_size=sizes[r.story_id] if r.story_id else 0,
+            )
+            samples.append(to_sample(extra, story, question, options, r.answer, r.defect))
+    return samples
+
+
+def to_sample(
+    extra: ToMBenchExtra, story: str, question: str, options: Sequence[str], answer: str, defect: str = ""
+) -> ToMBenchSample:
+    """The sample of one row in one language; ids, facets and marks are those of the old items."""
+    file_slug = slug(extra.file)
+    qtype = "two_choice" if len(options) == 2 else "four_choice"
+    facets = {
+        "language": extra.language,
+        "task": extra.task,
+        "category": extra.category,
+        "ability": extra.ability,
+        "sub_label": extra.sub_label,
+        "qtype": qtype,
+        "story": f"{extra.language}-{file_slug}-{extra.story_id}" if extra.story_id else "",
+    }
+    return Sample(
+        benchmark=BENCHMARK,
+        id=f"{extra.language}-{file_slug}-{extra.row:04d}",
+        context=Story(story),
+        question=question,
+        choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
+        gold=answer,
+        characters=(),
+        facets=facets,
+        marks=(BENCHMARK, extra.language, extra.task, CATEGORIES[extra.category], slug(extra.ability), qtype),
+        extra=extra,
+        source=f"tombench/data/{extra.file}.jsonl line {extra.row}",
+        defect=defect,
+    )
+
+
+# --- locating and loading the release ------------------------------------------------------------
+
+
+def data_dir(source: DataSource, source_url: str, pins: Mapping[str, str]) -> Path:
+    """The folder holding the release files: a local copy, the download cache, or a fresh pinned download."""
+    candidates = []
+    if source.root is not None:
+        candidates += [source.root / "tombench" / "data", source.root / "data", source.root]
+    for c in candidates:
+        if c.is_dir() and any(c.glob("*.jsonl")):
+            return c
+    cached = source.cache_dir / "tombench" / OFFICIAL_REVISION / "data"
+    if source.download:
+        fetch_pinned(source_url.rstrip("/") + "/data/", pins, cached)
+        return cached
+    if cached.is_dir() and all((cached / n).exists() for n in pins):
+        return cached
+    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
+    raise TomDataError(
+        f"ToMBench data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
+        "tombench/data/*.jsonl, or pass --tom-download to fetch the official files at revision "
+        f"{OFFICIAL_REVISION[:12]} (sha256-checked). ToMBench is for evaluation only, never for training."
+    )
+
+
+def load_release(folder: Path, languages: Sequence[str], pins: Mapping[str, str]) -> list[ToMBenchSample]:
+    """Every sample of the release files in `folder`, ordered by language, then file, then row."""
+    files = sorted(folder.glob("*.jsonl"))
+    known = [f for f in files if f.name in pins]
+    if not known:
+        raise TomDataError("no ToMBench release files (e.g. 'False Belief Task.jsonl') in this folder", path=folder)
+    samples: list[ToMBenchSample] = []
+    for f in known:
+        samples.extend(load_file(f, languages))
+    order = {lang: i for i, lang in enumerate(languages)}
+    samples.sort(key=lambda s: (order[s.extra.language], s.extra.file, s.extra.row))
+    return samples
+
+
+def stories(samples: Sequence[ToMBenchSample]) -> list[Derived]:
+    """One coherence assertion per story: it passes only if every question of the story passes (Table 22)."""
+    members: dict[str, list[ToMBenchSample]] = defaultdict(list)
+    for s in samples:
+        if s.facets.get("story"):
+            members[s.facets["story"]].append(s)
+    out = []
+    for sid, group in members.items():
+        first = group[0].extra
+        out.append(
+            Derived(
+                benchmark=BENCHMARK,
+                id=sid,
+                kind="coherence",
+                members=tuple(s.id for s in group),
+                marks=(BENCHMARK, first.language, first.task, "coherence"),
+                facets={"language": first.language, "task": first.task, "story": sid},
+            )
+        )
+    return out

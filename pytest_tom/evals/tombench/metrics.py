@@ -1,0 +1,153 @@
+"""The paper's aggregation (Tables 2, 3, 21 and 22) over typed records, and its terminal summary."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.evals.tombench.data import (
+    ABILITIES,
+    CATEGORIES,
+    DESIRE_II,
+    DESIRE_II_SUB_LABELS,
+    HUMAN_TASK_ACCURACY_ZH,
+    TASK_ORDER,
+)
+from pytest_tom.metrics import mean, tally
+from pytest_tom.record import Outcome, Record
+
+
+def _accuracy(records: Sequence[Record]) -> float | None:
+    return sum(r.outcome is Outcome.CORRECT for r in records) / len(records) if records else None
+
+
+def aggregate(records: Sequence[Record], mode: str = "paper") -> dict[str, Any]:
+    """The paper's aggregation over records, per language.
+
+    `paper` reproduces Tables 2, 3 and 22 (Desire II as the mean of its two raw
+    sub-labels, the Desire category over five raw-label groups); `clean` pools
+    Desire II and drops FRT's two malformed story blocks from the coherent test.
+    Errors are not answers, so they are left out of every denominator.
+    """
+    out: dict[str, Any] = {"aggregation": mode, "languages": {}}
+    by_lang: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        by_lang[r.facets["language"]].append(r)
+    for lang, recs in sorted(by_lang.items()):
+        out["languages"][lang] = _language(recs, mode)
+    return out
+
+
+def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
+    scored = [r for r in recs if r.outcome is not Outcome.ERROR]
+    by_task: dict[str, list[Record]] = defaultdict(list)
+    by_ability: dict[str, list[Record]] = defaultdict(list)
+    by_sub: dict[str, list[Record]] = defaultdict(list)
+    for r in scored:
+        f = r.facets
+        if f["task"] != "extra":
+            by_task[f["task"]].append(r)
+        by_ability[f["ability"]].append(r)
+        by_sub[f.get("sub_label", f["ability"])].append(r)
+    tasks = {t: tally(by_task[t]).to_dict() for t in TASK_ORDER if by_task.get(t)}
+    abilities: dict[str, float | None] = {}
+    for ability, rs in by_ability.items():
+        if mode == "paper" and ability == DESIRE_II:
+            parts = [_accuracy(by_sub[s]) for s in DESIRE_II_SUB_LABELS if by_sub.get(s)]
+            abilities[ability] = mean(p for p in parts if p is not None)
+        else:
+            abilities[ability] = _accuracy(rs)
+    categories: dict[str, float] = {}
+    for cat, names in ABILITIES.items():
+        if mode == "paper" and cat == "Desire":
+            groups = [s for a in names for s in (DESIRE_II_SUB_LABELS if a == DESIRE_II else (a,))]
+            vals = [_accuracy(by_sub[s]) for s in groups if by_sub.get(s)]
+        else:
+            vals = [abilities[a] for a in names if abilities.get(a) is not None]
+        value = mean(v for v in vals if v is not None)
+        if value is not None:
+            categories[CATEGORIES[cat]] = value
+    coherent = _coherent(recs, tasks, mode)
+    both = [r for r in scored if "loglikelihood_answer" in r.details]
+    disagreement = sum(r.parsed != r.details["loglikelihood_answer"] for r in both) / len(both) if both else None
+    task_avg = mean(t["accuracy"] for t in tasks.values() if t["accuracy"] is not None)
+    human = {t: HUMAN_TASK_ACCURACY_ZH[t] - v["accuracy"] for t, v in tasks.items() if v["accuracy"] is not None}
+    return {
+        "n": len(scored),
+        "micro_accuracy": _accuracy(scored),
+        "tasks": tasks,
+        "task_avg": task_avg,
+        "abilities": abilities,
+        "categories": categories,
+        "ability_avg": mean(categories.values()),
+        "coherent": coherent,
+        "coherent_avg": mean(c["accuracy"] for c in coherent.values()),
+        "human_gap": human,
+        "generate_vs_loglikelihood_disagreement": disagreement,
+        "loglikelihood_accuracy": (sum(bool(r.details["loglikelihood_correct"]) for r in both) / len(both)) if both else None,
+        "complete": set(tasks) == set(TASK_ORDER) and len(categories) == len(CATEGORIES),
+    }
+
+
+def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mode: str) -> dict[str, dict[str, Any]]:
+    """Table 22: a story counts only if every one of its questions was scored, and passes only if all pass."""
+    stories: dict[str, list[Record]] = defaultdict(list)
+    for r in recs:
+        if r.facets.get("story"):
+            stories[r.facets["story"]].append(r)
+    story_total: dict[str, int] = defaultdict(int)
+    story_pass: dict[str, int] = defaultdict(int)
+    for rs in stories.values():
+        # An errored record carries no details; its story is skipped below anyway.
+        size = rs[0].details.get("story_size")
+        if size is not None and len(rs) != int(size):
+            continue
+        if any(r.outcome is Outcome.ERROR for r in rs):
+            continue
+        if mode == "clean" and any(r.details.get("defect") for r in rs):
+            continue
+        task = rs[0].facets["task"]
+        story_total[task] += 1
+        story_pass[task] += all(r.outcome is Outcome.CORRECT for r in rs)
+    coherent: dict[str, dict[str, Any]] = {}
+    for task in TASK_ORDER:
+        if story_total.get(task):
+            c = story_pass[task] / story_total[task]
+            orig = tasks[task]["accuracy"] if task in tasks else None
+            coherent[task] = {"stories": story_total[task], "passed": story_pass[task], "accuracy": c,
+                              "drop": (orig - c) if orig is not None else None}
+    return coherent
+
+
+def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
+    """Per language: the three AVGs, the task accuracies with their coherent rates, and the categories."""
+
+    def pct(v: float | None) -> str:
+        return "  n/a" if v is None else f"{100 * v:5.1f}"
+
+    lines = []
+    for lang, m in metrics.get("languages", {}).items():
+        lines.append(
+            f"tombench {lang} ({metrics['aggregation']} aggregation): task AVG {pct(m['task_avg'])}"
+            f" | ability AVG {pct(m['ability_avg'])} | coherent AVG {pct(m['coherent_avg'])}"
+            + ("" if m["complete"] else " (partial selection: AVGs over the tasks present)")
+        )
+        cells = []
+        for task in TASK_ORDER:
+            t = m["tasks"].get(task)
+            if t is None:
+                continue
+            coh = m["coherent"].get(task)
+            cells.append(f"{task.upper()} {pct(t['accuracy'])}" + (f"/{pct(coh['accuracy']).strip()}" if coh else ""))
+        if cells:
+            lines.append("  tasks (accuracy/coherent): " + ", ".join(cells))
+        if m.get("generate_vs_loglikelihood_disagreement") is not None:
+            lines.append(
+                f"  log-likelihood scoring: accuracy {pct(m['loglikelihood_accuracy'])}, disagrees with generation on "
+                f"{pct(m['generate_vs_loglikelihood_disagreement']).strip()}% of items"
+            )
+        cats = [f"{c} {pct(v)}" for c, v in m["categories"].items()]
+        if cats:
+            lines.append("  categories: " + ", ".join(cats))
+    return lines

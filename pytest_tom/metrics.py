@@ -1,0 +1,111 @@
+"""Metric helpers every benchmark shares: accuracy with intervals, per-facet tables, micro and macro means.
+
+Errors are never answers, so they are counted but left out of every denominator;
+unparseable answers are in the denominator (they are wrong answers a parser could
+not read) and counted apart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.record import Outcome, Record
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval: unlike the normal approximation it stays inside [0, 1] for small n."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """Arithmetic mean, None for no values (a macro average over nothing is undefined, not 0)."""
+    vals = list(values)
+    return sum(vals) / len(vals) if vals else None
+
+
+def accuracy(records: Iterable[Record]) -> float | None:
+    """Micro accuracy over scored (non-error) records."""
+    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    return sum(r.outcome is Outcome.CORRECT for r in scored) / len(scored) if scored else None
+
+
+def macro(groups: Iterable[float | None]) -> float | None:
+    """Unweighted mean of group values that exist."""
+    return mean(v for v in groups if v is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Accuracy of a set of items, with the counts that explain it."""
+
+    n: int
+    """Scored items: correct + incorrect + unparseable (errors are not answers)."""
+    correct: int
+    unparseable: int
+    errors: int
+    parse_rate: float
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.correct, self.n)
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = self.interval
+        return {
+            "n": self.n,
+            "correct": self.correct,
+            "accuracy": self.accuracy,
+            "ci95": [lo, hi],
+            "unparseable": self.unparseable,
+            "errors": self.errors,
+            "parse_rate": self.parse_rate,
+        }
+
+
+def tally(records: Iterable[Record]) -> Tally:
+    """Count the outcomes of `records`."""
+    correct = unparseable = errors = 0
+    rates = []
+    for r in records:
+        if r.outcome is Outcome.ERROR:
+            errors += 1
+            continue
+        if r.outcome is Outcome.CORRECT:
+            correct += 1
+        elif r.outcome is Outcome.UNPARSEABLE:
+            unparseable += 1
+        rates.append(r.parse_rate)
+    n = len(rates)
+    return Tally(n=n, correct=correct, unparseable=unparseable, errors=errors, parse_rate=sum(rates) / n if n else 0.0)
+
+
+def facet_table(records: Sequence[Record], facets: Sequence[str]) -> list[dict[str, Any]]:
+    """Tally records grouped by the values of `facets`, in first-seen order."""
+    groups: dict[tuple[str, ...], list[Record]] = defaultdict(list)
+    for r in records:
+        groups[tuple(str(r.facets.get(f, "")) for f in facets)].append(r)
+    return [{"facets": dict(zip(facets, key, strict=True)), **tally(rs).to_dict()} for key, rs in groups.items()]
+
+
+def group_by(records: Iterable[Record], facet: str) -> dict[str, list[Record]]:
+    """Records grouped by one facet's value, in first-seen order."""
+    out: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        out[str(r.facets.get(facet, ""))].append(r)
+    return dict(out)

@@ -1,0 +1,182 @@
+"""Typed results: one `Record` per answered sample, one `DerivedRecord` per aggregate assertion.
+
+Both are frozen and round-trip through JSON (`to_dict` / `from_dict`): that is how
+they cross pytest-xdist (in `report.user_properties`), how the JSON report stores
+them, and how a later run loads a report back as a baseline and compares records
+by id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    """What happened to one question. Unparseable and error are never "incorrect"."""
+
+    CORRECT = "correct"
+    INCORRECT = "incorrect"
+    UNPARSEABLE = "unparseable"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """The scored result of one sample.
+
+    `details` is the benchmark's own JSON-serialisable extension (its tries and
+    votes, the parsed yes/no, the similarity scores...); everything a generic
+    consumer needs (outcome, parsed answer, gold, score) is a field of its own.
+    """
+
+    benchmark: str
+    sample_id: str
+    outcome: Outcome
+    facets: Mapping[str, str]
+    score: float | None = None
+    """Per-item score where the metric is not plain accuracy (token F1...)."""
+    parsed: Any = None
+    gold: Any = None
+    responses: tuple[str | None, ...] = ()
+    request_keys: tuple[str, ...] = ()
+    parse_rate: float = 1.0
+    """Share of this item's model responses the parser could read."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    message: str = ""
+    """Human-readable explanation shown when the item fails."""
+    suite: str = ""
+    """Id of the suite that produced it (set by the run layer)."""
+    nodeid: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is Outcome.CORRECT
+
+    @property
+    def scored(self) -> bool:
+        """An answer was judged (correct, incorrect or unparseable): errors are not answers."""
+        return self.outcome is not Outcome.ERROR
+
+    def replace(self, **changes: Any) -> Record:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "benchmark": self.benchmark,
+            "qid": self.sample_id,
+            "outcome": self.outcome.value,
+            "facets": dict(self.facets),
+            "score": self.score,
+            "parsed": self.parsed,
+            "gold": self.gold,
+            "responses": list(self.responses),
+            "request_keys": list(self.request_keys),
+            "parse_rate": self.parse_rate,
+            "details": dict(self.details),
+            "message": self.message,
+        }
+        if self.suite:
+            d["suite"] = self.suite
+        if self.nodeid:
+            d["nodeid"] = self.nodeid
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Record:
+        return cls(
+            benchmark=str(d["benchmark"]),
+            sample_id=str(d["qid"]),
+            outcome=Outcome(d["outcome"]),
+            facets={str(k): str(v) for k, v in (d.get("facets") or {}).items()},
+            score=d.get("score"),
+            parsed=d.get("parsed"),
+            gold=d.get("gold"),
+            responses=tuple(d.get("responses") or ()),
+            request_keys=tuple(d.get("request_keys") or ()),
+            parse_rate=float(d.get("parse_rate", 1.0)),
+            details=dict(d.get("details") or {}),
+            message=str(d.get("message", "")),
+            suite=str(d.get("suite", "")),
+            nodeid=str(d.get("nodeid", "")),
+        )
+
+
+class Verdict(str, enum.Enum):
+    """The outcome of an aggregate assertion."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    """A member hit a model error: nothing can be asserted."""
+    SKIPPED = "skipped"
+    """Not every member was selected (-m/-k/sampling): never computed on a partial selection."""
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedRecord:
+    """The result of one aggregate assertion (a coherent story, a FANToM set, a per-character check...)."""
+
+    benchmark: str
+    derived_id: str
+    kind: str
+    verdict: Verdict
+    members: tuple[str, ...]
+    failed_members: tuple[str, ...] = ()
+    facets: Mapping[str, str] = field(default_factory=dict)
+    value: float | None = None
+    """A rate or score the assertion computed, where it has one."""
+    message: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    suite: str = ""
+    nodeid: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "kind": "group",
+            "suite": self.suite,
+            "nodeid": self.nodeid,
+            "benchmark": self.benchmark,
+            "gid": self.derived_id,
+            "group_kind": self.kind,
+            "facets": dict(self.facets),
+            "members": list(self.members),
+            "failed_members": list(self.failed_members),
+            "outcome": self.verdict.value,
+        }
+        if self.value is not None:
+            d["value"] = self.value
+        if self.details:
+            d["details"] = dict(self.details)
+        if self.message and self.verdict is not Verdict.PASSED:
+            d["message"] = self.message
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DerivedRecord:
+        return cls(
+            benchmark=str(d["benchmark"]),
+            derived_id=str(d["gid"]),
+            kind=str(d["group_kind"]),
+            verdict=Verdict(d["outcome"]),
+            members=tuple(d.get("members") or ()),
+            failed_members=tuple(d.get("failed_members") or ()),
+            facets={str(k): str(v) for k, v in (d.get("facets") or {}).items()},
+            value=d.get("value"),
+            message=str(d.get("message", "")),
+            details=dict(d.get("details") or {}),
+            suite=str(d.get("suite", "")),
+            nodeid=str(d.get("nodeid", "")),
+        )
+
+
+def index(records: Sequence[Record]) -> dict[str, Record]:
+    """Records by sample id (the key baselines compare on)."""
+    return {r.sample_id: r for r in records}

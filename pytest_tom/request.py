@@ -1,0 +1,169 @@
+"""Model requests and responses: what the engine plans, dedupes, caches and sends.
+
+Requests are deliberately separate from samples: one sample may need several
+requests (ToMBench's shuffled tries), one request may answer several samples
+(ToMValley's 71 questions in one prompt: every item yields the same request and
+the engine sends it once), and a request may depend on the answer to another
+(SimpleToM's mental-state reminder arrives in a later wave). Scoring-side models
+(sentence embedders, later judges) are requests too, routed by `Request.model`,
+so they share the engine's planning, batching, cache and fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RequestKind = Literal["generate", "loglikelihood", "embed"]
+MODEL_UNDER_TEST = ""
+"""`Request.model` of a request for the model under test (every other value names a scoring model)."""
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace, so equal objects hash equally."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    """"system", "user" or "assistant"."""
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationSettings:
+    """Decoding settings; every field changes the output, so all are in the cache key."""
+
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "stop": list(self.stop),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One call to a model.
+
+    `kind` is "generate" (free text), "loglikelihood" (score each of `choices` as a
+    continuation of the prompt) or "embed" (a sentence vector of `text`, for a
+    scoring model named by `model`). `answer_labels` and `answer_format` tell
+    model-agnostic baselines (the `random` and `mock` models) what a well-formed
+    answer looks like; they are derived from the prompt, so they are not in the key.
+    """
+
+    messages: tuple[Message, ...] = ()
+    settings: GenerationSettings = GenerationSettings()
+    kind: RequestKind = "generate"
+    choices: tuple[str, ...] = ()
+    answer_labels: tuple[str, ...] = ()
+    answer_format: str = "{}"
+    model: str = MODEL_UNDER_TEST
+    """Which model answers: "" for the model under test, else a scoring model spec such as "embed:auto"."""
+    text: str = ""
+    """The text to embed (kind "embed")."""
+    key: str = field(init=False, repr=False, compare=False, default="")
+    """Content hash of everything the model sees and every decoding setting (computed once)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", sha256_text(canonical_json(self.to_dict())))
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "messages": [m.to_dict() for m in self.messages],
+            "settings": self.settings.to_dict(),
+            "kind": self.kind,
+            "choices": list(self.choices),
+        }
+        # Only where set, so the keys of model-under-test requests never change.
+        if self.model:
+            d["model"] = self.model
+        if self.kind == "embed":
+            d["text"] = self.text
+        return d
+
+    def prompt_text(self) -> str:
+        """A plain rendering for messages and baselines that need no chat template."""
+        return "\n\n".join(m.content for m in self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A model's answer to one request, or the error that prevented one.
+
+    An error is never an answer: the engine turns it into an item error, so an API
+    outage can never be counted as a wrong answer.
+    """
+
+    text: str | None = None
+    error: str | None = None
+    logprobs: tuple[float, ...] | None = None
+    """For loglikelihood requests: one summed log-probability per choice."""
+    choice_tokens: tuple[int, ...] | None = None
+    """For loglikelihood requests: how many tokens each choice was scored over (for per-token normalisation)."""
+    vector: tuple[float, ...] | None = None
+    """For embed requests: the sentence embedding."""
+    usage: Mapping[str, int] = field(default_factory=dict)
+    """Token spend (prompt_tokens, completion_tokens...)."""
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"text": self.text, "error": self.error}
+        if self.logprobs is not None:
+            d["logprobs"] = list(self.logprobs)
+        if self.choice_tokens is not None:
+            d["choice_tokens"] = list(self.choice_tokens)
+        if self.vector is not None:
+            d["vector"] = list(self.vector)
+        if self.usage:
+            d["usage"] = dict(self.usage)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, cached: bool = False) -> Response:
+        lp = d.get("logprobs")
+        usage = dict(d.get("usage") or {})
+        tokens = d.get("choice_tokens")
+        if tokens is None and any(k.startswith(_LEGACY_CHOICE_TOKENS) for k in usage):
+            # Cache entries written before choice_tokens was a field kept them in usage.
+            legacy = {int(k[len(_LEGACY_CHOICE_TOKENS) :]): int(v) for k, v in usage.items()
+                      if k.startswith(_LEGACY_CHOICE_TOKENS)}
+            tokens = [legacy[i] for i in sorted(legacy)]
+            usage = {k: v for k, v in usage.items() if not k.startswith(_LEGACY_CHOICE_TOKENS)}
+        vec = d.get("vector")
+        return cls(
+            text=d.get("text"),
+            error=d.get("error"),
+            logprobs=tuple(lp) if lp is not None else None,
+            choice_tokens=tuple(int(t) for t in tokens) if tokens is not None else None,
+            vector=tuple(float(x) for x in vec) if vec is not None else None,
+            usage=usage,
+            cached=cached,
+        )
+
+
+_LEGACY_CHOICE_TOKENS = "choice_tokens."

@@ -1,0 +1,229 @@
+"""pytest nodes: a suite collector, one item per question, one item per derived assertion.
+
+Question items are `pytest.Function`s so that they request the `tom_model`
+fixture through pytest's public fixture machinery (users override it in
+conftest.py); they run no Python test function of their own. Items do no model
+work themselves: the first one to run asks the planner to answer its whole
+planning unit, so the engine can dedupe and batch across the selection.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.derived import Derived
+from pytest_tom.errors import TomConfigError, TomError, TomModelError
+from pytest_tom.models.base import Model
+from pytest_tom.record import Outcome, Record, Verdict
+from pytest_tom.run.records import DerivedSpec
+from pytest_tom.run.session import tom_session
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr
+
+    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.sample import Sample
+    from pytest_tom.suite import Suite
+
+
+class QuestionFailed(AssertionError):
+    """A question answered wrongly or unreadably; its message is the whole explanation."""
+
+
+class DerivedFailed(AssertionError):
+    """An aggregate assertion that does not hold."""
+
+
+def _model_under_test(tom_model: Model) -> None:
+    """Declares, through its signature, the fixture every question item needs."""
+
+
+class SuiteCollector(pytest.Collector):
+    """All questions of one suite (a benchmark with its settings).
+
+    Module suites nest under their test module; suites from --tom-benchmark hang
+    off the session under the benchmark's name.
+    """
+
+    def __init__(self, *, declaration: Suite, wanted: frozenset[str] | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.declaration = declaration
+        self.wanted = wanted
+        """Item names addressed on the command line (None: every item)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            loaded = tom_session(self.config).suites.load(self.nodeid, self.declaration)
+        except TomError as exc:
+            raise self.CollectError(f"pytest-tom: {exc}") from None
+        for item in suite_items(self, loaded):
+            if self.wanted is None or item.name in self.wanted:
+                yield item
+
+
+def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytest.Item]:
+    """The suite's question items in data order, each derived item right after its last member.
+
+    Placing a derived item after its last member lets a plain run report it as
+    soon as it can be judged.
+    """
+    bench = loaded.benchmark.name
+    position = {s.id: i for i, s in enumerate(loaded.samples)}
+    after: dict[int, list[Derived]] = {}
+    for d in loaded.derived:
+        last = max((position[m] for m in d.members if m in position), default=len(loaded.samples) - 1)
+        after.setdefault(last, []).append(d)
+
+    # Every item of a suite has the same parent and the same fixture closure, so pytest's own
+    # parametrization shares one FuncFixtureInfo between them; computing it per item would
+    # double the collection time of a full benchmark. Falls back to per-item if pytest moves it.
+    shared: dict[str, Any] = {}
+
+    def make(cls: type[_TomItem], name: str, **kw: Any) -> pytest.Item:
+        item = cls.from_parent(parent, name=name, callobj=_model_under_test, **shared, **kw)
+        info = getattr(item, "_fixtureinfo", None)
+        if not shared and info is not None:
+            shared["fixtureinfo"] = info
+        return item
+
+    def derived_items(index: int) -> Iterator[pytest.Item]:
+        for d in after.pop(index, []):
+            yield make(DerivedItem, f"{bench}_{d.kind}[{d.id}]", derived=d, suite=loaded)
+
+    for i, s in enumerate(loaded.samples):
+        yield make(QuestionItem, f"{bench}[{s.id}]", sample=s, suite=loaded)
+        yield from derived_items(i)
+    yield from derived_items(-1)  # derived results of a suite without samples
+
+
+@functools.lru_cache(maxsize=4096)
+def _mark(name: str) -> pytest.MarkDecorator:
+    """One MarkDecorator per mark name: looking it up on `pytest.mark` for each of 40,000 marks costs seconds."""
+    return getattr(pytest.mark, name)  # type: ignore[no-any-return]
+
+
+def _exit_on_config_error(exc: TomConfigError) -> None:
+    """The same configuration message on every item would help nobody: stop the run once."""
+    pytest.exit(f"pytest-tom: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+class _TomItem(pytest.Function):
+    """A pytest-tom item: requests `tom_model` like a test function, reports its own failure text."""
+
+    failure_types: tuple[type[BaseException], ...] = (TomError,)
+
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
+        if isinstance(excinfo.value, self.failure_types):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def setup(self) -> None:
+        """Resolve `tom_model` through pytest's fixture machinery, once per process.
+
+        Items run no code that uses fixtures; they only need the model to answer the
+        first planning unit. Filling fixtures for each of 7,000 questions would
+        double the per-item cost of a cached run, so once the engine holds the
+        model, later items skip it (function-scoped autouse fixtures do not run for
+        them either).
+        """
+        if tom_session(self.config).planner.engine is None:
+            super().setup()
+
+    def _ensure(self, keys: list[str]) -> None:
+        try:
+            tom_session(self.config).planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"])
+        except TomConfigError as exc:
+            _exit_on_config_error(exc)
+
+
+class QuestionItem(_TomItem):
+    """One question in one setting; passes when the model answers it correctly."""
+
+    failure_types = (QuestionFailed, TomError)
+
+    def __init__(self, *, sample: Sample[Any], suite: LoadedSuite, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.sample = sample
+        self.suite = suite
+        self.tom_key = suite.key(sample.id)
+        for mark in sample.marks:
+            self.add_marker(_mark(mark))
+        if sample.defect:
+            self.add_marker(pytest.mark.xfail(reason=f"known release defect: {sample.defect}", strict=False))
+
+    def setup(self) -> None:
+        super().setup()
+        tom = tom_session(self.config)
+        self._ensure([self.tom_key])
+        record = tom.planner.results[self.tom_key].replace(suite=self.suite.sid, nodeid=self.nodeid)
+        self.user_properties.append((RECORD_PROPERTY, record.to_dict()))
+        tom.records.add_local(record)
+        self.record: Record = record
+        if record.outcome is Outcome.ERROR:
+            if tom.planner.within_error_budget():
+                pytest.skip(f"tolerated by --tom-max-errors={tom.options.max_errors}: {record.message}")
+            raise TomModelError(f"{self.sample.source}: {record.message}")
+
+    def runtest(self) -> None:
+        if not self.record.passed:
+            raise QuestionFailed(self.record.message or self.record.outcome.value)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"tom: {self.suite.benchmark.name}/{self.sample.id}"
+
+
+class DerivedItem(_TomItem):
+    """An aggregate assertion judged from its members' records.
+
+    Judged only on complete selections: if -m/-k left out part of its members,
+    it is skipped with a reason, never evaluated on a partial set. Under
+    pytest-xdist the controller judges it instead (see `run.xdist`).
+    """
+
+    failure_types = (DerivedFailed, TomError)
+
+    def __init__(self, *, derived: Derived, suite: LoadedSuite, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.derived = derived
+        self.suite = suite
+        for mark in derived.marks:
+            self.add_marker(_mark(mark))
+
+    def member_keys(self) -> list[str]:
+        return [self.suite.key(m) for m in self.derived.members]
+
+    def spec(self, selected: set[str]) -> DerivedSpec:
+        path, line, domain = self.location
+        return DerivedSpec(suite=self.suite.sid, nodeid=self.nodeid, location=(path, line, domain),
+                           derived=self.derived, selected=all(k in selected for k in self.member_keys()))
+
+    def setup(self) -> None:
+        super().setup()
+        tom = tom_session(self.config)
+        selected = tom.selected_keys(self.session.items)
+        spec = self.spec(selected)
+        if not spec.selected:
+            present = sum(k in selected for k in self.member_keys())
+            pytest.skip(f"{self.derived.kind} group {self.derived.id}: only {present} of {len(self.derived.members)} "
+                        "questions are selected; a consistency assertion is never computed on a partial group")
+        self._ensure(self.member_keys())
+        members = {self.derived.members[i]: tom.planner.results[k] for i, k in enumerate(self.member_keys())}
+        self.verdict = tom.records.judge(spec, members, self.suite.benchmark)
+        self.user_properties.append((RECORD_PROPERTY, self.verdict.to_dict()))
+        tom.records.add_local(self.verdict)
+        if self.verdict.verdict is Verdict.ERROR:
+            if tom.planner.within_error_budget():
+                pytest.skip(f"tolerated by --tom-max-errors={tom.options.max_errors}: {self.verdict.message}")
+            raise TomModelError(self.verdict.message)
+
+    def runtest(self) -> None:
+        if self.verdict.verdict is Verdict.FAILED:
+            raise DerivedFailed(self.verdict.message)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"tom: {self.suite.benchmark.name}/{self.derived.kind}/{self.derived.id}"

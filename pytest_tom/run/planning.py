@@ -1,0 +1,125 @@
+"""Planning: which samples to answer together, and the engine that answers them.
+
+Dedupe and batching need as much of the run as possible in one engine run, so
+the first item that needs an answer answers its whole planning unit:
+
+* in one process, every selected question;
+* on a pytest-xdist worker, the block of the collection this worker runs: with
+  `--dist load`, pytest-tom's scheduler hands each worker one contiguous block
+  (`run.xdist.blocks`), computed the same way on both sides, so each worker
+  answers exactly its own questions and no request is sent twice. Under other
+  `--dist` modes a worker answers the block of each item it receives, which
+  can answer a few requests twice but never loses one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pytest_tom.engine import Engine, ProgressCallback, ResponseCache
+from pytest_tom.models import as_model
+from pytest_tom.models.base import Model
+from pytest_tom.models.embedding import make_scoring_model
+from pytest_tom.options import TomOptions
+from pytest_tom.record import Outcome, Record
+from pytest_tom.run.xdist import blocks, question_pattern
+
+if TYPE_CHECKING:
+    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.sample import Sample
+
+
+class PlannedItem(Protocol):
+    """What planning needs from a question item (the run layer's `QuestionItem`)."""
+
+    nodeid: str
+    tom_key: str
+    sample: Sample[Any]
+    suite: LoadedSuite
+
+
+class Planner:
+    """Owns the engine and the answers of this process; answers planning units on demand."""
+
+    def __init__(self, options: TomOptions, *, benchmark_names: Sequence[str], worker: tuple[int, int] | None,
+                 progress: ProgressCallback | None = None,
+                 on_results: Callable[[dict[str, Record]], None] | None = None) -> None:
+        self.options = options
+        self.names = list(benchmark_names)
+        self.worker = worker
+        """(rank, count) on a pytest-xdist worker, None in one process or on the controller."""
+        self.progress = progress
+        self.on_results = on_results
+        self.results: dict[str, Record] = {}
+        self.errors = 0
+        """Questions whose answer is an ERROR (for --tom-max-errors)."""
+        self.engine: Engine | None = None
+        self.model: Model | None = None
+        self._cache: ResponseCache | None = None
+        self._order: list[PlannedItem] | None = None
+        self._unit_of: dict[str, int] = {}
+
+    # -- the engine ------------------------------------------------------------------------------------
+    def _start(self, model: object) -> Engine:
+        if self.engine is None:
+            self.model = as_model(model)
+            self._cache = None if self.options.no_cache else ResponseCache(self.options.cache_dir)
+            download = self.options.download
+            self.engine = Engine(
+                self.model, self._cache, batch_size=self.options.batch_size, progress=self.progress,
+                scoring_models=lambda name: make_scoring_model(name, allow_download=download),
+            )
+        return self.engine
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close_scoring_models()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+    # -- planning ----------------------------------------------------------------------------------------
+    def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
+        """Make sure `keys` have records, answering the planning unit of each missing one in one engine run."""
+        missing = [k for k in keys if k not in self.results]
+        if not missing:
+            return
+        engine = self.engine or self._start(model())
+        unit = self._unit(missing, items)
+        programs = {it.tom_key: (it.sample, it.suite.benchmark.program(it.sample)) for it in unit}
+        fresh = engine.run(programs)
+        for key, record in fresh.items():
+            self.results[key] = record
+            if record.outcome is Outcome.ERROR:
+                self.errors += 1
+        if self.on_results is not None:
+            self.on_results(self.results)
+
+    def _questions(self, items: Sequence[Any]) -> list[PlannedItem]:
+        if self._order is None:
+            self._order = [it for it in items if hasattr(it, "tom_key") and hasattr(it, "sample")]
+            by_pos = {it.nodeid: i for i, it in enumerate(items)}
+            if self.worker is not None:
+                _, count = self.worker
+                pattern = question_pattern(self.names)
+                block = blocks([bool(pattern.search(it.nodeid)) for it in items], count)
+                self._unit_of = {it.tom_key: block[by_pos[it.nodeid]] for it in self._order}
+            else:
+                self._unit_of = {it.tom_key: 0 for it in self._order}
+        return self._order
+
+    def _unit(self, missing: Sequence[str], items: Sequence[Any]) -> list[PlannedItem]:
+        order = self._questions(items)
+        unknown = [k for k in missing if k not in self._unit_of]
+        if unknown:
+            raise KeyError(f"pytest-tom: {unknown[0]} is not a selected question")
+        units = {self._unit_of[k] for k in missing}
+        return [it for it in order if self._unit_of[it.tom_key] in units and it.tom_key not in self.results]
+
+    def within_error_budget(self) -> bool:
+        """True when this process's erroring questions fit the --tom-max-errors budget."""
+        return self.errors <= self.options.max_errors
+
+    def describe_model(self) -> dict[str, Any]:
+        return self.model.describe() if self.model is not None else {"uri": self.options.model}

@@ -1,0 +1,154 @@
+"""Records of one run as they reach this process, the judging of derived results, and the report.
+
+In one process the records come from this process's items; on the pytest-xdist
+controller they arrive in the workers' test reports (`user_properties`) and the
+workers' `workeroutput` (suite settings, derived definitions, engine statistics,
+the replay table). Both paths fill the same `RunRecords`, so the summary and the
+report are built by one piece of code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.derived import Derived, evaluate
+from pytest_tom.evals import Registry
+from pytest_tom.evals.base import Benchmark
+from pytest_tom.record import DerivedRecord, Outcome, Record
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedSpec:
+    """A derived item as collected: what the controller needs to judge and report it."""
+
+    suite: str
+    nodeid: str
+    location: tuple[str, int | None, str]
+    derived: Derived
+    selected: bool
+    """Every member question is selected (-m/-k/sampling kept them all)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"suite": self.suite, "nodeid": self.nodeid, "location": list(self.location),
+                "derived": self.derived.to_dict(), "selected": self.selected}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DerivedSpec:
+        path, line, domain = d["location"]
+        return cls(suite=str(d["suite"]), nodeid=str(d["nodeid"]), location=(str(path), line, str(domain)),
+                   derived=Derived.from_dict(d["derived"]), selected=bool(d["selected"]))
+
+
+class RunRecords:
+    """Every record, derived record and piece of run metadata this process has seen."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.items: dict[str, Record] = {}
+        """By node id."""
+        self.derived: dict[str, DerivedRecord] = {}
+        """By node id."""
+        self.suites: dict[str, dict[str, Any]] = {}
+        """Each suite's `describe()`, by suite id."""
+        self.engine: list[dict[str, Any]] = []
+        self.responses: dict[str, dict[str, Any]] = {}
+        self.model: dict[str, Any] | None = None
+        self._benchmarks: dict[str, Benchmark[Any] | None] = {}
+
+    # -- intake ----------------------------------------------------------------------------------------
+    def add_local(self, record: Record | DerivedRecord) -> None:
+        """Store a record produced in this process (its report then needs no parsing)."""
+        if isinstance(record, DerivedRecord):
+            self.derived[record.nodeid] = record
+        else:
+            self.items[record.nodeid] = record
+
+    def add_properties(self, nodeid: str, properties: Sequence[tuple[str, object]]) -> None:
+        """Store the records a test report carries (those of other processes: xdist workers)."""
+        if nodeid in self.items or nodeid in self.derived:
+            return
+        for name, value in properties:
+            if name != RECORD_PROPERTY or not isinstance(value, dict):
+                continue
+            if value.get("kind") == "group":
+                rec = DerivedRecord.from_dict(value)
+                self.derived[rec.nodeid] = rec
+            else:
+                item = Record.from_dict(value)
+                self.items[item.nodeid] = item
+
+    def add_engine(self, stats: Mapping[str, Any] | None, responses: Mapping[str, Mapping[str, Any]] | None,
+                   model: Mapping[str, Any] | None) -> None:
+        if stats:
+            self.engine.append(dict(stats))
+        if responses:
+            self.responses.update({k: dict(v) for k, v in responses.items()})
+        if model and (self.model is None or "fingerprint" in model):
+            self.model = dict(model)
+
+    # -- derived results ---------------------------------------------------------------------------------
+    def benchmark(self, suite: str) -> Benchmark[Any] | None:
+        """The suite's benchmark instance, rebuilt from its recorded settings (None if that fails)."""
+        if suite not in self._benchmarks:
+            info = self.suites.get(suite) or {}
+            try:
+                self._benchmarks[suite] = self.registry.get(str(info["name"]))(info.get("settings", {}))
+            except Exception:  # noqa: BLE001 - a report must still be written if a benchmark breaks
+                self._benchmarks[suite] = None
+        return self._benchmarks[suite]
+
+    def members_of(self, suite: str) -> dict[str, Record]:
+        return {r.sample_id: r for r in self.items.values() if r.suite == suite}
+
+    def judge(self, spec: DerivedSpec, members: Mapping[str, Record], benchmark: Benchmark[Any]) -> DerivedRecord:
+        """Judge one derived result over its member records (by sample id)."""
+        return evaluate(spec.derived, members, benchmark.rule(spec.derived.kind), selected=spec.selected,
+                        suite=spec.suite, nodeid=spec.nodeid)
+
+    def errors(self) -> int:
+        return sum(1 for r in self.items.values() if r.outcome is Outcome.ERROR)
+
+    # -- output ----------------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any] | None:
+        if not self.items and not self.derived:
+            return None
+        from pytest_tom.report import build_report
+
+        items = list(self.items.values())
+        return build_report(
+            items,
+            list(self.derived.values()),
+            self.suites,
+            self.benchmark,
+            model=self.model or {},
+            engine=merge_engine_stats(self.engine),
+            responses=self.responses,
+        )
+
+
+def merge_engine_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Sum the engine statistics of several processes (xdist workers)."""
+    if not parts:
+        return {}
+    if len(parts) == 1:
+        return dict(parts[0])
+    out: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, Mapping):
+                merged = out.setdefault(key, {})
+                for k, v in value.items():
+                    if isinstance(v, Mapping):
+                        inner = merged.setdefault(k, {})
+                        for kk, vv in v.items():
+                            inner[kk] = inner.get(kk, 0) + vv
+                    else:
+                        merged[k] = merged.get(k, 0) + v
+            elif isinstance(value, (int, float)):
+                out[key] = out.get(key, 0) + value
+    if "model_seconds" in out:
+        out["model_seconds"] = round(out["model_seconds"], 3)
+    return out

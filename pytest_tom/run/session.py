@@ -1,0 +1,174 @@
+"""Per-run state, split by concern: suites and sampling, planning, records and report.
+
+`TomSession` only composes them and answers the plugin's hooks, each of which is
+a line or two in `plugin.py`. It lives in the config stash.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals import Registry
+from pytest_tom.models import SchemeRegistry, as_model
+from pytest_tom.models.base import Model
+from pytest_tom.options import TomOptions
+from pytest_tom.record import Verdict
+from pytest_tom.run.planning import Planner
+from pytest_tom.run.progress import Progress
+from pytest_tom.run.records import DerivedSpec, RunRecords
+from pytest_tom.run.suites import Suites, stratified_sample
+from pytest_tom.run.xdist import OUTPUT_KEY, worker_of
+
+SESSION_KEY = pytest.StashKey["TomSession"]()
+
+
+def tom_session(config: pytest.Config) -> TomSession:
+    return config.stash[SESSION_KEY]
+
+
+class TomSession:
+    def __init__(self, config: pytest.Config, options: TomOptions, registry: Registry,
+                 backends: SchemeRegistry | None = None) -> None:
+        self.config = config
+        self.options = options
+        self.registry = registry
+        self.backends = backends or SchemeRegistry()
+        self.worker = worker_of(config)
+        self.suites = Suites(options, registry)
+        self.planner = Planner(options, benchmark_names=registry.names(), worker=self.worker, progress=Progress(config),
+                               on_results=lambda results: config.hook.pytest_tom_results_ready(session=self, results=results))
+        self.records = RunRecords(registry)
+        self._selected: set[str] | None = None
+        self._report: dict[str, Any] | None = None
+        self.derived_specs: list[DerivedSpec] = []
+        """On the xdist controller: the derived items the workers handed over."""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.options.benchmarks)
+
+    @property
+    def is_controller(self) -> bool:
+        """True on the pytest-xdist controller, which runs no items itself."""
+        return self.worker is None and self.config.pluginmanager.has_plugin("dsession")
+
+    # -- models ------------------------------------------------------------------------------------------
+    def default_model(self) -> Model:
+        """The model --tom-model names (what the `tom_model` fixture returns unless overridden)."""
+        uri = self.options.model
+        if not uri:
+            raise TomConfigError(
+                "no model to test: pass --tom-model=URI (e.g. random, mock:first, python:pkg.mod:fn, replay:report.json) "
+                "or override the tom_model fixture in conftest.py"
+            )
+        made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
+        return as_model(made, uri=uri) if made is not None else self.backends.make(uri)
+
+    # -- selection ---------------------------------------------------------------------------------------
+    def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""
+        by_suite: dict[str, list[Any]] = defaultdict(list)
+        for it in items:
+            if hasattr(it, "sample") and it.suite.sample is not None:
+                by_suite[it.suite.sid].append(it)
+        if not by_suite:
+            return list(items), []
+        drop: set[str] = set()
+        for qitems in by_suite.values():
+            suite = qitems[0].suite
+            keep = stratified_sample(
+                [(it.sample.id, tuple(it.sample.facets.get(f, "") for f in suite.benchmark.strata)) for it in qitems],
+                suite.sample or 0,
+                suite.seed,
+            )
+            drop.update(it.tom_key for it in qitems if it.sample.id not in keep)
+        kept_keys = {it.tom_key for it in items if hasattr(it, "sample") and it.tom_key not in drop}
+        kept: list[Any] = []
+        deselected: list[Any] = []
+        for it in items:
+            if hasattr(it, "sample"):
+                (deselected if it.tom_key in drop else kept).append(it)
+            elif hasattr(it, "derived") and it.suite.sample is not None:
+                # A sample splits groups at random; drop them rather than skip hundreds.
+                (kept if set(it.member_keys()) <= kept_keys else deselected).append(it)
+            else:
+                kept.append(it)
+        return kept, deselected
+
+    def selected_keys(self, items: Sequence[Any]) -> set[str]:
+        if self._selected is None:
+            self._selected = {it.tom_key for it in items if hasattr(it, "sample")}
+        return self._selected
+
+    def hand_derived_to_controller(self, items: list[Any]) -> None:
+        """On an xdist worker: take derived items out of the run and publish them for the controller."""
+        if self.worker is None:
+            return
+        derived = [it for it in items if hasattr(it, "derived")]
+        if not derived:
+            return
+        selected = self.selected_keys([it for it in items if not hasattr(it, "derived")])
+        items[:] = [it for it in items if not hasattr(it, "derived")]
+        out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
+        out["derived"] = [it.spec(selected).to_dict() for it in derived]
+
+    # -- records -----------------------------------------------------------------------------------------
+    def logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" or (report.when == "setup" and report.passed):
+            return
+        self.records.add_properties(report.nodeid, report.user_properties)
+
+    def publish(self) -> None:
+        """On an xdist worker: hand suite settings, engine statistics and answers to the controller."""
+        out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
+        out["suites"] = self.suites.info()
+        engine = self.planner.engine
+        if engine is not None:
+            out["engine"] = engine.stats.to_dict()
+            out["responses"] = {k: r.to_dict() for k, r in engine.responses.items()}
+        out["model"] = self.planner.describe_model()
+
+    def absorb(self, output: dict[str, Any]) -> None:
+        """On the controller: take in one worker's published share."""
+        self.records.suites.update(output.get("suites") or {})
+        self.records.add_engine(output.get("engine"), output.get("responses"), output.get("model"))
+        if not self.derived_specs and output.get("derived"):
+            self.derived_specs = [DerivedSpec.from_dict(d) for d in output["derived"]]
+
+    def close(self) -> None:
+        self.planner.close()
+
+    # -- output ------------------------------------------------------------------------------------------
+    def report(self) -> dict[str, Any] | None:
+        if self._report is None:
+            if self.worker is None and not self.is_controller:
+                self.records.suites.update(self.suites.info())
+                engine = self.planner.engine
+                self.records.add_engine(engine.stats.to_dict() if engine else None,
+                                        {k: r.to_dict() for k, r in engine.responses.items()} if engine else None,
+                                        self.planner.describe_model())
+            self._report = self.records.report()
+        return self._report
+
+    def summary_lines(self) -> list[str]:
+        from pytest_tom.summary import summary_lines
+
+        report = self.report()
+        return summary_lines(report, self.records.benchmark) if report else []
+
+    def finish(self) -> None:
+        if self.options.report is None:
+            return
+        from pytest_tom.report import write_report
+
+        report = self.report()
+        if report is not None:
+            write_report(self.options.report, report)
+
+    def failed_derived(self) -> int:
+        return sum(1 for d in self.records.derived.values() if d.verdict is Verdict.FAILED)

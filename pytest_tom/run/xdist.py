@@ -1,0 +1,108 @@
+"""pytest-xdist: contiguous scheduling of question blocks, and the controller's share of the run.
+
+Two things make a distributed run answer each request once and judge every
+aggregate assertion exactly as one process would:
+
+* Scheduling. Through xdist's public `pytest_xdist_make_scheduler` hook, a run
+  with pytest-tom items and `--dist load` gets `TomScheduling`: each worker
+  receives one contiguous block of the collection, the same `blocks()` a worker
+  computes for itself from its own (identical) collection, so a worker answers
+  exactly the questions it runs.
+* Derived results. Workers do not run aggregate assertions (their members may
+  have run elsewhere); they hand their definitions to the controller through
+  `workeroutput`, and the controller judges them over the merged records after
+  the last worker finishes and reports them as ordinary test reports.
+
+This module imports pytest-xdist only inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+OUTPUT_KEY = "pytest_tom"
+"""Key of pytest-tom's share of a worker's `workeroutput`."""
+
+
+@cache
+def _compiled(names: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or r"(?!)"
+    return re.compile(r"(?:^|::)(?:" + alternatives + r")\[[^\[\]]*\]$")
+
+
+def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
+    """Matches the node id of a question item of any registered benchmark (`<name>[<sample id>]`)."""
+    return _compiled(tuple(names))
+
+
+def blocks(is_question: Sequence[bool], count: int) -> list[int]:
+    """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
+
+    Other items stay in the block of the questions around them. Worker and
+    controller call this with the same collection, so they agree on every block.
+    """
+    total = sum(is_question)
+    out: list[int] = []
+    seen = 0
+    n = len(is_question)
+    for pos, q in enumerate(is_question):
+        if total:
+            out.append(min(count - 1, (seen * count) // total))
+        else:
+            out.append(min(count - 1, (pos * count) // max(1, n)))
+        seen += q
+    return out
+
+
+def worker_rank(workerid: str) -> int | None:
+    """The rank of an xdist worker id ("gw3" -> 3), None for an id of another shape."""
+    m = re.fullmatch(r"gw(\d+)", workerid)
+    return int(m.group(1)) if m else None
+
+
+def worker_of(config: Any) -> tuple[int, int] | None:
+    """(rank, worker count) when `config` is an xdist worker's, else None."""
+    info = getattr(config, "workerinput", None)
+    if not info:
+        return None
+    rank = worker_rank(str(info.get("workerid", "")))
+    count = int(info.get("workercount", 1))
+    return (rank if rank is not None and rank < count else -1, count)
+
+
+def make_scheduler(config: Any, log: Any, names: Sequence[str]) -> Any:
+    """A `LoadScheduling` that hands out question blocks whole when the collection holds pytest-tom questions."""
+    from xdist.scheduler import LoadScheduling
+
+    pattern = question_pattern(names)
+
+    class TomScheduling(LoadScheduling):  # type: ignore[misc]
+        """Contiguous blocks for pytest-tom runs; xdist's own load scheduling otherwise."""
+
+        def schedule(self) -> None:
+            if self.collection is not None:  # type: ignore[has-type]  # a node joined later: xdist's own handling
+                return super().schedule()  # type: ignore[no-any-return]
+            collections = list(self.node2collection.values())
+            collection = collections[0] if collections else []
+            flags = [bool(pattern.search(nid)) for nid in collection]
+            ranked = [(worker_rank(n.gateway.id), n) for n in self.nodes]
+            ranks = sorted(((r, n) for r, n in ranked if r is not None), key=lambda pair: pair[0])
+            same = all(c == collection for c in collections)
+            if not same or not any(flags) or [r for r, _ in ranks] != list(range(len(self.nodes))):
+                return super().schedule()  # type: ignore[no-any-return]
+            self.collection = collection
+            block = blocks(flags, len(self.nodes))
+            for rank, node in ranks:
+                mine = [i for i, b in enumerate(block) if b == rank]
+                if mine:
+                    self.node2pending[node].extend(mine)
+                    node.send_runtest_some(mine)
+            self.pending[:] = []
+            for _, node in ranks:
+                node.shutdown()
+            return None
+
+    return TomScheduling(config, log)

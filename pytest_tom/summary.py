@@ -1,0 +1,69 @@
+"""The terminal summary: one table per suite, the paper's metrics, and derived-result counts.
+
+Built from the report dict, so it reads the same in one process and on the
+pytest-xdist controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_tom.evals.base import Benchmark
+
+GROUP_WIDTH = 48
+
+
+def pct(v: float | None) -> str:
+    """A rate as a 6-wide percentage, "n/a" when undefined."""
+    return "   n/a" if v is None else f"{100 * v:6.1f}"
+
+
+def table_lines(tables: list[dict[str, Any]]) -> list[str]:
+    """Rows of accuracy, 95% interval, parse rate, unparseable and error counts per facet group."""
+    lines = [f"  {'group':<{GROUP_WIDTH}} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"]
+    for table in tables:
+        for row in table["rows"]:
+            label = " / ".join(row["facets"].values()) or "all"
+            lo, hi = row["ci95"]
+            lines.append(
+                f"  {label[:GROUP_WIDTH]:<{GROUP_WIDTH}} {row['n']:>5} {pct(row['accuracy'])} "
+                f"{100 * lo:5.1f}-{100 * hi:5.1f}  {100 * row['parse_rate']:6.1f} {row['unparseable']:>7} {row['errors']:>6}"
+            )
+    return lines
+
+
+def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benchmark[Any] | None]) -> list[str]:
+    lines: list[str] = []
+    model = report.get("model", {})
+    fp = str(model.get("fingerprint") or "")
+    lines.append(f"model: {model.get('uri')}" + (f" (fingerprint {fp[:16]})" if fp else ""))
+    eng = report.get("engine") or {}
+    if eng:
+        lines.append(
+            f"engine: {eng.get('questions', 0)} questions, {eng.get('requests', 0)} requests "
+            f"({eng.get('unique_requests', 0)} unique), {eng.get('cache_hits', 0)} from cache, "
+            f"{eng.get('model_requests', 0)} sent to the model in {eng.get('model_seconds', 0)} s, "
+            f"{eng.get('errors', 0)} errors"
+        )
+        for name, s in (eng.get("scoring") or {}).items():
+            lines.append(
+                f"scoring model {name}: {s.get('unique_requests', 0)} unique requests, {s.get('cache_hits', 0)} from cache, "
+                f"{s.get('model_requests', 0)} computed in {s.get('model_seconds', 0)} s, {s.get('errors', 0)} errors"
+            )
+    for suite in report.get("suites", []):
+        lines.append("")
+        lines.append(f"{suite['id']} ({suite['benchmark']}, {suite['n_items']} questions)")
+        lines.extend(table_lines(suite.get("tables", [])))
+        bench = benchmark_for(suite["id"])
+        if bench is not None:
+            try:
+                lines.extend(bench.metric_lines(suite.get("metrics", {})))
+            except Exception as exc:  # noqa: BLE001 - the summary must print even if a metric breaks
+                lines.append(f"  (metrics unavailable: {type(exc).__name__}: {exc})")
+        for kind, counts in suite.get("groups", {}).items():
+            total = sum(counts.values())
+            skipped = f", {counts['skipped']} skipped" if counts.get("skipped") else ""
+            lines.append(f"  {kind} groups: {counts['passed']}/{total} passed, {counts['failed']} failed, "
+                         f"{counts['error']} errors{skipped}")
+    return lines

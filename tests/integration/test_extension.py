@@ -1,0 +1,149 @@
+"""Third-party benchmarks and backends registered from a conftest.py, end to end.
+
+The toy benchmark asks "a+a" sums; the toy backend adds (optionally wrong for odd
+operands). Together they exercise the public extension API with no real data and
+no model: hook registration, `--tom-<name>-*` options and their ini twins, marks,
+a derived assertion with a custom rule, node-id selection, and pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+TOY_CONFTEST = '''
+import re
+
+import pytest_tom
+from pytest_tom import (Benchmark, BenchmarkOption, Derived, GenerationSettings, Judgement, Message, Outcome, Record,
+                        Request, Response, Sample, Story)
+
+
+def sums_agree(derived, members):
+    """All even-operand sums answered correctly, or say which were not."""
+    bad = [r.sample_id for r in members if not r.passed]
+    return Judgement(not bad, message="wrong sums: " + ", ".join(bad), failed_members=tuple(bad))
+
+
+class Toy(Benchmark):
+    name = "toy"
+    description = "Toy arithmetic benchmark"
+    options = (BenchmarkOption("count", "4", "How many questions.", kind=int),)
+    mark_docs = {"toy": "Toy benchmark items.", "even": "Even operands.", "odd": "Odd operands."}
+    strata = ("parity",)
+    summary_facets = (("parity",),)
+    rules = {"all_even": sums_agree}
+
+    def load(self, source):
+        return [Sample(benchmark="toy", id=f"q{i}", context=Story(f"{i}+{i}"), question="What is the sum?", choices=(),
+                       gold=str(2 * i), characters=(), facets={"parity": "even" if i % 2 == 0 else "odd"},
+                       marks=("toy", "even" if i % 2 == 0 else "odd"), extra=None, source=f"toy q{i}")
+                for i in range(self.settings["count"])]
+
+    def program(self, sample):
+        (r,) = yield [Request(messages=(Message("user", sample.context.render() + "\\n" + sample.question),),
+                              settings=GenerationSettings(max_new_tokens=8))]
+        text = (r.text or "").strip()
+        outcome = Outcome.UNPARSEABLE if not text.isdigit() else Outcome.CORRECT if text == sample.gold else Outcome.INCORRECT
+        return Record(benchmark="toy", sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=text,
+                      gold=sample.gold, responses=(r.text,), message=f"toy {sample.id}: answered {text!r}, expected {sample.gold}")
+
+    def derived(self, samples):
+        return [Derived(benchmark="toy", id="evens", kind="all_even",
+                        members=tuple(s.id for s in samples if s.facets["parity"] == "even"), marks=("toy", "even"))]
+
+
+class Adder(pytest_tom.Model):
+    def __init__(self, wrong_odd):
+        self.wrong_odd = wrong_odd
+
+    def fingerprint(self):
+        return f"adder:{self.wrong_odd}"
+
+    def generate(self, requests):
+        out = []
+        for r in requests:
+            with open("calls.log", "a") as log:
+                log.write(r.key + "\\n")
+            a, b = map(int, re.match(r"(\\d+)\\+(\\d+)", r.messages[-1].content).groups())
+            out.append(Response(text=str(a + b + (1 if self.wrong_odd and a % 2 else 0))))
+        return out
+
+
+def pytest_tom_add_benchmarks(registry):
+    registry.add(Toy)
+
+
+def pytest_tom_add_backends(registry):
+    registry.add("adder", lambda spec: Adder(wrong_odd=spec == "wrong_odd"))
+'''
+
+BASE = ["-p", "no:cacheprovider", "--tom-no-cache"]
+
+
+@pytest.fixture
+def toy(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(TOY_CONFTEST)
+    return pytester
+
+
+def test_a_conftest_benchmark_and_backend_run_end_to_end(toy: pytest.Pytester) -> None:
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--tom-toy-count=6", "--tom-report=r.json")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(["*pytest-tom summary*", "model: adder (fingerprint adder:False)",
+                                 "toy (toy, 6 questions)", "*all_even groups: 1/1 passed*"])
+    report = json.loads((toy.path / "r.json").read_text())
+    assert [i["nodeid"] for i in report["items"]][:2] == ["toy::toy[q0]", "toy::toy[q1]"]
+    assert report["groups"][0]["members"] == ["q0", "q2", "q4"]
+
+
+def test_its_option_has_an_ini_twin_and_help(toy: pytest.Pytester) -> None:
+    toy.makeini("[pytest]\ntom_toy_count = 3\n")
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--collect-only", "-q")
+    assert sum(line.startswith("toy::toy[") for line in result.outlines) == 3
+    help_ = toy.runpytest("--help")
+    help_.stdout.fnmatch_lines(["*--tom-toy-count=COUNT*", "*[[]toy[]] How many questions. Default: 4.*"])
+    markers = toy.runpytest("--markers")
+    markers.stdout.fnmatch_lines(["@pytest.mark.even: Even operands."])
+
+
+def test_wrong_answers_fail_the_item_and_its_derived_rule(toy: pytest.Pytester) -> None:
+    toy.makeconftest(TOY_CONFTEST.replace("a % 2", "True"))
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "-m", "even")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*toy q0: answered '1', expected 0*", "*wrong sums: q0, q2*"])
+
+
+def test_marks_and_node_ids_select_items(toy: pytest.Pytester) -> None:
+    result = toy.runpytest(*BASE, "--tom-model=adder", "toy[q1]", "toy::toy[q2]", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*toy::toy[[]q1[]] PASSED*", "*toy::toy[[]q2[]] PASSED*"])
+    partial = toy.runpytest(*BASE, "--tom-model=adder", "toy[q0]", "toy_all_even[evens]", "-rs")
+    partial.assert_outcomes(passed=1, skipped=1)
+    partial.stdout.fnmatch_lines(["*only 1 of 2 questions are selected*"])
+    odd = toy.runpytest(*BASE, "--tom-model=adder", "--tom-benchmark=toy", "-m", "odd", "-q")
+    odd.assert_outcomes(passed=2)
+
+
+def test_an_unknown_scheme_names_the_registered_ones(toy: pytest.Pytester) -> None:
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=subtracter")
+    result.stdout.fnmatch_lines(["*unknown scheme 'subtracter'; known: adder, *"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+@pytest.mark.slow
+def test_xdist_splits_the_work_and_the_controller_judges_derived_results(toy: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    args = [*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "--tom-toy-count=8"]
+    single = toy.runpytest_subprocess(*args, "--tom-report=single.json")
+    calls = (toy.path / "calls.log").read_text().splitlines()
+    (toy.path / "calls.log").unlink()
+    multi = toy.runpytest_subprocess(*args, "-n", "2", "--tom-report=multi.json")
+    assert multi.parseoutcomes() == single.parseoutcomes() == {"passed": 5, "failed": 4}
+    assert sorted((toy.path / "calls.log").read_text().splitlines()) == sorted(calls)  # each request answered once
+    multi.stdout.fnmatch_lines(["*pytest-tom summary*", "toy (toy, 8 questions)", "*all_even groups: 1/1 passed*"])
+    a, b = (json.loads((toy.path / f).read_text()) for f in ("single.json", "multi.json"))
+    assert {i["nodeid"]: i["outcome"] for i in a["items"]} == {i["nodeid"]: i["outcome"] for i in b["items"]}
+    assert a["groups"] == b["groups"]
+    assert b["engine"]["model_requests"] == 8 and len(b["responses"]) == 8
