@@ -39,3 +39,20 @@ class TomDataError(TomError):
 
 class TomModelError(TomError):
     """A model backend failed to answer a request (after any retries)."""
+
+
+class TomCacheError(TomConfigError):
+    """The response cache file cannot be read: damaged, not a database, or unreadable.
+
+    A `TomConfigError`, so the run layer stops the run once with a usage error
+    instead of failing every item; the message names the file and the ways on
+    (`--tom-no-cache`, or moving the file away).
+    """
+
+    def __init__(self, message: str, *, path: object) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class TomCacheWarning(UserWarning):
+    """The response cache cannot be written: answers stay in memory for this run only."""

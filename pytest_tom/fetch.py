@@ -4,45 +4,122 @@ The project never ships benchmark data (licenses differ); users point
 `--tom-data-dir` at a local copy or let `--tom-download` fetch the official files
 into their cache. Every file is checked against the checksum published for the
 pinned revision, so a moved tag or a tampered mirror fails loudly instead of
-silently changing scores.
+silently changing scores. A download is bounded (bytes and an overall deadline)
+so a hostile or stalled server cannot fill the disk or hang a run, and an
+archive is bounded by the total size it expands to. A copy in the cache is
+checked again before each use (its pins, or a manifest written after a verified
+download), because a file damaged since it was fetched would change scores as
+silently as a tampered mirror.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tarfile
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import IO
 
-from pytest_tom.errors import TomDataError
+from pytest_tom.errors import TomConfigError, TomDataError
 
-_TIMEOUT_S = 60
+_BLOCK = 1 << 20
+MANIFEST = ".pytest-tom-manifest.json"
+"""Written next to files extracted from a verified archive: their sha256s, for re-checking later."""
+REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds of one download and one extraction; the defaults leave the real releases ample room."""
+
+    timeout_s: float = 60.0
+    """Longest wait for any single network read."""
+    deadline_s: float = 900.0
+    """Longest a whole download may take (ToMBench's 20 files and FANToM's archive take seconds)."""
+    max_bytes: int = 256 << 20
+    """Largest file a download may bring (the real files are a few MB each)."""
+    max_expanded: int = 256 << 20
+    """Largest total an archive may expand to: JSON compresses about 5:1, so FANToM's few-MB archive expands to
+    tens of MB, while a 522 KB archive of zeros can claim 512 MiB."""
+
+
+LIMITS = Limits()
+"""The limits used when a caller gives none; tests substitute small ones."""
 
 
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
+        for block in iter(lambda: f.read(_BLOCK), b""):
             h.update(block)
     return h.hexdigest()
 
 
-def download_verified(url: str, expected_sha256: str, tmp: Path, target: Path, *, timeout: float = _TIMEOUT_S) -> None:
-    """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors."""
+def _mib(n: float) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{int(n)} bytes"
+
+
+def download_verified(
+    url: str, expected_sha256: str, tmp: Path, target: Path, *, limits: Limits | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
+
+    The download stops with an error past `limits.max_bytes` (announced or
+    received) or `limits.deadline_s`: each read waits at most what is left of the
+    deadline, so a server trickling one byte at a time cannot keep it alive.
+    """
+    lim = limits or LIMITS
     h = hashlib.sha256()
+    start = clock()
+    received = 0
+
+    def over_deadline() -> TomDataError:
+        return TomDataError(
+            f"download of {url} took longer than its deadline of {lim.deadline_s:g} s ({_mib(received)} received): "
+            "the server is stalled or too slow; try again later, or fetch the files yourself and point "
+            "--tom-data-dir at them", path=target)
+
     try:
-        with tmp.open("wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310
-            for block in iter(lambda: resp.read(1 << 20), b""):
+        with tmp.open("wb") as out, urllib.request.urlopen(  # noqa: S310 - http(s) or file URLs the user chose
+            url, timeout=min(lim.timeout_s, lim.deadline_s)
+        ) as resp:
+            announced = resp.headers.get("Content-Length") if hasattr(resp, "headers") else None
+            if announced and announced.isdigit() and int(announced) > lim.max_bytes:
+                raise TomDataError(
+                    f"download of {url} announces {_mib(int(announced))}, over the cap of {_mib(lim.max_bytes)}: "
+                    "refusing to fetch it (not the pinned release?)", path=target)
+            read = getattr(resp, "read1", resp.read)
+            while True:
+                if clock() - start > lim.deadline_s:
+                    raise over_deadline()
+                block = read(_BLOCK)
+                if not block:
+                    break
+                received += len(block)
+                if received > lim.max_bytes:
+                    raise TomDataError(
+                        f"download of {url} exceeds the cap of {_mib(lim.max_bytes)}: refusing to fetch more "
+                        "(not the pinned release?)", path=target)
                 h.update(block)
                 out.write(block)
+    except TimeoutError:
+        if clock() - start >= lim.deadline_s:
+            raise over_deadline() from None
+        raise TomDataError(f"download of {url} failed: no data for {lim.timeout_s:g} s", path=target) from None
     except (urllib.error.URLError, OSError) as exc:
+        if isinstance(getattr(exc, "reason", None), TimeoutError) and clock() - start >= lim.deadline_s:
+            raise over_deadline() from None
         raise TomDataError(f"download of {url} failed: {exc}", path=target) from exc
     if h.hexdigest() != expected_sha256:
         raise TomDataError(
@@ -58,7 +135,7 @@ def _temp_in(folder: Path, prefix: str) -> Path:
     return Path(name)
 
 
-def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path) -> Path:
+def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits: Limits | None = None) -> Path:
     """Download each of `files` (name -> sha256) from `base_url` into `dest`, once.
 
     Files already present with the right checksum are kept; a partial download
@@ -72,12 +149,35 @@ def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path) -> Path:
             continue
         tmp = _temp_in(dest, ".part-")
         try:
-            download_verified(base_url + urllib.parse.quote(name), expected, tmp, target)
+            download_verified(base_url + urllib.parse.quote(name), expected, tmp, target, limits=limits)
             os.replace(tmp, target)
         finally:
             if tmp.exists():
                 tmp.unlink()
     return dest
+
+
+def check_pinned(folder: Path, files: Mapping[str, str]) -> None:
+    """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum.
+
+    Used on a download cache before each run: a file damaged or edited since it
+    was verified is named, with what to do, instead of being scored.
+    """
+    missing = sorted(n for n in files if not (folder / n).is_file())
+    if missing:
+        raise TomDataError(
+            f"the download cache is incomplete: {_names(missing)} missing; {REFETCH}", path=folder)
+    for name, expected in sorted(files.items()):
+        got = sha256_file(folder / name)
+        if got != expected:
+            raise TomDataError(
+                f"this downloaded copy no longer matches its pinned sha256 {expected} (got {got}): it was damaged "
+                f"or edited after the download; {REFETCH}", path=folder / name)
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 # --- archives ----------------------------------------------------------------------------------
@@ -94,51 +194,88 @@ def _unsafe_member(name: str) -> str | None:
     return None
 
 
-def extract_file(archive: Path, member: str, dest: Path) -> Path:
+def _too_big(archive: Path, total: int, cap: int) -> TomDataError:
+    return TomDataError(
+        f"refusing to extract: the archive expands to more than {_mib(total)}, over the cap of {_mib(cap)} "
+        "(an archive bomb, or not the pinned release)", path=archive)
+
+
+def _copy_capped(src: IO[bytes], out: IO[bytes], archive: Path, cap: int) -> None:
+    copied = 0
+    for block in iter(lambda: src.read(_BLOCK), b""):
+        copied += len(block)
+        if copied > cap:
+            raise _too_big(archive, copied, cap)
+        out.write(block)
+
+
+def _scan_tar(tar: tarfile.TarFile, archive: Path, member: str, cap: int) -> tarfile.TarInfo:
+    """Check every member (names, kinds, running expanded total) before anything is written; the data file's entry."""
+    found: list[tarfile.TarInfo] = []
+    total = 0
+    while (m := tar.next()) is not None:  # one header at a time: a bomb is refused before its bytes are inflated
+        why = _unsafe_member(m.name)
+        if why is None and (m.issym() or m.islnk()):
+            why = "a link"
+        elif why is None and not (m.isfile() or m.isdir()):
+            why = "a special file"
+        if why is not None:
+            raise TomDataError(f"refusing to extract: member {m.name!r} is {why}", path=archive)
+        total += m.size
+        if total > cap:
+            raise _too_big(archive, total, cap)
+        if m.isfile() and PurePosixPath(m.name).name == member:
+            found.append(m)
+    by_name = {m.name: m for m in found}
+    return by_name[_pick(list(by_name), archive, member)]
+
+
+def _scan_zip(zf: zipfile.ZipFile, archive: Path, member: str, cap: int) -> zipfile.ZipInfo:
+    found: list[zipfile.ZipInfo] = []
+    total = 0
+    for info in zf.infolist():
+        why = _unsafe_member(info.filename)
+        mode = info.external_attr >> 16
+        if why is None and (mode & 0o170000) == 0o120000:
+            why = "a link"
+        if why is not None:
+            raise TomDataError(f"refusing to extract: member {info.filename!r} is {why}", path=archive)
+        total += info.file_size
+        if total > cap:
+            raise _too_big(archive, total, cap)
+        if not info.is_dir() and PurePosixPath(info.filename).name == member:
+            found.append(info)
+    by_name = {i.filename: i for i in found}
+    return by_name[_pick(list(by_name), archive, member)]
+
+
+def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
     """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members.
 
     Every member is checked before anything is written (absolute paths, `..`,
-    links, devices), and only the one data file is written, to a fixed name, via a
-    temporary file: nothing in the archive decides where bytes land.
+    links, devices, and the total size the archive expands to), and only the one
+    data file is written, to a fixed name, via a temporary file: nothing in the
+    archive decides where bytes land or how many.
     """
+    cap = (limits or LIMITS).max_expanded
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / member
-    found: list[str] = []
-    if tarfile.is_tarfile(archive):
-        with tarfile.open(archive) as tar:
-            members = tar.getmembers()
-            for m in members:
-                why = _unsafe_member(m.name)
-                if why is None and (m.issym() or m.islnk()):
-                    why = "a link"
-                elif why is None and not (m.isfile() or m.isdir()):
-                    why = "a special file"
-                if why is not None:
-                    raise TomDataError(f"refusing to extract: member {m.name!r} is {why}", path=archive)
-                if m.isfile() and PurePosixPath(m.name).name == member:
-                    found.append(m.name)
-            pick = _pick(found, archive, member)
-            src = tar.extractfile(pick)
-            assert src is not None  # a regular file, checked above
-            data = src.read()
-    elif zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                why = _unsafe_member(info.filename)
-                mode = info.external_attr >> 16
-                if why is None and (mode & 0o170000) == 0o120000:
-                    why = "a link"
-                if why is not None:
-                    raise TomDataError(f"refusing to extract: member {info.filename!r} is {why}", path=archive)
-                if not info.is_dir() and PurePosixPath(info.filename).name == member:
-                    found.append(info.filename)
-            data = zf.read(_pick(found, archive, member))
-    else:
-        raise TomDataError("not a tar or zip archive", path=archive)
     fd, tmp_name = tempfile.mkstemp(dir=dest, prefix=".part-")
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            if tarfile.is_tarfile(archive):
+                with tarfile.open(archive) as tar:
+                    info = _scan_tar(tar, archive, member, cap)
+                    src = tar.extractfile(info)
+                    assert src is not None  # a regular file, checked above
+                    _copy_capped(src, out, archive, cap)
+            elif zipfile.is_zipfile(archive):
+                with zipfile.ZipFile(archive) as zf:
+                    zinfo = _scan_zip(zf, archive, member, cap)
+                    with zf.open(zinfo) as zsrc:
+                        _copy_capped(zsrc, out, archive, cap)
+            else:
+                raise TomDataError("not a tar or zip archive", path=archive)
         os.replace(tmp_name, target)
     finally:
         if os.path.exists(tmp_name):
@@ -152,16 +289,130 @@ def _pick(found: Sequence[str], archive: Path, member: str) -> str:
     return min(found, key=lambda n: (len(PurePosixPath(n).parts), n))
 
 
-def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, timeout: float = _TIMEOUT_S) -> Path:
-    """Download an archive once, check its sha256, and extract the one file `member` into `dest`."""
-    target = dest / member
-    if target.exists():
-        return target
-    dest.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_in(dest, ".download-")
+def _write_manifest(dest: Path, url: str, sha256: str, member: str) -> None:
+    body = {"source": url, "archive_sha256": sha256, "files": {member: sha256_file(dest / member)}}
+    tmp = _temp_in(dest, ".part-")
     try:
-        download_verified(url, sha256, tmp, target, timeout=timeout)
-        return extract_file(tmp, member, dest)
+        tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, dest / MANIFEST)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def check_extracted(dest: Path, member: str, sha256: str) -> Path:
+    """The extracted `member` in `dest`, after checking it against the manifest its verified download wrote.
+
+    Fails, naming the file and what to do, when the manifest is absent (a copy
+    from an older pytest-tom, or one put there by hand), belongs to another
+    archive, or no longer matches the file.
+    """
+    target = dest / member
+    try:
+        manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+        recorded = manifest["files"][member]
+        archive = manifest["archive_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise TomDataError(
+            f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it cannot be "
+            f"checked; {REFETCH}", path=target) from None
+    if archive != sha256:
+        raise TomDataError(
+            f"this downloaded copy comes from archive sha256 {archive}, not the expected {sha256}; {REFETCH}",
+            path=target)
+    got = sha256_file(target)
+    if got != recorded:
+        raise TomDataError(
+            f"this downloaded copy no longer matches the sha256 recorded when it was verified ({recorded}, now "
+            f"{got}): it was damaged or edited after the download; {REFETCH}", path=target)
+    return target
+
+
+def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
+    """Download an archive once, check its sha256, and extract the one file `member` into `dest`.
+
+    A copy already in `dest` is reused only if it still matches the manifest of
+    its verified download; otherwise it is fetched again.
+    """
+    target = dest / member
+    if target.exists():
+        try:
+            return check_extracted(dest, member, sha256)
+        except TomDataError:
+            pass  # damaged or unrecorded: fetch it again below
+    dest.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_in(dest, ".download-")
+    try:
+        download_verified(url, sha256, tmp, target, limits=limits)
+        extract_file(tmp, member, dest, limits=limits)
+        _write_manifest(dest, url, sha256, member)
+        return target
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# --- release settings --------------------------------------------------------------------------
+
+_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
+_SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
+
+
+def parse_sha256(value: str, what: str) -> str:
+    """One sha256 as 64 hex digits (lower-cased), or a TomDataError naming `what`."""
+    text = value.strip()
+    if not _HEX64.match(text):
+        raise TomConfigError(f"{what}: expected a sha256 of 64 hex digits, got {value!r}")
+    return text.lower()
+
+
+def parse_pins(value: str) -> dict[str, str]:
+    """`name=sha256,name=sha256` (file names, no folders) into a name -> sha256 mapping."""
+    pins: dict[str, str] = {}
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        name, sep, digest = part.partition("=")
+        name = name.strip()
+        if not sep or not name or "/" in name:
+            raise TomConfigError(f"checksums: expected 'file name=sha256', got {part.strip()!r}")
+        if name in pins:
+            raise TomConfigError(f"checksums: {name!r} is given twice")
+        pins[name] = parse_sha256(digest, f"checksum of {name!r}")
+    if not pins:
+        raise TomConfigError(f"checksums: no 'file name=sha256' in {value!r}")
+    return pins
+
+
+def read_pins(path: Path) -> dict[str, str]:
+    """A manifest in `sha256sum` format (`<sha256>  <file>` per line; folders in the file name are dropped)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read the checksum manifest: {exc}", path=path) from exc
+    pins: dict[str, str] = {}
+    for no, line in enumerate(lines, 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        m = _SUM_LINE.match(line.strip())
+        if m is None:
+            raise TomDataError("expected '<sha256>  <file name>' (sha256sum format)", path=path, record=f"line {no}")
+        name = PurePosixPath(m.group(2).strip().replace("\\", "/")).name
+        if name in pins:
+            raise TomDataError(f"{name!r} is listed twice", path=path, record=f"line {no}")
+        pins[name] = m.group(1).lower()
+    if not pins:
+        raise TomDataError("no checksums in this manifest", path=path)
+    return pins
+
+
+def parse_flag(benchmark: str, name: str, value: object) -> bool:
+    """A yes/no setting given as a flag string (`true`, `false`, `1`, `0`, `yes`, `no`) or a Python bool."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise TomConfigError(f"{benchmark} setting {name}={value!r}: expected true or false")

@@ -22,13 +22,15 @@ from pytest_tom.evals.base import Benchmark
 _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.MODEL_OPTION, "tom_model", "Model to test, as a URI: random[:seed], python:pkg.module:callable, replay:PATH "
      "(more schemes with the real backends). The tom_model fixture can be overridden in conftest.py instead.", {}),
-    (C.BENCHMARK_OPTION, "tom_benchmark", "Comma-separated benchmarks to run without any test file, e.g. tombench.", {}),
+    (C.BENCHMARK_OPTION, "tom_benchmark", "Comma-separated benchmarks to run without any test file, "
+     "e.g. tombench (each runs once).", {}),
     (C.DATA_DIR_OPTION, "tom_data_dir", f"Folder holding each benchmark's official files (<dir>/tombench/data/*.jsonl...). "
      f"Default: ${C.DATA_DIR_ENV}.", {}),
     (C.CACHE_DIR_OPTION, "tom_cache_dir", f"Response cache folder. Default: ${C.CACHE_DIR_ENV} or ~/.cache/pytest-tom.", {}),
     (C.SAMPLE_OPTION, "tom_sample", "Run a stratified sample of N questions per suite (after -m/-k), for quick runs.", {}),
     (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {}),
-    (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this path.", {}),
+    (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this path; "
+     "checked before the run.", {}),
     (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {}),
     (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
      "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {}),
@@ -87,6 +89,50 @@ def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
         raise TomConfigError(f"{flag}={raw!r}: expected an integer") from None
 
 
+def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
+    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
+
+    A repeated name would collect and run every item twice; a value with no name
+    at all (",") would run nothing without a word, so it is an error. An unset or
+    empty value (`--tom-benchmark=`, e.g. to override an ini setting) means none.
+    """
+    if raw is None or raw == "":
+        return ()
+    names = tuple(dict.fromkeys(b.strip() for b in str(raw).split(",") if b.strip()))
+    if not names:
+        raise TomConfigError(f"{flag} (ini tom_benchmark) is {raw!r}: it names no benchmark; "
+                             "give comma-separated names, e.g. tombench,fantom")
+    return names
+
+
+def report_path_problem(path: Path) -> str | None:
+    """Why a report cannot be written to `path` (None when it can), in words for the user.
+
+    Missing folders are fine (the report creates them); what fails is a path that
+    is a folder or a special file, a nearest existing ancestor that is not a
+    folder, or one this process may not write in.
+    """
+    if path.is_dir():
+        return f"is a directory; give a file path, e.g. {path / 'report.json'}"
+    if path.exists() and not path.is_file():
+        return "exists and is not a regular file"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is a file, not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"no permission to write in {parent}"
+    return None
+
+
+def check_report_path(path: Path, flag: str = C.REPORT_OPTION) -> None:
+    """Refuse an unwritable report path at configure time, before the run spends any model time."""
+    problem = report_path_problem(path)
+    if problem is not None:
+        raise TomConfigError(f"{flag}={path}: {problem}")
+
+
 @dataclass(frozen=True, slots=True)
 class TomOptions:
     model: str | None
@@ -108,8 +154,8 @@ class TomOptions:
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry,
                     node_ids: dict[str, frozenset[str] | None] | None = None) -> TomOptions:
-        raw_bench = _value(config, "tom_benchmark")
-        benchmarks = tuple(b.strip() for b in str(raw_bench).split(",") if b.strip()) if raw_bench else ()
+        root_dir = Path(config.invocation_params.dir)
+        benchmarks = benchmark_names(_value(config, "tom_benchmark"))
         benchmarks += tuple(b for b in (node_ids or {}) if b not in benchmarks)
         data_dir = _value(config, "tom_data_dir") or os.environ.get(C.DATA_DIR_ENV) or None
         cache_dir = _value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
@@ -125,24 +171,26 @@ class TomOptions:
         max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION) or 0
         if max_errors < 0:
             raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
-        report = _value(config, "tom_report")
+        raw_report = _value(config, "tom_report")
+        report = root_dir / Path(str(raw_report)).expanduser() if raw_report else None
+        if report is not None:
+            check_report_path(report)
         settings: dict[str, dict[str, str]] = {}
         for bench in registry.loadable():
             for opt in bench.options:
                 v = _value(config, f"tom_{bench.name}_{opt.name}")
                 if v is not None:
                     settings.setdefault(bench.name, {})[opt.name] = str(v)
-        root = Path(config.invocation_params.dir)
         return cls(
             model=_value(config, "tom_model"),
             benchmarks=benchmarks,
-            data_dir=(root / Path(str(data_dir)).expanduser()) if data_dir else None,
-            cache_dir=root / Path(str(cache_dir)).expanduser(),
+            data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
+            cache_dir=root_dir / Path(str(cache_dir)).expanduser(),
             no_cache=bool(_value(config, "tom_no_cache")),
             download=bool(_value(config, "tom_download")),
             sample=sample,
             seed=_int(config, "tom_seed", C.SEED_OPTION) or 0,
-            report=(Path(str(report)).expanduser()) if report else None,
+            report=report,
             batch_size=batch,
             max_errors=max_errors,
             benchmark_settings=settings,

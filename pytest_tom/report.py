@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
+import os
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -104,10 +106,25 @@ def schema() -> dict[str, Any]:
 
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False), encoding="utf-8")
-    tmp.replace(path)
+    """Write the report atomically: a reader sees the old file or the new one, never half of one.
+
+    Serialised before anything touches the disk, written to a temporary file of
+    this process next to the target and renamed over it; on any failure the
+    temporary file is removed and the exception propagates (the run layer turns
+    it into one message). A symlink is followed, so the file it points to is
+    replaced and the link kept.
+    """
+    text = json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False)
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,11 @@ Samples talk to the engine through programs (generators that yield lists of
 requests and receive the responses). The engine advances all programs in waves:
 each wave gathers every pending request of every program, dedupes identical
 requests, answers what the cache holds and sends the rest to their model in
-batches, storing each response as it arrives. Dependent requests (a follow-up
-that needs an earlier answer) simply arrive in a later wave.
+batches, storing each response as it arrives (a writer thread commits whatever
+arrived since its last commit: see `ResponseCache.store`), so a run stopped by Ctrl-C
+or SIGTERM loses no answer and even `kill -9` loses at most those that arrived during
+the last commit, a fraction of a millisecond. Dependent requests (a follow-up that
+needs an earlier answer) simply arrive in a later wave.
 
 Requests are routed by `Request.model`: the model under test answers the empty
 name, scoring models (sentence embedders, later judges) answer theirs. Each has
@@ -15,8 +18,11 @@ the same embedder.
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +38,39 @@ ProgressCallback = Callable[[int, int], None]
 ModelResolver = Callable[[str], Model]
 """Builds the scoring model a `Request.model` name stands for."""
 
-_FLUSH_EVERY_S = 0.5
-_FLUSH_EVERY_N = 256
+_PROGRESS_EVERY_S = 0.5
+_PROGRESS_EVERY_N = 256
+
+
+@contextlib.contextmanager
+def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
+    """While the engine runs, SIGTERM (a CI timeout, `kill`) still ends the process, after the cache has every answer.
+
+    Ctrl-C needs nothing: KeyboardInterrupt runs the engine's `finally`. Only the
+    default disposition is replaced, only from the main thread, and only for the
+    engine run: a handler the user installed is left alone.
+    """
+    if (cache is None or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def flush_and_die(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        cache.flush()
+        signal.raise_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, flush_and_die)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def error_record(sample: Sample[Any], message: str, request_keys: Sequence[str] = ()) -> Record:
+    """The record of a question that has no answer: an ERROR, never scored, with the reason."""
+    return Record(benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
+                  request_keys=tuple(request_keys), parse_rate=0.0, message=message)
 
 
 @dataclass(slots=True)
@@ -118,6 +155,10 @@ class Engine:
     # -- programs ------------------------------------------------------------------------------------
     def run(self, programs: Mapping[str, tuple[Sample[Any], Program]]) -> dict[str, Record]:
         """Drive every program to completion and return records keyed like `programs`."""
+        with _flush_on_sigterm(self.cache):
+            return self._run(programs)
+
+    def _run(self, programs: Mapping[str, tuple[Sample[Any], Program]]) -> dict[str, Record]:
         results: dict[str, Record] = {}
         pending: dict[str, list[Request]] = {}
         keys_seen: dict[str, list[str]] = {}
@@ -157,15 +198,8 @@ class Engine:
         if errors:
             # An API failure is an error, never an answer: the program never sees it.
             program.close()
-            results[key] = Record(
-                benchmark=sample.benchmark,
-                sample_id=sample.id,
-                outcome=Outcome.ERROR,
-                facets=dict(sample.facets),
-                request_keys=tuple(keys_seen[key]),
-                parse_rate=0.0,
-                message=f"model error: {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
-            )
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            results[key] = error_record(sample, f"model error: {errors[0]}{more}", keys_seen[key])
             return
         try:
             reqs = next(program) if responses is None else program.send(list(responses))
@@ -174,11 +208,8 @@ class Engine:
             results[key] = record.replace(request_keys=tuple(keys_seen[key]))
             return
         except Exception as exc:  # a scoring bug must cost one item, never the whole planning unit
-            results[key] = Record(
-                benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
-                request_keys=tuple(keys_seen[key]), parse_rate=0.0,
-                message=f"{sample.benchmark} could not score {sample.id}: {type(exc).__name__}: {exc}",
-            )
+            results[key] = error_record(
+                sample, f"{sample.benchmark} could not score {sample.id}: {type(exc).__name__}: {exc}", keys_seen[key])
             return
         reqs = list(reqs)
         keys_seen[key].extend(r.key for r in reqs if r.model == MODEL_UNDER_TEST)
@@ -217,8 +248,7 @@ class Engine:
         seconds = 0.0
         if misses:
             done = 0
-            unsaved: list[tuple[str, Response]] = []
-            last_flush = time.monotonic()
+            last_progress = time.monotonic()
             start = time.perf_counter()
             progress = self.progress if main else None
             if progress:
@@ -226,25 +256,27 @@ class Engine:
             try:
                 for index, response in model.stream(misses):
                     req = misses[index]
+                    if not isinstance(response, Response):
+                        response = Response(error=f"the backend answered with a {type(response).__name__}, "
+                                                  "not a pytest_tom.Response")
                     answers[req.key] = response
-                    unsaved.append((req.key, response))
+                    if self.cache is not None:
+                        self.cache.store(fingerprint, req.key, response)
                     done += 1
                     if main:
                         for k, v in response.usage.items():
                             self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
                     now = time.monotonic()
-                    if len(unsaved) >= _FLUSH_EVERY_N or now - last_flush >= _FLUSH_EVERY_S:
-                        self._flush(fingerprint, unsaved)
-                        unsaved = []
-                        last_flush = now
-                        if progress:
-                            progress(done, total)
+                    if progress and (done % _PROGRESS_EVERY_N == 0 or now - last_progress >= _PROGRESS_EVERY_S):
+                        progress(done, total)
+                        last_progress = now
             except Exception as exc:  # a crashing backend must not lose what it answered
                 message = f"{type(exc).__name__}: {exc}"
                 for r in misses:
                     answers.setdefault(r.key, Response(error=f"backend crashed: {message}"))
             finally:
-                self._flush(fingerprint, unsaved)
+                if self.cache is not None:
+                    self.cache.flush()  # on Ctrl-C too: every answer received is in the cache
                 seconds = time.perf_counter() - start
             if progress:
                 progress(total, total)
@@ -275,7 +307,3 @@ class Engine:
             s["model_seconds"] += seconds
             s["errors"] += errors
         return answers
-
-    def _flush(self, fingerprint: str, unsaved: list[tuple[str, Response]]) -> None:
-        if self.cache is not None and unsaved:
-            self.cache.put_many(fingerprint, unsaved)

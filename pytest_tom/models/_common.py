@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +93,42 @@ def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: 
                 )
             values[key] = opt.convert(scheme, raw)
     return Spec(scheme=scheme, target=target.strip(), options=values)
+
+
+# -- local paths -----------------------------------------------------------------------------------
+
+_DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
+
+
+def looks_local(target: str) -> bool:
+    r"""True when `target` can only be a path on disk, never a Hugging Face hub id.
+
+    A hub id is NAME or ORG/NAME, whose parts never start with '.' and never hold a
+    backslash. So '/abs', '~/x', './x', '../x', '.', a Windows drive ('C:\x', 'C:/x'),
+    any backslash, or more than one '/' ('models/org/name') names a path, and a
+    missing one is a usage error instead of a hub lookup that fails on every item.
+    A bare 'dir/sub' stays a hub id: it cannot be told from ORG/NAME ('./dir/sub' can).
+    """
+    t = target.strip()
+    return (t.startswith(("/", "~", ".", "\\")) or bool(_DRIVE.match(t)) or "\\" in t or t.count("/") > 1)
+
+
+def require_existing(target: str, *, uri: str) -> None:
+    """Raise one `TomConfigError` naming the resolved path when a local-looking `target` does not exist.
+
+    Called when the model is built, before any SDK import: the `tom_model` fixture
+    turns it into a single usage error before any item runs.
+    """
+    if not looks_local(target):
+        return
+    path = Path(target.strip()).expanduser()
+    if path.exists():
+        return
+    kind = "file" if path.suffix.lower() == ".gguf" else "folder"
+    hint = "; a hub id is NAME or ORG/NAME"
+    if "\\" in target and os.sep != "\\":
+        hint += "; backslashes are not path separators on this system"
+    raise TomConfigError(f"--tom-model {uri}: no such {kind}: {os.path.abspath(path)} (the target is a local path{hint})")
 
 
 # -- cache folders ---------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing
 from pytest_tom.models._gguf import resolve_checkpoint
 from pytest_tom.models._tokenized import (
     TokenizedChat,
@@ -102,6 +102,7 @@ class HFModel(StreamingModel):
         # Tokenizers' thread pool and a later fork (pytester, xdist) do not mix.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.options = dict(spec.options)
+        require_existing(spec.target, uri=uri)  # a missing folder is one usage error, never a hub lookup per item
         try:
             import torch
             import transformers

@@ -21,6 +21,22 @@ date in Retry-After is measured against, default `time.time`) are attributes
 of the model, so tests replace them and assert the waits requested without
 sleeping.
 
+A 200 is an answer only when it holds one: a body that is not a completion
+(a proxy's HTML login page, JSON without `choices[0].message`) is a malformed
+response, retried like a 5xx because it is usually a passing fault of a proxy
+or gateway, and counted in `stats["malformed"]`. A completion with no visible
+text is an error, never an answer (an empty string would be scored as
+unparseable and cached, so the prompt would never be asked again), and is not
+retried: `finish_reason="content_filter"` is the provider refusing this prompt,
+which it will do again (even with partial text the filter, not the model, chose
+what came back); an empty `"length"` completion means the token budget ran out
+before any visible text (a reasoning model spending it on hidden reasoning), and
+an empty `"stop"` one that the model ended at once; with the benchmark's greedy
+settings both repeat on a retry, so retrying would only multiply the calls.
+Errors are never cached, so the next run asks again. They are counted in
+`stats["content_filter"]` and `stats["empty"]`. A `refusal` (structured outputs)
+is the model's own answer and is returned as its text.
+
 The API key is read from the environment (OPENAI_API_KEY or the variable
 named by `api_key_env=`), is refused in the URI, and is scrubbed from every
 error message; it never reaches the fingerprint, the cache or the report.
@@ -29,17 +45,26 @@ error message; it never reaches the fingerprint, the cache or the report.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import os
 import queue
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.models._api import (
+    BadAnswer,
+    Empty,
+    Permanent,
+    Withheld,
+    answer_text,
+    backoff_delay,
+    retry_after_seconds,
+    snippet,
+)
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
 from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
 from pytest_tom.models.base import StreamingModel
@@ -74,45 +99,6 @@ FORBIDDEN = {
     "api_key": "never put an API key in the URI (the URI is written to the report and logs); "
     "export it and name the variable with api_key_env=NAME",
 }
-
-
-class _BadAnswer(Exception):
-    """A 200 response that holds no usable answer (no choices, no text, no logprobs)."""
-
-
-class _Permanent(Exception):
-    """A request that can never succeed against this server; not retried."""
-
-
-def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
-    """The wait after failed attempt `attempt` (0-based) when the server named none.
-
-    `first * 2**attempt`, capped at `cap`, then scaled to 50-100% by `jitter` in
-    [0, 1): clients that failed together do not all retry at the same instant.
-    """
-    return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 
 
 class OpenAIModel(StreamingModel):
@@ -156,7 +142,7 @@ class OpenAIModel(StreamingModel):
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
         self.stats: dict[str, int] = {
             "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
-            "timeouts": 0, "connection_errors": 0, "malformed": 0,
+            "timeouts": 0, "connection_errors": 0, "malformed": 0, "content_filter": 0, "empty": 0,
         }
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
@@ -290,7 +276,11 @@ class OpenAIModel(StreamingModel):
             self._bump("attempts")
             try:
                 response = await self._call(client, request)
-            except _Permanent as exc:
+            except Permanent as exc:
+                if isinstance(exc, Withheld):
+                    self._bump("content_filter")
+                elif isinstance(exc, Empty):
+                    self._bump("empty")
                 message = str(exc)
                 break
             except Exception as exc:
@@ -336,7 +326,7 @@ class OpenAIModel(StreamingModel):
             self._bump("connection_errors")
             cause = exc.__cause__ or exc
             return True, None, f"connection to {self.base_url} failed: {type(cause).__name__}: {cause}"
-        if isinstance(exc, (json.JSONDecodeError, _BadAnswer, oa.APIResponseValidationError)):
+        if isinstance(exc, (json.JSONDecodeError, BadAnswer, oa.APIResponseValidationError)):
             self._bump("malformed")
             return True, None, f"malformed response from {self.base_url}: {exc}"
         return False, None, f"{type(exc).__name__}: {exc}"
@@ -366,20 +356,15 @@ class OpenAIModel(StreamingModel):
         if request.kind == "loglikelihood":
             return await self._loglikelihood(client, request)
         if request.kind != "generate":
-            raise _Permanent(f"unknown request kind {request.kind!r}")
+            raise Permanent(f"unknown request kind {request.kind!r}")
         kw = self.sampling_kwargs(request)
         if self.endpoint == "chat":
-            resp = await client.chat.completions.create(messages=self.chat_messages(request), **kw)
-            if not resp.choices:
-                raise _BadAnswer("no choices in the response")
-            text = resp.choices[0].message.content
+            raw = await client.chat.completions.with_raw_response.create(messages=self.chat_messages(request), **kw)
         else:
-            resp = await client.completions.create(prompt=self.prompt(request), **kw)
-            if not resp.choices:
-                raise _BadAnswer("no choices in the response")
-            text = resp.choices[0].text
-        if text is None:
-            raise _BadAnswer(f"no text in the answer (finish_reason={resp.choices[0].finish_reason!r})")
+            raw = await client.completions.with_raw_response.create(prompt=self.prompt(request), **kw)
+        resp = raw.parse()
+        text = answer_text(resp, endpoint=self.endpoint, content_type=raw.headers.get("content-type", ""),
+                           max_tokens=request.settings.max_new_tokens, source=self.base_url)
         fp = getattr(resp, "system_fingerprint", None)
         if fp:
             with self._lock:
@@ -394,25 +379,30 @@ class OpenAIModel(StreamingModel):
         belongs to a choice when its character span overlaps the choice.
         """
         if self.endpoint != "completions":
-            raise _Permanent(
+            raise Permanent(
                 "loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")
         if not request.choices:
-            raise _Permanent("a loglikelihood request needs at least one choice")
+            raise Permanent("a loglikelihood request needs at least one choice")
         ctx = self.prompt(request)
         prompts = [ctx + c for c in request.choices]
-        resp = await client.completions.create(
+        raw = await client.completions.with_raw_response.create(
             model=self.model_name, prompt=prompts, max_tokens=1, temperature=0.0, echo=True, logprobs=1,
         )
+        resp = raw.parse()
+        if isinstance(resp, (str, bytes)) or not isinstance(getattr(resp, "choices", None), list):
+            got = raw.headers.get("content-type", "").split(";")[0] or "no Content-Type"
+            raise BadAnswer(f"expected JSON with choices[i].logprobs, got {got}"
+                             + (f": {snippet(str(resp))}" if isinstance(resp, str) else ""))
         by_index = {int(c.index): c for c in resp.choices}
         if len(by_index) != len(prompts):
-            raise _BadAnswer(f"{len(by_index)} scored prompts for {len(prompts)} choices")
+            raise BadAnswer(f"{len(by_index)} scored prompts for {len(prompts)} choices")
         sums: list[float] = []
         counts: list[int] = []
         prompt_tokens = 0
         for i, full in enumerate(prompts):
             lp = by_index[i].logprobs
             if lp is None or not lp.token_logprobs or not lp.text_offset:
-                raise _Permanent(f"{self.base_url} returned no prompt logprobs; it cannot score log-likelihood requests")
+                raise Permanent(f"{self.base_url} returned no prompt logprobs; it cannot score log-likelihood requests")
             offsets = list(lp.text_offset)
             total, n = 0.0, 0
             for j, value in enumerate(lp.token_logprobs):
@@ -422,13 +412,13 @@ class OpenAIModel(StreamingModel):
                     break  # the generated token after the echoed prompt
                 if end > len(ctx):
                     if value is None:
-                        raise _BadAnswer(f"no log-probability for choice {i}'s token at offset {start}")
+                        raise BadAnswer(f"no log-probability for choice {i}'s token at offset {start}")
                     total += float(value)
                     n += 1
                 elif i == 0:
                     prompt_tokens += 1
             if n == 0:
-                raise _Permanent(f"choice {i} ({request.choices[i]!r}) covers no token")
+                raise Permanent(f"choice {i} ({request.choices[i]!r}) covers no token")
             sums.append(total)
             counts.append(n)
         spend = {k: v for k, v in _usage(resp).items() if k != "prompt_tokens"}

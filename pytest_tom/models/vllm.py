@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -155,6 +155,9 @@ class VLLMModel(StreamingModel):
         self.options = o
         if not spec.target:
             raise TomConfigError("--tom-model vllm:PATH_OR_ID needs a model folder or hub id")
+        require_existing(spec.target, uri=uri)  # before the vLLM import: a missing folder is one usage error
+        if o["tokenizer"]:
+            require_existing(str(o["tokenizer"]), uri=uri)
         try:
             import vllm
         except ImportError as exc:

@@ -135,10 +135,16 @@ class _TomItem(pytest.Function):
             super().setup()
 
     def _ensure(self, keys: list[str]) -> None:
+        tom = tom_session(self.config)
         try:
-            tom_session(self.config).planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"])
+            tom.planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"])
         except TomConfigError as exc:
-            _exit_on_config_error(exc)
+            if tom.worker is None:
+                _exit_on_config_error(exc)
+            # pytest.exit on an xdist worker reads as a crash (INTERNALERROR on the controller); a stop
+            # request is what xdist hands on: this item shows the message once and the whole run stops.
+            self.session.shouldstop = f"pytest-tom: {exc}"
+            raise
 
 
 class QuestionItem(_TomItem):

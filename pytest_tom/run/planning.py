@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_tom.engine import Engine, ProgressCallback, ResponseCache
+from pytest_tom.engine import Engine, ProgressCallback, ResponseCache, error_record
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.base import Program
 from pytest_tom.models import as_model
 from pytest_tom.models.base import Model
 from pytest_tom.models.embedding import make_scoring_model
@@ -81,14 +83,37 @@ class Planner:
 
     # -- planning ----------------------------------------------------------------------------------------
     def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
-        """Make sure `keys` have records, answering the planning unit of each missing one in one engine run."""
+        """Make sure `keys` have records, answering the planning unit of each missing one in one engine run.
+
+        Whatever happens, every question of the unit has a record afterwards, so a
+        failure is recorded once and never re-planned (and re-sent) by each later
+        item: a program that cannot be built is an ERROR for its question, and an
+        exception out of the engine run is an ERROR for each question of the unit.
+        Only a `TomConfigError` (a damaged cache, say) escapes: the run layer
+        stops the run once with it.
+        """
         missing = [k for k in keys if k not in self.results]
         if not missing:
             return
         engine = self.engine or self._start(model())
         unit = self._unit(missing, items)
-        programs = {it.tom_key: (it.sample, it.suite.benchmark.program(it.sample)) for it in unit}
-        fresh = engine.run(programs)
+        programs: dict[str, tuple[Sample[Any], Program]] = {}
+        fresh: dict[str, Record] = {}
+        for it in unit:
+            try:
+                programs[it.tom_key] = (it.sample, it.suite.benchmark.program(it.sample))
+            except Exception as exc:  # noqa: BLE001 - one benchmark bug costs one question
+                fresh[it.tom_key] = error_record(
+                    it.sample, f"{it.sample.benchmark} could not build the program of {it.sample.id}: "
+                               f"{type(exc).__name__}: {exc}")
+        try:
+            fresh.update(engine.run(programs))
+        except TomConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - recorded for the unit, never retried per item
+            message = f"pytest-tom's engine failed while answering this question: {type(exc).__name__}: {exc}"
+            for key, (sample, _) in programs.items():
+                fresh.setdefault(key, error_record(sample, message))
         for key, record in fresh.items():
             self.results[key] = record
             if record.outcome is Outcome.ERROR:

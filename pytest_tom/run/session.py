@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
 from pytest_tom.models import SchemeRegistry, as_model
 from pytest_tom.models.base import Model
-from pytest_tom.options import TomOptions
+from pytest_tom.options import TomOptions, report_path_problem
 from pytest_tom.record import Verdict
 from pytest_tom.run.planning import Planner
 from pytest_tom.run.progress import Progress
@@ -45,8 +46,14 @@ class TomSession:
         self.records = RunRecords(registry)
         self._selected: set[str] | None = None
         self._report: dict[str, Any] | None = None
+        self._gathered = False
         self.derived_specs: list[DerivedSpec] = []
         """On the xdist controller: the derived items the workers handed over."""
+        self.collection_order: list[str] = []
+        """On the xdist controller: the node ids as a worker collected them, so the report lists
+        records in collection order as one process does, not in the order workers finished."""
+        self.problems: list[str] = []
+        """Lines the run's end must show (the report not written, the cache not closed)."""
 
     @property
     def active(self) -> bool:
@@ -146,29 +153,68 @@ class TomSession:
     # -- output ------------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
-            if self.worker is None and not self.is_controller:
-                self.records.suites.update(self.suites.info())
-                engine = self.planner.engine
-                self.records.add_engine(engine.stats.to_dict() if engine else None,
-                                        {k: r.to_dict() for k, r in engine.responses.items()} if engine else None,
-                                        self.planner.describe_model())
+            if not self._gathered:
+                self._gathered = True  # once, even if building the report below raises and is retried
+                if self.worker is None and not self.is_controller:
+                    self.records.suites.update(self.suites.info())
+                    engine = self.planner.engine
+                    self.records.add_engine(engine.stats.to_dict() if engine else None,
+                                            {k: r.to_dict() for k, r in engine.responses.items()} if engine else None,
+                                            self.planner.describe_model())
+                else:
+                    self._in_collection_order()
             self._report = self.records.report()
         return self._report
 
+    def _in_collection_order(self) -> None:
+        """Order the controller's records as the workers collected them (they arrive as workers finish)."""
+        if not self.collection_order:
+            return
+        position = {nodeid: i for i, nodeid in enumerate(self.collection_order)}
+        last = len(position)
+        self.records.items = dict(sorted(self.records.items.items(), key=lambda kv: position.get(kv[0], last)))
+        self.records.derived = dict(sorted(self.records.derived.items(), key=lambda kv: position.get(kv[0], last)))
+
     def summary_lines(self) -> list[str]:
+        """The summary's lines; never raises, so a bug in building them cannot take the test results with it."""
         from pytest_tom.summary import summary_lines
 
-        report = self.report()
-        return summary_lines(report, self.records.benchmark) if report else []
+        try:
+            report = self.report()
+            return summary_lines(report, self.records.benchmark) if report else []
+        except Exception as exc:  # noqa: BLE001 - the rest of the terminal output must still print
+            return [f"pytest-tom: the summary could not be built: {type(exc).__name__}: {exc}"]
 
-    def finish(self) -> None:
-        if self.options.report is None:
-            return
+    def finish(self) -> str | None:
+        """Write the report if one was asked for; None, or the one line saying why it was not written.
+
+        Never raises: the terminal summary and the final counts come after this
+        hook, and a traceback here would take them with it.
+        """
+        path = self.options.report
+        if path is None:
+            return None
         from pytest_tom.report import write_report
 
-        report = self.report()
-        if report is not None:
-            write_report(self.options.report, report)
+        try:
+            report = self.report()
+            if report is None:
+                return None
+            write_report(path, report)
+        except Exception as exc:  # noqa: BLE001 - disk full, a race on the path, a metric that breaks JSON
+            return f"pytest-tom: ERROR: the report was not written to {path}: {_why_not_written(path, exc)}"
+        return None
 
     def failed_derived(self) -> int:
         return sum(1 for d in self.records.derived.values() if d.verdict is Verdict.FAILED)
+
+
+def _why_not_written(path: Path, exc: Exception) -> str:
+    """The reason in words: what is wrong with the path now if anything (it was fine at configure time), else the error."""
+    if not isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc}"
+    problem = report_path_problem(path)
+    if problem is not None:
+        return problem
+    where = f" ({exc.filename})" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -89,10 +90,29 @@ def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> 
 
 
 def after_loop(session: pytest.Session, tom: TomSession) -> None:
+    """On the xdist controller, judge the derived items; a bug there fails the run in one line, not an INTERNALERROR.
+
+    Uncaught, an exception from a rule would end the session as an internal error
+    and take the summary with it; here it counts as a failure and is shown after
+    the summary. (Catching it per derived item, as one process does, belongs in `run.controller`.)
+    """
     if tom.is_controller:
         from pytest_tom.run.controller import judge_derived
 
-        judge_derived(session.config, session, tom)
+        try:
+            judge_derived(session.config, session, tom)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            session.testsfailed += 1
+            tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, those "
+                                f"not reported above were not judged: {type(exc).__name__}: {exc}")
+
+
+REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
+"""The exit status of a run that passed but whose --tom-report could not be written (a run
+that failed keeps its own status): CI must not see such a run as green."""
+
+_SUMMARY_CODES = frozenset({0, 1, 2, 4, 5, 6})
+"""Exit statuses after which pytest calls pytest_terminal_summary (see _pytest.terminal)."""
 
 
 def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
@@ -103,14 +123,43 @@ def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
         terminalreporter.write_sep("=", "pytest-tom summary")
         for line in lines:
             terminalreporter.write_line(line)
+    for problem in tom.problems:
+        terminalreporter.write_line(problem, red=True, bold=True)
+    tom.problems.clear()
 
 
 def finish(tom: TomSession) -> None:
-    tom.close()
+    """Close the engine, then publish (xdist worker) or write the report; never raises.
+
+    This runs inside pytest's sessionfinish, before the terminal summary: an
+    exception here would lose the summary table and the final counts. A problem
+    becomes one line, shown after the summary table (or at once when no summary
+    follows), and a report that could not be written makes a passing run exit
+    with `REPORT_NOT_WRITTEN`.
+    """
+    try:
+        tom.close()
+    except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
+        tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
+                            f"{type(exc).__name__}: {exc}")
     if tom.worker is not None:
         tom.publish()
-    else:
-        tom.finish()
+        return
+    problem = tom.finish()
+    session = tom.config.pluginmanager.get_plugin("session")
+    status = getattr(session, "exitstatus", None)
+    if problem is not None:
+        tom.problems.append(problem)
+        if session is not None and status == pytest.ExitCode.OK:
+            session.exitstatus = REPORT_NOT_WRITTEN
+    reporter = tom.config.pluginmanager.get_plugin("terminalreporter")
+    if tom.problems and (reporter is None or status not in _SUMMARY_CODES):
+        for line in tom.problems:
+            if reporter is not None:
+                reporter.write_line(line, red=True, bold=True)
+            else:
+                sys.stderr.write(line + "\n")
+        tom.problems.clear()
 
 
 class XdistController:
@@ -124,6 +173,11 @@ class XdistController:
         if config.getoption("dist") != "load":
             return None
         return make_scheduler(config, log, self.tom.registry.names())
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Keep the collection order (every worker collects the same), for the report's record order."""
+        if not self.tom.collection_order:
+            self.tom.collection_order = list(ids)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         """Take in the worker's records metadata, engine statistics and derived definitions."""

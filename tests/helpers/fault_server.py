@@ -2,8 +2,10 @@
 
 It speaks enough of `/v1/chat/completions` and `/v1/completions` for the
 official `openai` client, and a policy decides per request what happens:
-a normal answer, an HTTP error with headers such as Retry-After, a dropped
-connection, malformed JSON, or a hold: the request waits, in flight, until the
+a normal answer, an answer with a chosen finish_reason (an empty or null
+content, as a content filter sends), an HTTP error with headers such as
+Retry-After, a dropped connection, malformed JSON, any raw body with any
+content type (a proxy's HTML login page), or a hold: the request waits, in flight, until the
 test calls `release()` (or the server stops). Holds replace sleeps: a test
 decides when an answer comes, so nothing depends on how fast the machine is.
 Every request is recorded in arrival order (body, headers, attempt number) so
@@ -28,12 +30,15 @@ class Action:
     """What the server does with one request."""
 
     kind: str = "ok"
-    """ok | status | drop | malformed."""
+    """ok | finish | status | raw | drop | malformed."""
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: str | None = None
     text: str | None = None
-    """For ok: the answer text (default: the server's `answer` function)."""
+    """For ok: the answer text (default: the server's `answer` function); for finish: the content, None sends null."""
+    finish_reason: str = "stop"
+    content_type: str = "application/json"
+    """For status and raw: the Content-Type of `body`."""
     hold: bool = False
     """Keep the request in flight until `FaultServer.release()`, then act."""
 
@@ -52,8 +57,26 @@ def status(
     return Action(kind="status", status=code, headers=all_headers, body=body)
 
 
+def finish(text: str | None, reason: str = "stop") -> Action:
+    """A 200 completion whose content is exactly `text` (None: JSON null) with this finish_reason."""
+    return Action(kind="finish", text=text, finish_reason=reason)
+
+
+def raw(body: str, *, content_type: str = "application/json", code: int = 200) -> Action:
+    """Send `body` as it is, e.g. an HTML page where JSON was expected."""
+    return Action(kind="raw", status=code, body=body, content_type=content_type)
+
+
 DROP = Action(kind="drop")
 MALFORMED = Action(kind="malformed")
+CONTENT_FILTERED = finish(None, "content_filter")
+"""What Azure OpenAI and others send when their content filter withholds an answer."""
+LOGIN_PAGE = raw("<!DOCTYPE html>\n<html><head><title>Sign in - Corporate Proxy</title></head>"
+                 "<body><form action='/login'>...</form></body></html>", content_type="text/html; charset=utf-8")
+"""A proxy's login page served with 200 where the API's JSON was expected."""
+NO_MESSAGE = raw('{"id": "x", "object": "chat.completion", "model": "fake", '
+                 '"choices": [{"index": 0, "finish_reason": "stop"}]}')
+"""Valid JSON whose only choice has no `message`."""
 
 HOLD_LIMIT_S = 20.0
 """A held request that nobody releases answers after this long, so a broken test fails instead of hanging."""
@@ -153,9 +176,9 @@ class FaultServer:
             self.received.append(probe)
             return probe
 
-    def completion_body(self, req: Received, text: str) -> dict[str, Any]:
+    def completion_body(self, req: Received, text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
         prompt_tokens = len(req.prompt.split())
-        completion_tokens = len(text.split())
+        completion_tokens = len((text or "").split())
         total = prompt_tokens + completion_tokens
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": total}
         model = req.body.get("model", "fake")
@@ -163,23 +186,25 @@ class FaultServer:
             return {
                 "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
                 "system_fingerprint": "fp_fault",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}],
                 "usage": usage,
             }
         prompts = req.body.get("prompt", "")
         prompts = prompts if isinstance(prompts, list) else [prompts]
-        choices = [self._completion_choice(i, str(p), text, req.body) for i, p in enumerate(prompts)]
+        choices = [self._completion_choice(i, str(p), text, req.body, finish_reason) for i, p in enumerate(prompts)]
         return {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()), "model": model,
                 "choices": choices, "usage": usage}
 
     @staticmethod
-    def _completion_choice(index: int, prompt: str, text: str, body: dict[str, Any]) -> dict[str, Any]:
-        choice: dict[str, Any] = {"index": index, "text": text, "finish_reason": "stop", "logprobs": None}
+    def _completion_choice(
+        index: int, prompt: str, text: str | None, body: dict[str, Any], finish_reason: str = "stop"
+    ) -> dict[str, Any]:
+        choice: dict[str, Any] = {"index": index, "text": text, "finish_reason": finish_reason, "logprobs": None}
         if body.get("echo") and body.get("logprobs") is not None:
             # One "token" per character, then one generated token; the first prompt token has no
             # log-probability, as real servers report.
             tokens = [*prompt, text]
-            choice["text"] = prompt + text
+            choice["text"] = prompt + (text or "")
             choice["logprobs"] = {
                 "tokens": tokens,
                 "token_logprobs": [None] + [fake_logprob(c) for c in prompt[1:]] + [-0.01],
@@ -197,9 +222,11 @@ class FaultServer:
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 
-            def _send(self, code: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, code: int, payload: bytes, headers: dict[str, str] | None = None, content_type: str = "application/json"
+            ) -> None:
                 self.send_response(code)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
@@ -241,10 +268,17 @@ class FaultServer:
                     if action.kind == "status":
                         payload = action.body if action.body is not None else json.dumps(
                             {"error": {"message": f"injected {action.status}", "type": "fault"}})
-                        self._send(action.status, payload.encode(), action.headers)
+                        self._send(action.status, payload.encode(), action.headers, action.content_type)
                         return
-                    text = action.text if action.text is not None else outer.answer(req.prompt)
-                    self._send(200, json.dumps(outer.completion_body(req, text)).encode(), action.headers)
+                    if action.kind == "raw":
+                        self._send(action.status, (action.body or "").encode(), action.headers, action.content_type)
+                        return
+                    if action.kind == "finish":
+                        body = outer.completion_body(req, action.text, action.finish_reason)
+                    else:
+                        text = action.text if action.text is not None else outer.answer(req.prompt)
+                        body = outer.completion_body(req, text)
+                    self._send(200, json.dumps(body).encode(), action.headers)
                     with outer._lock:
                         outer.answered += 1
                 except (BrokenPipeError, ConnectionResetError):

@@ -71,7 +71,7 @@ def _args(fixtures_dir: Path, report: str, *extra: str) -> list[str]:
     # step of a 135M model costs about a second per batch on a 2-core CI machine.
     return [
         "--tom-model=hf:smollm2", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-tombench-tries=1",
-        "--tom-tombench-languages=en", "--tom-tombench-max-new-tokens=12", "-p", "no:cacheprovider", f"--tom-report={report}",
+        "--tom-tombench-partial=true", "--tom-tombench-languages=en", "--tom-tombench-max-new-tokens=12", "-p", "no:cacheprovider", f"--tom-report={report}",
         *extra,
     ]
 

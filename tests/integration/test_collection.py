@@ -63,8 +63,8 @@ def test_module_suites_carry_their_own_settings(pytester: pytest.Pytester, fixtu
     pytester.makepyfile(
         test_tom=f"""
         import pytest_tom
-        quick = pytest_tom.suite("tombench", languages="en", tries=1, data_dir={str(fixtures_dir)!r})
-        both = pytest_tom.suite("tombench", prompt="cot", data_dir={str(fixtures_dir)!r})
+        quick = pytest_tom.suite("tombench", languages="en", tries=1, data_dir={str(fixtures_dir)!r}, partial=True)
+        both = pytest_tom.suite("tombench", prompt="cot", data_dir={str(fixtures_dir)!r}, partial=True)
         """
     )
     result = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
@@ -75,7 +75,8 @@ def test_module_suites_carry_their_own_settings(pytester: pytest.Pytester, fixtu
 
 
 def test_ini_options_work_like_flags(pytester: pytest.Pytester, fixtures_dir: Path) -> None:
-    pytester.makeini(f"[pytest]\ntom_benchmark = tombench\ntom_data_dir = {fixtures_dir}\ntom_tombench_languages = zh\n")
+    pytester.makeini(f"[pytest]\ntom_benchmark = tombench\ntom_data_dir = {fixtures_dir}\ntom_tombench_languages = zh\n"
+                     "tom_tombench_partial = true\n")
     assert len(_ids(pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider"))) == 21 + 5
 
 
@@ -96,8 +97,8 @@ def test_cli_items_are_addressable_by_node_id(pytester: pytest.Pytester, tom_arg
     result = pytester.runpytest(*tom_args, "--collect-only", "-q", *ids)
     assert _ids(result) == ["tombench::tombench[en-false_belief_task-0001]", "tombench::tombench_coherence[en-false_belief_task-story002]",
                             "tombench::tombench[zh-hidden_emotions-0002]"]
-    bare = pytester.runpytest(f"--tom-data-dir={tom_args[1].split('=', 1)[1]}", "-p", "no:cacheprovider", "--collect-only", "-q",
-                              "tombench")
+    bare = pytester.runpytest(f"--tom-data-dir={tom_args[1].split('=', 1)[1]}", "--tom-tombench-partial=true", "-p",
+                              "no:cacheprovider", "--collect-only", "-q", "tombench")
     assert len(_ids(bare)) == 42 + 10
 
 

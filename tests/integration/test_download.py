@@ -18,8 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import download_verified, extract_file, fetch_archive, fetch_pinned, sha256_file
+from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.fetch import (
+    LIMITS,
+    MANIFEST,
+    Limits,
+    check_extracted,
+    check_pinned,
+    download_verified,
+    extract_file,
+    fetch_archive,
+    fetch_pinned,
+    parse_pins,
+    read_pins,
+    sha256_file,
+)
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -228,7 +241,8 @@ def test_an_archive_is_downloaded_checked_and_only_its_data_file_written(serve: 
     url = serve(root) + "fantom.tar.gz"
     got = fetch_archive(url, digest, "fantom_v1.json", dest)
     assert got == dest / "fantom_v1.json" and got.read_bytes() == DATA
-    assert sorted(p.name for p in dest.iterdir()) == ["fantom_v1.json"]  # nothing else written, no temp left
+    # nothing else written, no temp left; the manifest records the extracted file's sha256 for later re-checks
+    assert sorted(p.name for p in dest.iterdir()) == [MANIFEST, "fantom_v1.json"]
     (root / "fantom.tar.gz").unlink()
     _Handler.requests_seen.clear()
     assert fetch_archive(url, digest, "fantom_v1.json", dest) == got  # second call: no download
@@ -331,19 +345,19 @@ def test_extraction_replaces_the_target_whole(tmp_path: Path) -> None:
 def test_tom_download_fetches_into_the_cache_and_later_runs_reuse_it(
     pytester: pytest.Pytester, fixtures_dir: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import pytest_tom.evals.tombench as tombench
-
     data = fixtures_dir / "tombench" / "data"
-    monkeypatch.setattr(tombench, "OFFICIAL_SHA256", {p.name: sha(p.read_bytes()) for p in data.glob("*.jsonl")})
+    pins = {p.name: sha(p.read_bytes()) for p in data.glob("*.jsonl")}
+    manifest = tmp_path / "SHA256SUMS"  # the fixtures as a mirror's own release, pinned by a sha256sum manifest
+    manifest.write_text("".join(f"{digest}  data/{name}\n" for name, digest in pins.items()), encoding="utf-8")
     url = serve(fixtures_dir / "tombench")
     empty = tmp_path / "nothing-here"
     empty.mkdir()
     args = ["--tom-benchmark=tombench", f"--tom-data-dir={empty}", f"--tom-cache-dir={tmp_path / 'cache'}",
-            "--collect-only", "-q", "-p", "no:cacheprovider"]
+            f"--tom-tombench-sha256={manifest}", "--collect-only", "-q", "-p", "no:cacheprovider"]
     result = pytester.runpytest(*args, "--tom-download", f"--tom-tombench-source-url={url}")
     result.stdout.fnmatch_lines(["*52 tests collected*"])
-    cached = tmp_path / "cache" / "data" / "tombench" / tombench.OFFICIAL_REVISION / "data"
-    assert sorted(p.name for p in cached.glob("*.jsonl")) == sorted(tombench.OFFICIAL_SHA256)
+    [cached] = (tmp_path / "cache" / "data" / "tombench").glob("sha256-*/data")  # not the pinned revision's folder
+    assert sorted(p.name for p in cached.glob("*.jsonl")) == sorted(pins)
     _Handler.requests_seen.clear()
     again = pytester.runpytest(*args)
     again.stdout.fnmatch_lines(["*52 tests collected*"])
@@ -356,3 +370,102 @@ def test_the_real_tombench_release_matches_the_pinned_checksums(real_data_dir: P
 
     dest = fetch_pinned(serve(real_data_dir / "tombench") + "data/", OFFICIAL_SHA256, tmp_path / "cache")
     assert sorted(p.name for p in dest.iterdir()) == sorted(OFFICIAL_SHA256)
+
+
+# -- limits, manifests and checksum settings (issue 8) ------------------------------------------------------------------
+
+
+class _Clock:
+    """A fake monotonic clock: each reading advances it by `step` seconds."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_a_download_stops_at_its_deadline_and_its_size_cap(serve: Serve, release: Release, tmp_path: Path) -> None:
+    root, pins = release
+    url = serve(root) + "data/Hidden%20Emotions.jsonl"
+    tmp, target = tmp_path / "part", tmp_path / "target"
+    # the clock moves 1 s per reading: the second read is past a 1.5 s deadline, whatever the machine's speed
+    with pytest.raises(TomDataError, match=r"took longer than its deadline of 1.5 s \(900 bytes received\)"):
+        download_verified(url, pins["Hidden Emotions.jsonl"], tmp, target, clock=_Clock(1.0),
+                          limits=Limits(deadline_s=1.5, max_bytes=1 << 20, timeout_s=5))
+    with pytest.raises(TomDataError, match="announces 900 bytes, over the cap of 899 bytes"):
+        download_verified(url, pins["Hidden Emotions.jsonl"], tmp, target, limits=Limits(max_bytes=899))
+    # a file:// response counts what it reads too (no server to announce a size)
+    file_url = (root / "data" / "Hidden Emotions.jsonl").as_uri()
+    download_verified(file_url, pins["Hidden Emotions.jsonl"], tmp, target, limits=Limits(max_bytes=900))
+    assert tmp.read_bytes() == FILES["Hidden Emotions.jsonl"]
+
+
+def test_the_default_limits_leave_the_real_releases_ample_room() -> None:
+    assert LIMITS.max_bytes >= 256 << 20 and LIMITS.deadline_s >= 600 and LIMITS.max_expanded >= 256 << 20
+    assert LIMITS.max_expanded < 512 << 20  # the issue's archive bomb (522 KB expanding to 512 MiB) is refused
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_an_archive_expanding_past_the_cap_is_refused_before_writing(tmp_path: Path, kind: str) -> None:
+    members = {"fantom/README": b"r" * 100, "fantom/fantom_v1.json": b"\0" * 5000}
+    archive = tmp_path / f"bomb.{kind}"
+    if kind == "tar":
+        make_tar(archive, members)
+    else:
+        make_zip(archive, members)
+    out = tmp_path / "out"
+    with pytest.raises(TomDataError, match="refusing to extract: the archive expands to more than 5100 bytes, over the cap of 4096"):
+        extract_file(archive, "fantom_v1.json", out, limits=Limits(max_expanded=4096))
+    assert list(out.iterdir()) == []
+    assert extract_file(archive, "fantom_v1.json", out, limits=Limits(max_expanded=5100)).stat().st_size == 5000
+
+
+def test_a_damaged_extracted_copy_is_refused_then_fetched_again(serve: Serve, tmp_path: Path) -> None:
+    root = tmp_path / "mirror"
+    root.mkdir()
+    digest = make_tar(root / "fantom.tar.gz", {"fantom/fantom_v1.json": DATA})
+    url, dest = serve(root) + "fantom.tar.gz", tmp_path / "cache"
+    got = fetch_archive(url, digest, "fantom_v1.json", dest)
+    assert check_extracted(dest, "fantom_v1.json", digest) == got
+    got.write_bytes(DATA.replace(b"x", b"y"))
+    with pytest.raises(TomDataError, match=r"no longer matches the sha256 recorded when it was verified .*--tom-download"):
+        check_extracted(dest, "fantom_v1.json", digest)
+    with pytest.raises(TomDataError, match=f"comes from archive sha256 {digest}, not the expected {'1' * 64}"):
+        check_extracted(dest, "fantom_v1.json", "1" * 64)
+    _Handler.requests_seen.clear()
+    assert fetch_archive(url, digest, "fantom_v1.json", dest).read_bytes() == DATA  # re-fetched, one request
+    assert _Handler.requests_seen == ["/fantom.tar.gz"]
+    (dest / MANIFEST).unlink()
+    with pytest.raises(TomDataError, match="no readable record of a verified download"):
+        check_extracted(dest, "fantom_v1.json", digest)
+
+
+def test_check_pinned_names_a_missing_or_damaged_cached_file(release: Release, tmp_path: Path) -> None:
+    root, pins = release
+    folder = root / "data"
+    check_pinned(folder, pins)
+    (folder / "Hidden Emotions.jsonl").write_bytes(b"changed")
+    with pytest.raises(TomDataError, match=r"Hidden Emotions.jsonl: this downloaded copy no longer matches its pinned sha256"):
+        check_pinned(folder, pins)
+    (folder / "False Belief Task.jsonl").unlink()
+    with pytest.raises(TomDataError, match=r"the download cache is incomplete: 'False Belief Task.jsonl' missing"):
+        check_pinned(folder, pins)
+
+
+def test_checksum_settings_parse_lists_and_sha256sum_manifests(tmp_path: Path) -> None:
+    a, b = "a" * 64, "B" * 64
+    assert parse_pins(f"x.jsonl={a}, Hidden Emotions.jsonl = {b}") == {"x.jsonl": a, "Hidden Emotions.jsonl": b.lower()}
+    for bad, why in [("x.jsonl", "expected 'file name=sha256'"), (f"x.jsonl={a},x.jsonl={a}", "given twice"),
+                     ("x.jsonl=123", "64 hex digits"), (",", "no 'file name=sha256'")]:
+        with pytest.raises(TomConfigError, match=why):
+            parse_pins(bad)
+    manifest = tmp_path / "SHA256SUMS"
+    manifest.write_text(f"# ToMBench mirror\n{a}  data/False Belief Task.jsonl\n{b} *Hidden Emotions.jsonl\n\n")
+    assert read_pins(manifest) == {"False Belief Task.jsonl": a, "Hidden Emotions.jsonl": b.lower()}
+    manifest.write_text(f"{a}  one.jsonl\nnot a checksum line\n")
+    with pytest.raises(TomDataError, match="SHA256SUMS, record line 2: expected '<sha256>  <file name>'"):
+        read_pins(manifest)
+    with pytest.raises(TomDataError, match="cannot read the checksum manifest"):
+        read_pins(tmp_path / "absent")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,6 +13,7 @@ import pytest
 
 import pytest_tom.engine.engine as engine_module
 from pytest_tom.engine import Engine, ResponseCache
+from pytest_tom.errors import TomCacheWarning
 from pytest_tom.evals.base import Program
 from pytest_tom.models.base import Model
 from pytest_tom.record import Outcome, Record
@@ -316,6 +319,62 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert all(r.outcome is Outcome.CORRECT for r in results.values())
 
 
+SIGTERM_SCRIPT = """
+import os, signal, sys, time
+from pathlib import Path
+from pytest_tom.engine import Engine, ResponseCache
+from pytest_tom.models.base import Model
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import GenerationSettings, Message, Request, Response
+from pytest_tom.sample import Sample, Story
+
+cache = ResponseCache(Path(sys.argv[1]))
+write = cache._write
+
+def slow_write(items):
+    time.sleep(0.05)  # a slow disk: answers queue up behind the commit in progress
+    return write(items)
+
+cache._write = slow_write
+
+class Killed(Model):
+    batch_size = 1
+    calls = 0
+
+    def fingerprint(self):
+        return "killed"
+
+    def generate(self, requests):
+        self.calls += 1
+        if self.calls == 6:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        return [Response(text="x") for _ in requests]
+
+def program(i):
+    yield [Request(messages=(Message("user", f"p{i}"),), settings=GenerationSettings(max_new_tokens=8))]
+    return Record("t", str(i), Outcome.CORRECT, {})
+
+sample = Sample(benchmark="t", id="x", context=Story("s"), question="q", choices=(), gold="g", characters=(),
+                facets={}, marks=(), extra=None)
+Engine(Killed(), cache).run({str(i): (sample, program(i)) for i in range(10)})
+print("the run went on after SIGTERM")
+"""
+
+
+def test_sigterm_ends_the_run_after_the_cache_has_every_answer(tmp_path: Path) -> None:
+    """SIGTERM (a CI timeout) still kills the process, but only once the writer thread has written
+    every answer the engine received, however slow the disk."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", SIGTERM_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == -15, done.stdout + done.stderr
+    assert "went on" not in done.stdout
+    assert len(ResponseCache(tmp_path)) == 5
+
+
 def test_a_crashing_backend_keeps_what_it_answered(tmp_path: Path) -> None:
     class Crashy(EchoModel):
         def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
@@ -328,6 +387,37 @@ def test_a_crashing_backend_keeps_what_it_answered(tmp_path: Path) -> None:
     assert results["b"].outcome is Outcome.ERROR
     assert "backend crashed: RuntimeError: segfault in the kernel" in results["b"].message
     assert len(cache) == 1
+
+
+def test_a_backend_answering_with_text_instead_of_responses_errors_each_request_once() -> None:
+    class Strings(EchoModel):
+        def generate(self, requests: Sequence[Request]) -> list[Response]:
+            super().generate(requests)
+            return ["[[B]]" for _ in requests]  # type: ignore[misc]
+
+    model = Strings()
+    engine = Engine(model)
+    results = engine.run({f"q{i}": single(f"q{i}", f"p{i}") for i in range(5)})
+    assert len(model.seen) == 5
+    assert {r.message for r in results.values()} == {
+        "model error: the backend answered with a str, not a pytest_tom.Response"}
+    assert engine.stats.errors == 5
+
+
+def test_a_cache_that_cannot_be_written_never_makes_the_engine_ask_twice(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache._conn.close()
+    cache._conn = sqlite3.connect(f"{cache.path.as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                  check_same_thread=False)
+    model = EchoModel()
+    engine = Engine(model, cache)
+    with pytest.warns(TomCacheWarning) as caught:
+        first = engine.run({"a": single("a", "x"), "b": single("b", "y")})
+        second = engine.run({"c": single("c", "x"), "d": single("d", "z")})
+    assert len(caught) == 1
+    assert sorted(model.seen) == ["x", "y", "z"]
+    assert all(r.outcome is Outcome.CORRECT for r in [*first.values(), *second.values()])
+    assert engine.stats.cache_hits == 1 and len(cache) == 0
 
 
 def test_no_cache_still_answers() -> None:
@@ -384,9 +474,7 @@ def test_progress_reports_each_flush_of_a_wave(frozen_clock: list[float]) -> Non
     assert calls == [(0, 600), (256, 600), (512, 600), (600, 600)]
 
 
-def test_answers_are_stored_as_time_passes(frozen_clock: list[float], tmp_path: Path) -> None:
-    stored: list[int] = []
-
+def test_progress_is_reported_as_time_passes(frozen_clock: list[float], tmp_path: Path) -> None:
     class Ticking(EchoModel):
         def generate(self, requests: Sequence[Request]) -> list[Response]:
             frozen_clock[0] += 1.0  # each batch takes a (fake) second
@@ -394,12 +482,33 @@ def test_answers_are_stored_as_time_passes(frozen_clock: list[float], tmp_path: 
 
     cache = ResponseCache(tmp_path)
     calls: list[tuple[int, int]] = []
-    engine = Engine(Ticking(), cache, progress=lambda done, total: (calls.append((done, total)), stored.append(len(cache))))
+    engine = Engine(Ticking(), cache, progress=lambda done, total: calls.append((done, total)))
     engine.run({f"q{i}": single(f"q{i}", f"p{i}") for i in range(6)})
-    # batches of 2 arrive a second apart: the first answer of each batch crosses the 0.5 s mark and flushes
+    # batches of 2 arrive a second apart: the first answer of each batch crosses the 0.5 s mark
     assert calls == [(0, 6), (1, 6), (3, 6), (5, 6), (6, 6)]
-    assert stored == [0, 1, 3, 5, 6]
+    assert len(cache) == 6
     assert engine.stats.model_seconds == 3.0
+
+
+def test_each_answer_is_stored_while_the_model_works_on_the_next(tmp_path: Path) -> None:
+    """No flush and no timer: the writer thread commits an answer while the model computes the next one,
+    so a run killed in the middle of a request has every earlier answer on disk."""
+    cache = ResponseCache(tmp_path)
+    stored_when_asked: list[int] = []
+
+    class Watching(EchoModel):
+        batch_size = 1
+
+        def generate(self, requests: Sequence[Request]) -> list[Response]:
+            deadline = time.monotonic() + 30
+            while len(cache) < len(self.seen) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            stored_when_asked.append(len(cache))
+            return super().generate(requests)
+
+    Engine(Watching(), cache).run({f"q{i}": single(f"q{i}", f"p{i}") for i in range(6)})
+    assert stored_when_asked == [0, 1, 2, 3, 4, 5]
+    assert len(cache) == 6
 
 
 def test_cache_hits_make_no_progress_calls(tmp_path: Path) -> None:

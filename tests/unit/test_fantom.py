@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_tom import fetch
 from pytest_tom.derived import Derived, evaluate
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDataError, TomDependencyError
@@ -731,6 +732,18 @@ def write_sets(tmp_path: Path, mutate: Any) -> Path:
         (lambda d: d[0].update(beliefQAs={}), r"field 'beliefQAs'.*expected a list"),
         (lambda d: d[0].pop("factQA"), r"field 'factQA'.*expected an object"),
         (lambda d: d.__setitem__(1, 7), r"record #1: expected an object"),
+        # every nested field carries its full path, and a value of the wrong type says so
+        (lambda d: d[3]["beliefQAs"][0].update(correct_answer=5),
+         r"record #3 \(set_id 1-0-1\), field 'beliefQAs\[0\].correct_answer': wrong type: expected text, got int 5"),
+        (lambda d: d[0]["beliefQAs"][2].pop("wrong_answer"), r"field 'beliefQAs\[2\].wrong_answer': missing or empty text"),
+        (lambda d: d[0]["beliefQAs"][1].update(tom_type=["first-order"]), r"field 'beliefQAs\[1\].tom_type': wrong type"),
+        (lambda d: d[0]["beliefQAs"][0].update(question=""), r"field 'beliefQAs\[0\].question': missing or empty text"),
+        (lambda d: d[1]["infoAccessibilityQAs_binary"][2].update(question=None),
+         r"field 'infoAccessibilityQAs_binary\[2\].question': missing or empty text"),
+        (lambda d: d[2]["answerabilityQA_list"].update(question=1), r"field 'answerabilityQA_list.question': wrong type"),
+        (lambda d: d[4]["factQA"].update(question=""), r"field 'factQA.question': missing or empty text"),
+        (lambda d: d[4]["factQA"].pop("correct_answer"), r"field 'factQA.correct_answer': missing or empty text"),
+        (lambda d: d.clear(), r"fantom_v1.json: no question sets: the file holds an empty list"),
     ],
 )
 def test_bad_data_names_file_record_and_field(tmp_path: Path, mutate: Any, match: str) -> None:
@@ -738,6 +751,35 @@ def test_bad_data_names_file_record_and_field(tmp_path: Path, mutate: Any, match
     with pytest.raises(TomDataError, match=match) as info:
         data.load_sets(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d[3].update(beliefQAs=[]), "beliefQAs"),
+        (lambda d: d[3].update(answerabilityQAs_binary=[]), "answerabilityQAs_binary"),
+        (lambda d: d[3].update(infoAccessibilityQAs_binary=[]), "infoAccessibilityQAs_binary"),
+        (lambda d: d[3]["answerabilityQA_list"].update(correct_answer=[]), "answerabilityQA_list.correct_answer"),
+        (lambda d: d[3]["infoAccessibilityQA_list"].update(correct_answer=[]), "infoAccessibilityQA_list.correct_answer"),
+    ],
+)
+def test_an_emptied_set_is_refused_unless_the_copy_is_declared_partial(tmp_path: Path, mutate: Any, field: str) -> None:
+    (tmp_path / "fantom").mkdir()
+    path = write_sets(tmp_path / "fantom", mutate)
+    with pytest.raises(TomDataError, match=rf"record #3 \(set_id 1-0-1\), field '{field}': no .*--tom-fantom-partial=true"):
+        data.check_whole(data.load_sets(path), path)
+    with pytest.raises(TomDataError, match=f"field '{field}'"):
+        FANToM({"embedder": "none"}).load(source(tmp_path))
+    trimmed = FANToM({"embedder": "none", "partial": "true"}).load(source(tmp_path))
+    assert 0 < len(trimmed) <= len(loaded()[1])
+
+
+def test_the_real_sample_and_the_fixtures_are_whole(tmp_path: Path) -> None:
+    data.check_whole(data.load_sets(FIXTURE), FIXTURE)
+    assert FANToM({"embedder": "none"}).settings["partial"] == "false"
+    with pytest.raises(TomConfigError, match="fantom setting sha256: expected a sha256 of 64 hex digits"):
+        FANToM({"sha256": "abc"})
+    assert FANToM({"sha256": "A" * 64}).settings["sha256"] == "a" * 64
 
 
 def test_bad_json_and_missing_data(tmp_path: Path) -> None:
@@ -758,15 +800,20 @@ def test_column_oriented_json_loads_like_pandas(tmp_path: Path) -> None:
     assert [s.set_id for s in data.load_sets(tmp_path / "fantom_v1.json")] == [r["set_id"] for r in rows]
 
 
-def test_data_file_prefers_the_data_folder_then_the_cache(tmp_path: Path) -> None:
+def test_data_file_prefers_the_data_folder_then_the_verified_cache(tmp_path: Path) -> None:
     flat = tmp_path / "flat"
     flat.mkdir()
     (flat / "fantom_v1.json").write_bytes(FIXTURE.read_bytes())
-    assert data.data_file(source(flat), "unused") == flat / "fantom_v1.json"
-    cached = tmp_path / "cache" / "fantom" / data.OFFICIAL_SHA256[:16]
+    sha = data.OFFICIAL_SHA256
+    assert data.data_file(source(flat), "unused", sha) == (flat / "fantom_v1.json", False)
+    cached = tmp_path / "cache" / "fantom" / sha[:16]
     cached.mkdir(parents=True)
     (cached / "fantom_v1.json").write_bytes(b"[]")
-    assert data.data_file(source(None, cache_dir=tmp_path / "cache"), "unused") == cached / "fantom_v1.json"
+    with pytest.raises(TomDataError, match="no readable record of a verified download.*--tom-download"):
+        data.data_file(source(None, cache_dir=tmp_path / "cache"), "unused", sha)  # put there by hand: unverifiable
+    digest = hashlib.sha256(b"[]").hexdigest()
+    (cached / fetch.MANIFEST).write_text(json.dumps({"archive_sha256": sha, "files": {"fantom_v1.json": digest}}))
+    assert data.data_file(source(None, cache_dir=tmp_path / "cache"), "unused", sha) == (cached / "fantom_v1.json", True)
 
 
 # --- download -------------------------------------------------------------------------------------
@@ -812,7 +859,7 @@ def test_benchmark_downloads_into_the_cache(served: tuple[str, Path], tmp_path: 
     samples = bench.load(source(None, download=True, cache_dir=tmp_path / "cache"))
     assert len([s for s in samples if s.facets["question_type"] == "fact"]) == 5
     folder = tmp_path / "cache" / "fantom" / sha[:16]
-    assert sorted(p.name for p in folder.iterdir()) == ["fantom_v1.json"]  # only the data file is written
+    assert sorted(p.name for p in folder.iterdir()) == [fetch.MANIFEST, "fantom_v1.json"]  # the data file, its sha256
     # the pinned checksum guards the real URL too
     monkeypatch.setattr(data, "OFFICIAL_SHA256", "1" * 64)
     with pytest.raises(TomDataError, match="checksum mismatch"):

@@ -10,7 +10,7 @@ import pytest
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.models import make_model, per_prompt
-from pytest_tom.models._common import loglikelihood_response
+from pytest_tom.models._common import loglikelihood_response, looks_local, require_existing
 from pytest_tom.models.base import CallableModel
 from pytest_tom.request import GenerationSettings, Message, Request, Response
 
@@ -150,3 +150,35 @@ class TestLoglikelihoodResponse:
         legacy = {"text": " B", "error": None, "logprobs": [-1.5, -0.5],
                   "usage": {"prompt_tokens": 7, "scored_tokens": 5, "choice_tokens.1": 3, "choice_tokens.0": 2}}
         assert Response.from_dict(legacy) == r
+
+
+class TestLocalPaths:
+    """`hf:`/`vllm:` targets: a path that cannot be a hub id and does not exist is one usage error."""
+
+    @pytest.mark.parametrize("target", ["/abs/path", "./dir", "../x", "~/x", ".", ".hidden", "C:\\x", "C:/x", "D:",
+                                        "dir\\sub", "models/org/name", " ./padded "])
+    def test_targets_that_can_only_be_paths(self, target: str) -> None:
+        assert looks_local(target)
+
+    @pytest.mark.parametrize("target", ["org/name", "Qwen/Qwen2.5-0.5B-Instruct", "gpt2", "smollm2", "org/name.v2",
+                                        "checkpoints/step-4000"])
+    def test_hub_ids_and_bare_names_stay_hub_ids(self, target: str) -> None:
+        assert not looks_local(target)
+
+    def test_a_missing_path_names_the_resolved_folder(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(TomConfigError, match=rf"--tom-model hf:./nodir: no such folder: {tmp_path / 'nodir'} "):
+            require_existing("./nodir", uri="hf:./nodir")
+        with pytest.raises(TomConfigError, match=r"no such file: .*model\.gguf"):
+            require_existing("./model.gguf", uri="hf:./model.gguf")
+        monkeypatch.setenv("HOME", str(tmp_path))
+        with pytest.raises(TomConfigError, match=rf"no such folder: {tmp_path / 'x'} "):
+            require_existing("~/x", uri="hf:~/x")
+        with pytest.raises(TomConfigError, match="backslashes are not path separators"):
+            require_existing("C:\\models\\x", uri="hf:C:\\models\\x")
+
+    def test_existing_paths_and_hub_ids_pass(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "here").mkdir()
+        for target in ("./here", str(tmp_path / "here"), ".", "org/name", "gpt2"):
+            require_existing(target, uri=f"hf:{target}")

@@ -27,7 +27,20 @@ from pytest_tom.sample import Sample, Story
 
 pytest.importorskip("openai")
 
-from helpers.fault_server import DROP, HOLD, MALFORMED, OK, Action, FaultServer, fake_logprob, status  # noqa: E402
+from helpers.fault_server import (  # noqa: E402
+    CONTENT_FILTERED,
+    DROP,
+    HOLD,
+    LOGIN_PAGE,
+    MALFORMED,
+    NO_MESSAGE,
+    OK,
+    Action,
+    FaultServer,
+    fake_logprob,
+    finish,
+    status,
+)
 
 KEY = "sk-test-7f0c2b9e4d1a8c3f5e6b0a9d"
 NOW = 1_700_000_000.0
@@ -289,8 +302,8 @@ def test_usage_is_reported_and_summed_by_the_engine(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("fault", "counter"),
     [(status(500), "http_5xx"), (status(502), "http_5xx"), (DROP, "connection_errors"), (MALFORMED, "malformed"),
-     (status(408), None)],
-    ids=["500", "502", "dropped", "malformed-json", "408"],
+     (status(408), None), (LOGIN_PAGE, "malformed"), (NO_MESSAGE, "malformed")],
+    ids=["500", "502", "dropped", "malformed-json", "408", "html-page", "no-message"],
 )
 def test_transient_faults_are_retried(fault: Action, counter: str | None) -> None:
     clock = FakeClock(jitter=0.5)
@@ -308,8 +321,9 @@ def test_transient_faults_are_retried(fault: Action, counter: str | None) -> Non
 
 @pytest.mark.parametrize(
     ("fault", "message"),
-    [(status(500), "HTTP 500"), (DROP, "connection to"), (MALFORMED, "malformed response"), (status(429), "HTTP 429")],
-    ids=["500", "dropped", "malformed-json", "429"],
+    [(status(500), "HTTP 500"), (DROP, "connection to"), (MALFORMED, "malformed response"), (status(429), "HTTP 429"),
+     (LOGIN_PAGE, "malformed response"), (NO_MESSAGE, "malformed response")],
+    ids=["500", "dropped", "malformed-json", "429", "html-page", "no-message"],
 )
 def test_exhausted_retries_are_errors_never_answers(fault: Action, message: str) -> None:
     clock = FakeClock()
@@ -321,6 +335,46 @@ def test_exhausted_retries_are_errors_never_answers(fault: Action, message: str)
     assert out[1].text == "[[A]]"
     assert attempts(server, "doomed") == 3 and len(clock.waits) == 2
     assert m.describe()["stats"]["errors"] == 1
+
+
+@pytest.mark.parametrize(("fault", "got"), [
+    (LOGIN_PAGE, "got text/html: \"<!DOCTYPE html> <html><head><title>Sign in - Corporate Proxy</title>"),
+    (NO_MESSAGE, "got a choice without message (finish_reason='stop')"),
+], ids=["html-page", "no-message"])
+def test_a_body_that_is_no_completion_is_malformed_with_a_clear_message(fault: Action, got: str) -> None:
+    with FaultServer(lambda r: fault) as server:
+        m = model_for(server, FakeClock(), max_retries=2)
+        out = m.generate([req("q")])[0]
+    assert out.text is None and out.error is not None
+    assert out.error.startswith(f"malformed response from {server.base_url}: expected JSON with choices[0].message.content, {got}")
+    assert out.error.endswith("(gave up after 3 attempts)") and "AttributeError" not in out.error
+    assert len(server.received) == 3
+    stats = m.describe()["stats"]
+    assert (stats["malformed"], stats["retries"], stats["errors"]) == (3, 2, 1)
+
+
+@pytest.mark.parametrize(("fault", "message", "counter"), [
+    (CONTENT_FILTERED, "content filter: {url} withheld the answer (finish_reason='content_filter', no text)", "content_filter"),
+    (finish("", "content_filter"), "content filter: {url} withheld the answer", "content_filter"),
+    (finish("", "stop"), "empty completion from {url} (finish_reason='stop'): the model ended its answer at once", "empty"),
+    (finish("", "length"), "empty completion from {url} (finish_reason='length'): the token budget (max_tokens=16)", "empty"),
+], ids=["filtered-null", "filtered-empty", "empty-stop", "empty-length"])
+def test_a_filtered_or_empty_completion_is_an_error_asked_once_and_never_cached(
+    fault: Action, message: str, counter: str, tmp_path: Path
+) -> None:
+    cache = ResponseCache(tmp_path / "cache")
+    with FaultServer(lambda r: fault if "withheld" in r.prompt else OK) as server:
+        for run in (1, 2):
+            m = model_for(server, FakeClock(), max_retries=3)
+            results = Engine(m, cache).run(programs(["withheld", "fine"]))
+            assert results["q0"].outcome is Outcome.ERROR and results["q1"].outcome is Outcome.CORRECT
+            assert message.format(url=server.base_url) in results["q0"].message
+            assert attempts(server, "withheld") == run, "not retried within a run, asked again by the next"
+            assert attempts(server, "fine") == 1, "the answer is cached"
+            stats = m.describe()["stats"]
+            assert (stats[counter], stats["retries"], stats["errors"]) == (1, 0, 1)
+    assert len(cache) == 1
+    cache.close()
 
 
 def test_client_errors_are_not_retried() -> None:

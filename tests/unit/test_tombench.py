@@ -15,9 +15,13 @@ import pytest
 from pytest_tom.derived import evaluate
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.base import DataSource
-from pytest_tom.evals.tombench import ToMBench
+from pytest_tom.evals.tombench import ToMBench, release
 from pytest_tom.evals.tombench.data import (
     LETTERS,
+    OFFICIAL_REVISION,
+    OFFICIAL_ROWS,
+    OFFICIAL_SHA256,
+    TASK_FILES,
     ToMBenchSample,
     canonical_ability,
     load_file,
@@ -38,7 +42,7 @@ def _file(fixtures_dir: Path, name: str) -> Path:
 
 
 def _load(fixtures_dir: Path, **settings: Any) -> tuple[ToMBench, list[ToMBenchSample]]:
-    bench = ToMBench(settings)
+    bench = ToMBench({"partial": True, **settings})  # the fixtures are a deliberately partial release
     return bench, bench.load(DataSource(fixtures_dir, False, fixtures_dir))
 
 
@@ -249,7 +253,13 @@ class TestLoader:
             (lambda r: r.pop("STORY"), "STORY", "missing"),
             (lambda r: r.update({"序号\nINDEX": "one"}), "序号\nINDEX", "integer"),
             (lambda r: r.update({"OPTION-B": None}), "OPTION-B", "option missing"),
-            (lambda r: r.update({"OPTION-C": 3, "OPTION-D": 4}), "OPTION-C", "expected text, got int"),
+            (lambda r: r.update({"OPTION-B": 7}), "OPTION-B", "wrong type: expected text, got int 7"),
+            (lambda r: r.update({"OPTION-C": 3, "OPTION-D": 4}), "OPTION-C", "wrong type: expected text, got int 3"),
+            (lambda r: r.update({"STORY": ["a"]}), "STORY", "wrong type: expected text, got list"),
+            (lambda r: r.update({"能力\nABILITY": 3}), "能力\nABILITY", "wrong type: expected text, got int"),
+            (lambda r: r.update({"答案\nANSWER": "BC"}), "答案\nANSWER", "gold answer 'BC' is not a letter A-D"),
+            (lambda r: r.update({"答案\nANSWER": "B. C"}), "答案\nANSWER", "gold answer 'B. C' is not a letter A-D"),
+            (lambda r: r.update({"答案\nANSWER": 2}), "答案\nANSWER", "wrong type: expected a letter A-D as text, got int 2"),
             (lambda r: r.update({"选项C": float("nan"), "选项D": float("nan"), "答案\nANSWER": "C"}), "答案\nANSWER",
              "not among the 2 zh options"),
         ],
@@ -288,8 +298,50 @@ class TestLoader:
 
     def test_a_folder_without_release_files_is_reported(self, tmp_path: Path) -> None:
         (tmp_path / "notes.jsonl").write_text("{}\n", encoding="utf-8")
-        with pytest.raises(TomDataError, match="no ToMBench release files"):
+        with pytest.raises(TomDataError, match="no ToMBench release files in this folder .*'notes.jsonl' in this "
+                           "folder is not a release file name"):
             ToMBench().load(DataSource(tmp_path, False, tmp_path / "cache"))
+
+    @pytest.mark.parametrize("gold", ["B", " B ", "B.", "B. ", "B、", "B：", "\tB .\n"])
+    def test_a_single_gold_letter_with_the_release_s_separator_is_read(self, tmp_path: Path, fixtures_dir: Path, gold: str) -> None:
+        rec = json.loads(_file(fixtures_dir, "False Belief Task").read_text(encoding="utf-8").splitlines()[1])
+        rec["答案\nANSWER"] = gold
+        path = tmp_path / "False Belief Task.jsonl"
+        path.write_text(json.dumps(rec, ensure_ascii=False) + "\n", encoding="utf-8")
+        assert [s.gold for s in load_file(path, ["en"])] == ["B"]
+
+    def test_the_release_counts_are_the_paper_s(self) -> None:
+        assert sum(OFFICIAL_ROWS.values()) == 2860 and set(OFFICIAL_ROWS) == set(OFFICIAL_SHA256)
+        tasks = {TASK_FILES[n[:-6]]: c for n, c in OFFICIAL_ROWS.items() if n[:-6] in TASK_FILES}
+        assert tasks == {"uot": 300, "sit": 200, "pst": 100, "fbt": 600, "ast": 200, "ht": 103, "sst": 407, "frt": 560}
+
+    def test_a_local_copy_must_be_the_whole_release_unless_partial(self, tmp_path: Path, fixtures_dir: Path) -> None:
+        files = sorted(fixtures_dir.joinpath(*DATA).glob("*.jsonl"))
+        pins = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        rows = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+        whole = release.Release(pins, rows, "test")
+        folder = fixtures_dir.joinpath(*DATA)
+        assert len(release.load(folder, ["en"], whole, verified=False, partial=False)) == 21
+        more = release.Release(pins, {**rows, "Hidden Emotions.jsonl": 1}, "test")
+        with pytest.raises(TomDataError, match=r"Hidden Emotions.jsonl, record row 2: .* this file has 2 rows, not 1 \(another "
+                                               r"revision\? give its checksums with --tom-tombench-sha256\)"):
+            release.load(folder, ["en"], more, verified=False, partial=False)
+        assert len(release.load(folder, ["en"], more, verified=True, partial=False)) == 21  # a checksum-verified copy
+        assert len(release.load(folder, ["en"], more, verified=False, partial=True)) == 21
+        by_sum = release.Release({**pins, "Hidden Emotions.jsonl": "0" * 64}, None, "test")
+        with pytest.raises(TomDataError, match=f"Hidden Emotions.jsonl: .* this file has sha256 {pins['Hidden Emotions.jsonl']}, "
+                                               f"not the {'0' * 64} given in --tom-tombench-sha256"):
+            release.load(folder, ["en"], by_sum, verified=False, partial=False)
+
+    def test_the_checksum_setting_picks_the_release(self, tmp_path: Path) -> None:
+        assert release.release("").pins == OFFICIAL_SHA256 and release.release("").rows == OFFICIAL_ROWS
+        assert release.release("").cache_key == OFFICIAL_REVISION
+        custom = release.release("False Belief Task.jsonl=" + "a" * 64)
+        assert custom.rows is None and custom.cache_key.startswith("sha256-") and list(custom.pins) == ["False Belief Task.jsonl"]
+        manifest = tmp_path / "SHA256SUMS"
+        manifest.write_text("".join(f"{v}  data/{k}\n" for k, v in OFFICIAL_SHA256.items()))
+        same = release.release(str(manifest))  # the pinned checksums, from a file: the row counts still apply
+        assert same.rows == OFFICIAL_ROWS and same.cache_key == OFFICIAL_REVISION
 
     def test_samples_are_ordered_by_language_then_file_then_row(self, fixtures_dir: Path) -> None:
         _, samples = _load(fixtures_dir, languages="zh,en")
@@ -489,6 +541,15 @@ class TestScoring:
         with pytest.raises(TomConfigError, match="no setting"):
             ToMBench({"temperature": 1})
         assert ToMBench({"languages": "zh,en,zh"}).settings["languages"] == "zh,en"
+
+    def test_partial_and_checksum_settings(self) -> None:
+        assert ToMBench().settings["partial"] == "false" and not ToMBench().partial
+        assert ToMBench({"partial": True}).settings["partial"] == "true" and ToMBench({"partial": "yes"}).partial
+        with pytest.raises(TomConfigError, match="partial='maybe': expected true or false"):
+            ToMBench({"partial": "maybe"})
+        with pytest.raises(TomConfigError, match="expected a sha256 of 64 hex digits"):
+            ToMBench({"sha256": "False Belief Task.jsonl=abc"})
+        assert ToMBench({"sha256": "/some/SHA256SUMS"}).settings["sha256"] == "/some/SHA256SUMS"  # read by load()
 
     def test_the_constructor_reads_nothing(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """The xdist controller rebuilds a benchmark just to call `metrics`: no data may be needed for that."""

@@ -29,12 +29,14 @@ from typing import Any
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
 from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.evals.fantom import data as _data
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
     CHOICE_SEED,
     CONTEXTS,
     OFFICIAL_URL,
     FantomExtra,
+    check_whole,
     data_file,
     load_sets,
 )
@@ -44,6 +46,7 @@ from pytest_tom.evals.fantom.metrics import metric_lines as _metric_lines
 from pytest_tom.evals.fantom.prompts import ask, parse_response
 from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
+from pytest_tom.fetch import parse_flag, parse_sha256
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response
@@ -78,6 +81,10 @@ class FANToM(Benchmark[FantomExtra]):
         BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
         BenchmarkOption("source_url", OFFICIAL_URL, "Where --tom-download fetches the official archive "
                         "(sha256-checked)."),
+        BenchmarkOption("sha256", "", "sha256 of the archive --tom-download fetches, for a mirror or a new release; "
+                        f"empty means the official one ({_data.OFFICIAL_SHA256[:12]}...)."),
+        BenchmarkOption("partial", "false", "true runs a deliberately trimmed copy (sets without belief, yes/no or "
+                        "who-knows answers); by default every set of a local copy must be whole."),
     )
     strata = ("context", "question_type", "accessibility")
     summary_facets = (("context",), ("context", "accessibility", "question_type"))
@@ -124,6 +131,10 @@ class FANToM(Benchmark[FantomExtra]):
         if self.settings["max_new_tokens"] < 1:
             raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
+        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
+        self.settings["partial"] = "true" if self.partial else "false"
+        sha = str(self.settings["sha256"] or "").strip()
+        self.settings["sha256"] = parse_sha256(sha, "fantom setting sha256") if sha else ""
         self._allow_download = False
         self._choice: embedding.EmbedderChoice | None = None
         self._choice_error: str | None = None
@@ -137,8 +148,11 @@ class FANToM(Benchmark[FantomExtra]):
     # -- data ------------------------------------------------------------------------------------
     def load(self, source: DataSource) -> list[Sample[FantomExtra]]:
         self._allow_download = source.download
-        path = data_file(source, self.settings["source_url"])
+        # The pin is read at call time, so tests (and forks) can substitute their own.
+        path, verified = data_file(source, self.settings["source_url"], self.settings["sha256"] or _data.OFFICIAL_SHA256)
         sets = load_sets(path, seed=int(self.settings["choice_seed"]))
+        if not verified and not self.partial:
+            check_whole(sets, path)
         if self.with_free:
             self.embedder_choice(strict=True)  # fail before any model call when no embedder is installed
         samples: list[Sample[FantomExtra]] = []

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.evals.base import DataSource
-from pytest_tom.fetch import fetch_archive
+from pytest_tom.fetch import check_extracted, fetch_archive
 
 # --- official constants ----------------------------------------------------------------------
 
@@ -185,10 +185,16 @@ class FantomExtra:
 # --- loading ------------------------------------------------------------------------------------
 
 
-def _text(rec: Mapping[str, Any], key: str, path: Path, record: str, *, allow_empty: bool = False) -> str:
+def _text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
+    """A non-empty text field; errors name its full path within the record (`beliefQAs[0].correct_answer`)."""
     value = rec.get(key)
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise TomDataError(f"expected non-empty text, got {type(value).__name__}", path=path, record=record, field=key)
+    field = f"{where}.{key}" if where else key
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise TomDataError("missing or empty text", path=path, record=record, field=field)
+    if not isinstance(value, str):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise TomDataError(f"wrong type: expected text, got {type(value).__name__} {shown}", path=path, record=record,
+                           field=field)
     return value
 
 
@@ -247,6 +253,8 @@ def _read(path: Path) -> list[Any]:
             raise TomDataError("expected a list of question sets", path=path) from None
     if not isinstance(raw, list):
         raise TomDataError(f"expected a list of question sets, got {type(raw).__name__}", path=path)
+    if not raw:
+        raise TomDataError("no question sets: the file holds an empty list", path=path)
     return raw
 
 
@@ -263,10 +271,10 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
             raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
                                field=f"{w}.question_type")
-        question = _text(b, "question", path, record)
-        correct = _text(b, "correct_answer", path, record)
-        wrong = _text(b, "wrong_answer", path, record)
-        tom_type = _text(b, "tom_type", path, record)
+        question = _text(b, "question", path, record, w)
+        correct = _text(b, "correct_answer", path, record, w)
+        wrong = _text(b, "wrong_answer", path, record, w)
+        tom_type = _text(b, "tom_type", path, record, w)
         # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
         correct_last = rng.choice([True, False])
         beliefs.append(BeliefQA(
@@ -287,7 +295,7 @@ def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, rec
         w = f"{bin_key}[{j}]"
         if not isinstance(bq, Mapping):
             raise TomDataError("expected an object", path=path, record=record, field=w)
-        question = _text(bq, "question", path, record)
+        question = _text(bq, "question", path, record, w)
         if not question.startswith("Does ") or " know" not in question:
             raise TomDataError(f"expected 'Does <character> know ...?', got {question!r}", path=path,
                                record=record, field=f"{w}.question")
@@ -334,7 +342,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
         ):
             lq = _obj(rec, list_key, path, record)
             lists[family] = ListQA(
-                question=_text(lq, "question", path, record),
+                question=_text(lq, "question", path, record, list_key),
                 question_type=str(lq.get("question_type") or f"tom:{family}:list"),
                 correct=_names(lq, "correct_answer", path, record, list_key),
                 wrong=_names(lq, "wrong_answer", path, record, list_key),
@@ -347,8 +355,8 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             short_context=_text(rec, "short_context", path, record).strip(),
             full_context=_text(rec, "full_context", path, record).strip(),
             joining_speaker=str(rec.get("joining_speaker") or ""),
-            fact_question=_text(fact, "question", path, record),
-            fact_answer=_text(fact, "correct_answer", path, record),
+            fact_question=_text(fact, "question", path, record, "factQA"),
+            fact_answer=_text(fact, "correct_answer", path, record, "factQA"),
             beliefs=beliefs,
             answerability_list=lists["answerability"], info_list=lists["info_accessibility"],
             answerability_binary=binaries["answerability"], info_binary=binaries["info_accessibility"],
@@ -357,22 +365,56 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
     return out
 
 
-def data_file(source: DataSource, url: str) -> Path:
-    """The local `fantom_v1.json`: under the data folder, in the download cache, or fetched (sha256-checked)."""
+PARTIAL_ADVICE = (
+    "restore the official file (or remove the local copy and pass --tom-download for a verified one), or pass "
+    "--tom-fantom-partial=true (suite keyword partial=True) to run a deliberately trimmed copy"
+)
+
+
+def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
+    """Fail unless every set has what every set of the release has: beliefs, yes/no questions, and who knows.
+
+    A set whose question list was emptied would still pass its ALL* and family
+    assertions, over fewer questions: a silent change to what is measured. The
+    local copy may hold any number of sets (the official file's count is pinned by
+    its archive's checksum, not here), but each set must be whole.
+    """
+    for s in sets:
+        parts: tuple[tuple[str, str, tuple[object, ...]], ...] = (
+            ("beliefQAs", "no belief questions", s.beliefs),
+            ("answerabilityQAs_binary", "no yes/no answerability questions", s.answerability_binary),
+            ("infoAccessibilityQAs_binary", "no yes/no info-accessibility questions", s.info_binary),
+            ("answerabilityQA_list.correct_answer", "no character who knows", s.answerability_list.correct),
+            ("infoAccessibilityQA_list.correct_answer", "no character who knows", s.info_list.correct),
+        )
+        for field, what, questions in parts:
+            if not questions:
+                raise TomDataError(
+                    f"{what}: every set of the release has some, and without them the set's assertions would pass "
+                    f"over fewer questions; {PARTIAL_ADVICE}", path=path, record=f"#{s.index} (set_id {s.set_id})",
+                    field=field)
+
+
+def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
+    """The local `fantom_v1.json`, and whether it is checksum-verified (a download, or the cache re-checked).
+
+    Looked for under the data folder, then in the download cache (re-checked
+    against the manifest of its verified download), then fetched.
+    """
     candidates: list[Path] = []
     if source.root is not None:
         candidates += [source.root / "fantom" / DATA_FILE, source.root / DATA_FILE]
     for c in candidates:
         if c.is_file():
-            return c
-    cached = source.cache_dir / "fantom" / OFFICIAL_SHA256[:16]
-    if (cached / DATA_FILE).is_file():
-        return cached / DATA_FILE
+            return c, False
+    cached = source.cache_dir / "fantom" / sha256[:16]
     if source.download:
-        return fetch_archive(url, OFFICIAL_SHA256, DATA_FILE, cached)
+        return fetch_archive(url, sha256, DATA_FILE, cached), True
+    if (cached / DATA_FILE).is_file():
+        return check_extracted(cached, DATA_FILE, sha256), True
     where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
     raise TomDataError(
         f"FANToM data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        f"fantom/{DATA_FILE}, or pass --tom-download to fetch the official archive (sha256 {OFFICIAL_SHA256[:12]}...). "
+        f"fantom/{DATA_FILE}, or pass --tom-download to fetch the official archive (sha256 {sha256[:12]}...). "
         "FANToM is for evaluation only, never for training."
     )

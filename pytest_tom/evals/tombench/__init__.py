@@ -26,7 +26,7 @@ from typing import Any
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program, slug
-from pytest_tom.evals.tombench import data, scoring
+from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,
     CATEGORIES,
@@ -39,6 +39,7 @@ from pytest_tom.evals.tombench.data import (
 )
 from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
 from pytest_tom.evals.tombench.prompts import Config
+from pytest_tom.fetch import parse_flag
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -80,6 +81,16 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         ),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
         BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
+        BenchmarkOption(
+            "sha256", "",
+            f"Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
+            f"'name=sha256,...'; empty means the pinned revision {OFFICIAL_REVISION[:12]}.",
+        ),
+        BenchmarkOption(
+            "partial", "false",
+            "true runs a deliberately partial copy (missing files or rows); by default a local copy must be the "
+            "whole release (every file, every row).",
+        ),
     )
     strata = ("language", "ability")
     summary_facets = (("language",), ("language", "task"), ("language", "category"), ("language", "ability"))
@@ -103,6 +114,10 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         if self.settings["tries"] < 1:
             raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
         self.settings["languages"] = ",".join(self.languages)
+        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
+        self.settings["partial"] = "true" if self.partial else "false"
+        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        release.parse_setting(self.settings["sha256"])  # a 'name=sha256' list fails here; a manifest is read by load()
         s = self.settings
         self.config = Config(
             prompt=s["prompt"], tries=s["tries"], permutations=s["permutations"], shuffle_seed=s["shuffle_seed"],
@@ -111,9 +126,9 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         )
 
     def load(self, source: DataSource) -> list[ToMBenchSample]:
-        # The pins are looked up here, at call time, so a mirror with its own checksums can be substituted.
-        folder = data.data_dir(source, self.settings["source_url"], OFFICIAL_SHA256)
-        return data.load_release(folder, self.languages, OFFICIAL_SHA256)
+        rel = release.release(self.settings["sha256"])
+        folder, verified = release.locate(source, self.settings["source_url"], rel)
+        return release.load(folder, self.languages, rel, verified=verified, partial=self.partial)
 
     def program(self, sample: ToMBenchSample) -> Program:
         return scoring.solve(sample, self.config)

@@ -20,8 +20,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import DataSource, slug
-from pytest_tom.fetch import fetch_pinned
+from pytest_tom.evals.base import slug
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "tombench"
@@ -50,6 +49,29 @@ OFFICIAL_SHA256 = {
     "Strange Story Task.jsonl": "f0a1c6e12b9d9b8b5c936ea3383b24100ef28ed6610078c1fc7bd6769d7ef914",
     "Unexpected Outcome Test.jsonl": "f4ee872c98e17480272c40d5406a8eca31eed29b455f4155b9684328bf6dbf9c",
 }
+OFFICIAL_ROWS = {
+    "Ambiguous Story Task.jsonl": 200,
+    "Completion of Failed Actions.jsonl": 20,
+    "Discrepant Desires.jsonl": 20,
+    "Discrepant Emotions.jsonl": 40,
+    "Discrepant Intentions.jsonl": 40,
+    "Emotion Regulation.jsonl": 20,
+    "False Belief Task.jsonl": 600,
+    "Faux-pas Recognition Test.jsonl": 560,
+    "Hidden Emotions.jsonl": 80,
+    "Hinting Task Test.jsonl": 103,
+    "Knowledge-Attention Links.jsonl": 20,
+    "Knowledge-Pretend Play Links.jsonl": 30,
+    "Moral Emotions.jsonl": 40,
+    "Multiple Desires.jsonl": 20,
+    "Percepts-Knowledge Links.jsonl": 40,
+    "Persuasion Story Task.jsonl": 100,
+    "Prediction of Actions.jsonl": 20,
+    "Scalar Implicature Test.jsonl": 200,
+    "Strange Story Task.jsonl": 407,
+    "Unexpected Outcome Test.jsonl": 300,
+}
+"""Rows of each pinned file (2,860 in all): Table 1's task counts and Table 18's extra-ability counts (spec 1.2, 1.3)."""
 
 # Task files (release names, which differ from the paper's for SIT and HT) -> task abbreviation.
 TASK_FILES = {
@@ -133,6 +155,8 @@ FIELDS = {
 """Story, question and option fields of each language in a release row."""
 
 _PREFIX = re.compile(r"^\s*([A-D])\s*[.．、:：]\s*")
+_GOLD = re.compile(r"^\s*([A-D])\s*(?:[.．、:：]\s*)?$")
+"""One letter, optionally with the separator of the release's dirty gold "A. " (spec D2); "BC" is no gold."""
 
 
 def canonical_ability(raw: str) -> tuple[str, str, str]:
@@ -217,18 +241,28 @@ class _Row:
     defect: str
 
 
+def wrong_type(expected: str, value: Any) -> str:
+    """The message for a value of the wrong JSON type, naming the type (a number is not a missing option)."""
+    shown = repr(value)
+    return f"wrong type: expected {expected}, got {type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
 def _record_text(rec: Mapping[str, Any], field: str, path: Path, row: int) -> str:
     value = rec.get(field)
-    if not isinstance(value, str) or not value.strip():
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise TomDataError("missing or empty text", path=path, record=f"line {row}", field=field)
+    if not isinstance(value, str):
+        raise TomDataError(wrong_type("text", value), path=path, record=f"line {row}", field=field)
     return value.strip()
 
 
 def _options(rec: Mapping[str, Any], fields: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
     values = [rec.get(f) for f in fields]
     for f, v in zip(fields[:2], values[:2], strict=True):
-        if is_missing(v) or not isinstance(v, str):
+        if is_missing(v):
             raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
+        if not isinstance(v, str):
+            raise TomDataError(wrong_type("text", v), path=path, record=f"line {row}", field=f)
     c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
     if c_missing and d_missing:
         count = 2  # binary item: the release stores C and D as NaN (spec P5)
@@ -242,7 +276,7 @@ def _options(rec: Mapping[str, Any], fields: Sequence[str], path: Path, row: int
     out = []
     for letter, f, v in zip(LETTERS, fields, values[:count], strict=False):
         if not isinstance(v, str):
-            raise TomDataError(f"expected text, got {type(v).__name__}", path=path, record=f"line {row}", field=f)
+            raise TomDataError(wrong_type("text", v), path=path, record=f"line {row}", field=f)
         out.append(strip_option_prefix(v.strip(), letter).strip())
     return tuple(out)
 
@@ -265,8 +299,10 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         if not isinstance(rec, dict):
             raise TomDataError("expected a JSON object", path=path, record=f"line {row}")
         raw_ability = rec.get(F_ABILITY)
-        if not isinstance(raw_ability, str):
+        if raw_ability is None:
             raise TomDataError("missing ability label", path=path, record=f"line {row}", field=F_ABILITY)
+        if not isinstance(raw_ability, str):
+            raise TomDataError(wrong_type("text", raw_ability), path=path, record=f"line {row}", field=F_ABILITY)
         try:
             ability, category, sub = canonical_ability(raw_ability)
         except KeyError:
@@ -277,12 +313,16 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         if isinstance(index, float) and index.is_integer():
             index = int(index)
         if not isinstance(index, int) or isinstance(index, bool):
-            raise TomDataError(f"expected an integer, got {index!r}", path=path, record=f"line {row}", field=F_INDEX)
+            raise TomDataError(wrong_type("an integer", index), path=path, record=f"line {row}", field=F_INDEX)
         raw_answer = rec.get(F_ANSWER)
-        # One release item stores its gold as "A. " (spec D2): strip, take the first character.
-        answer = raw_answer.strip()[:1] if isinstance(raw_answer, str) else ""
-        if answer not in LETTERS or not answer:
+        if raw_answer is not None and not isinstance(raw_answer, str):
+            raise TomDataError(wrong_type("a letter A-D as text", raw_answer), path=path, record=f"line {row}",
+                               field=F_ANSWER)
+        # One release item stores its gold as "A. " (spec D2): one letter, a separator allowed; "BC" is refused.
+        gold = _GOLD.match(raw_answer or "")
+        if gold is None:
             raise TomDataError(f"gold answer {raw_answer!r} is not a letter A-D", path=path, record=f"line {row}", field=F_ANSWER)
+        answer = gold.group(1)
         row_no = len(rows)
         if task == "frt":
             story_id = f"story{row_no // 4 + 1:03d}"  # blocks of 4 reproduce the paper's 140 stories (spec D4)
@@ -364,45 +404,6 @@ def to_sample(
         source=f"tombench/data/{extra.file}.jsonl line {extra.row}",
         defect=defect,
     )
-
-
-# --- locating and loading the release ------------------------------------------------------------
-
-
-def data_dir(source: DataSource, source_url: str, pins: Mapping[str, str]) -> Path:
-    """The folder holding the release files: a local copy, the download cache, or a fresh pinned download."""
-    candidates = []
-    if source.root is not None:
-        candidates += [source.root / "tombench" / "data", source.root / "data", source.root]
-    for c in candidates:
-        if c.is_dir() and any(c.glob("*.jsonl")):
-            return c
-    cached = source.cache_dir / "tombench" / OFFICIAL_REVISION / "data"
-    if source.download:
-        fetch_pinned(source_url.rstrip("/") + "/data/", pins, cached)
-        return cached
-    if cached.is_dir() and all((cached / n).exists() for n in pins):
-        return cached
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"ToMBench data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        "tombench/data/*.jsonl, or pass --tom-download to fetch the official files at revision "
-        f"{OFFICIAL_REVISION[:12]} (sha256-checked). ToMBench is for evaluation only, never for training."
-    )
-
-
-def load_release(folder: Path, languages: Sequence[str], pins: Mapping[str, str]) -> list[ToMBenchSample]:
-    """Every sample of the release files in `folder`, ordered by language, then file, then row."""
-    files = sorted(folder.glob("*.jsonl"))
-    known = [f for f in files if f.name in pins]
-    if not known:
-        raise TomDataError("no ToMBench release files (e.g. 'False Belief Task.jsonl') in this folder", path=folder)
-    samples: list[ToMBenchSample] = []
-    for f in known:
-        samples.extend(load_file(f, languages))
-    order = {lang: i for i, lang in enumerate(languages)}
-    samples.sort(key=lambda s: (order[s.extra.language], s.extra.file, s.extra.row))
-    return samples
 
 
 def stories(samples: Sequence[ToMBenchSample]) -> list[Derived]:

@@ -1,0 +1,158 @@
+"""Where the ToMBench release comes from, and whether all of it is there.
+
+An emptied, truncated, missing or misnamed file would otherwise just drop items
+(2,860 quietly becoming 2,680), so a local copy is checked against the release's
+file list and per-file row counts, and a copy in the download cache against its
+sha256s before each use. A deliberately partial copy (the project's fixtures, a
+trimmed folder) says so with `partial=true`. Custom checksums (`sha256=`) stand in
+for the pins for a mirror or a new release: downloads are checked against them,
+and so is a local copy, whose row counts are then unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.tombench import data
+from pytest_tom.evals.tombench.data import ToMBenchSample
+from pytest_tom.fetch import check_pinned, fetch_pinned, parse_pins, read_pins, sha256_file
+
+PARTIAL_ADVICE = (
+    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
+    "pass --tom-tombench-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The files a run expects, with their sha256s, and their row counts when known (the pinned release)."""
+
+    pins: Mapping[str, str]
+    rows: Mapping[str, int] | None
+    """None for custom checksums: a local copy is then checked by checksum instead."""
+    cache_key: str
+    """Folder of the download cache: the pinned revision, or a digest of custom checksums."""
+
+
+def parse_setting(value: str) -> dict[str, str] | None:
+    """The `sha256` setting when it is a `name=sha256,...` list (checked at configure time); None otherwise."""
+    return parse_pins(value) if "=" in value else None
+
+
+def release(setting: str) -> Release:
+    """The release a run expects: the pins (no setting), a `name=sha256,...` list, or a sha256sum manifest path."""
+    text = str(setting or "").strip()
+    if not text:
+        return Release(dict(data.OFFICIAL_SHA256), dict(data.OFFICIAL_ROWS), data.OFFICIAL_REVISION)
+    pins = parse_pins(text) if "=" in text else read_pins(Path(text).expanduser())
+    if pins == data.OFFICIAL_SHA256:
+        return Release(pins, dict(data.OFFICIAL_ROWS), data.OFFICIAL_REVISION)
+    digest = hashlib.sha256("\n".join(f"{v}  {k}" for k, v in sorted(pins.items())).encode()).hexdigest()
+    return Release(pins, None, f"sha256-{digest[:16]}")
+
+
+def locate(source: DataSource, source_url: str, rel: Release) -> tuple[Path, bool]:
+    """The folder holding the release files, and whether its files are checksum-verified.
+
+    A local copy comes first (checked later against the release), then the
+    download cache (checked here, file by file, against the pins), then a fresh
+    download when allowed.
+    """
+    candidates = []
+    if source.root is not None:
+        candidates += [source.root / "tombench" / "data", source.root / "data", source.root]
+    for c in candidates:
+        if c.is_dir() and any(c.glob("*.jsonl")):
+            return c, False
+    cached = source.cache_dir / "tombench" / rel.cache_key / "data"
+    if source.download:
+        fetch_pinned(source_url.rstrip("/") + "/data/", rel.pins, cached)
+        return cached, True
+    if cached.is_dir() and any(cached.glob("*.jsonl")):
+        check_pinned(cached, rel.pins)
+        return cached, True
+    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
+    raise TomDataError(
+        f"ToMBench data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
+        "tombench/data/*.jsonl, or pass --tom-download to fetch the official files at revision "
+        f"{data.OFFICIAL_REVISION[:12]} (sha256-checked). ToMBench is for evaluation only, never for training."
+    )
+
+
+def load(folder: Path, languages: Sequence[str], rel: Release, *, verified: bool, partial: bool) -> list[ToMBenchSample]:
+    """Every sample of the release in `folder`, ordered by language, then file, then row, after checking it is whole.
+
+    Malformed rows are reported first (they name file, line and field); then a
+    copy that is not checksum-verified must hold every release file with its row
+    count (or, for custom checksums, its checksum), unless `partial`.
+    """
+    files = sorted(folder.glob("*.jsonl"))
+    samples: list[ToMBenchSample] = []
+    rows: dict[str, int] = {}
+    for f in files:
+        if f.name in rel.pins:
+            got = data.load_file(f, languages)
+            rows[f.name] = len({s.extra.row for s in got})
+            samples.extend(got)
+    unknown = [f.name for f in files if f.name not in rel.pins]
+    if not rows:
+        example = "False Belief Task.jsonl" if "False Belief Task.jsonl" in rel.pins else min(rel.pins)
+        raise TomDataError(f"no ToMBench release files in this folder (the release has {len(rel.pins)}, e.g. "
+                           f"{example!r}){_misnamed(unknown)}", path=folder)
+    if not partial and not verified:
+        check_whole(folder, rel, rows, unknown)
+    if not samples:
+        raise TomDataError("no ToMBench rows: every release file in this folder is empty", path=folder)
+    order = {lang: i for i, lang in enumerate(languages)}
+    samples.sort(key=lambda s: (order[s.extra.language], s.extra.file, s.extra.row))
+    return samples
+
+
+def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Sequence[str]) -> None:
+    """One error naming every missing, short or changed file of a copy that should be the whole release."""
+    problems: list[tuple[Path, str | None, str]] = []  # (file, record, what is wrong)
+    for name in sorted(rel.pins):
+        path = folder / name
+        if name not in rows:
+            problems.append((path, None, "is missing"))
+        elif rel.rows is not None:
+            expected, found = rel.rows[name], rows[name]
+            if found < expected:
+                problems.append((path, _lines(found + 1, expected), f"has {found} of {expected} rows"))
+            elif found > expected:
+                problems.append((path, _lines(expected + 1, found),
+                                 f"has {found} rows, not {expected} (another revision? give its checksums with "
+                                 "--tom-tombench-sha256)"))
+        else:
+            got = sha256_file(path)
+            if got != rel.pins[name]:
+                problems.append((path, None, f"has sha256 {got}, not the {rel.pins[name]} given in "
+                                             "--tom-tombench-sha256"))
+    if not problems:
+        return
+    hint = _misnamed(unknown)
+    why = "a file emptied, cut short, trimmed or renamed would drop its items silently"
+    if len(problems) == 1:
+        path, record, what = problems[0]
+        raise TomDataError(f"the ToMBench release is incomplete: this file {what}{hint}; {why}: {PARTIAL_ADVICE}",
+                           path=path, record=record)
+    listed = "; ".join(f"{p.name!r} {what}" for p, _, what in problems)
+    raise TomDataError(
+        f"the ToMBench release is incomplete: {len(problems)} of its {len(rel.pins)} files are missing or changed: "
+        f"{listed}{hint}; {why}: {PARTIAL_ADVICE}", path=folder)
+
+
+def _misnamed(unknown: Sequence[str]) -> str:
+    if not unknown:
+        return ""
+    verb = "is" if len(unknown) == 1 else "are"
+    return f"; {', '.join(repr(n) for n in unknown)} in this folder {verb} not a release file name (misnamed?)"
+
+
+def _lines(first: int, last: int) -> str:
+    return f"row {first}" if first == last else f"rows {first}-{last}"
