@@ -8,6 +8,7 @@ generated from each benchmark's declared options as `--tom-<benchmark>-<name>`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,23 +18,56 @@ import pytest
 from pytest_tom import constants as C
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.evals.base import Benchmark, BenchmarkOption
+from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
+from pytest_tom.models import USAGE
+from pytest_tom.models import schemes as model_schemes
 
 _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
-    (C.MODEL_OPTION, "tom_model", "Model to test, as a URI: random[:seed], python:pkg.module:callable, replay:PATH "
-     "(more schemes with the real backends). The tom_model fixture can be overridden in conftest.py instead.", {}),
-    (C.BENCHMARK_OPTION, "tom_benchmark", "Comma-separated benchmarks to run without any test file, "
-     "e.g. tombench (each runs once).", {}),
+    (C.MODEL_OPTION, "tom_model", "", {}),  # help generated from the scheme registry: see model_help
+    (C.BENCHMARK_OPTION, "tom_benchmark", "", {}),  # help generated from the benchmark registry: see benchmark_help
     (C.DATA_DIR_OPTION, "tom_data_dir", f"Folder holding each benchmark's official files (<dir>/tombench/data/*.jsonl...). "
      f"Default: ${C.DATA_DIR_ENV}.", {}),
     (C.CACHE_DIR_OPTION, "tom_cache_dir", f"Response cache folder. Default: ${C.CACHE_DIR_ENV} or ~/.cache/pytest-tom.", {}),
     (C.SAMPLE_OPTION, "tom_sample", "Run a stratified sample of N questions per suite (after -m/-k), for quick runs.", {}),
     (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {}),
-    (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this path; "
+    (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this file; "
      "checked before the run.", {}),
     (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {}),
     (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
      "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {}),
+    ("--tom-progress", "tom_progress", "Live terminal output while the model answers: a bar with requests done/total, "
+     "rate, elapsed time and ETA, and a line for one-time work (converting, loading a model). auto (default): the bar "
+     "on a terminal, plain lines otherwise; on: the bar always; off: neither.", {}),
+    ("--tom-detail", "tom_detail", "How a wrong answer is shown: short (the answer, the gold and the raw responses, "
+     "a few lines) or full (the prompt, the options and every try). Default: short, full with -v or --tb=long. The "
+     "JSON report always holds the full detail.", {}),
+]
+_GATES: list[tuple[str, str, str, dict[str, Any]]] = [
+    ("--tom-threshold", "tom_thresholds", "A gate: METRIC[:lower|upper]>=VALUE or <=VALUE, e.g. 'tombench.accuracy:lower>=0.3', "
+     "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed). Repeatable; "
+     "the ini key takes one per line. Any gate makes a gate run: wrong answers no longer fail items, the gates decide.",
+     {"action": "append"}),
+    ("--tom-baseline", "tom_baseline", "Compare this run with a stored baseline (see --tom-baseline-save) under the "
+     "--tom-compare-fail rules (default: every suite's accuracy, margin 0).", {}),
+    ("--tom-baseline-save", "tom_baseline_save", f"Store this run as a baseline (default path: {DEFAULT_BASELINE}).",
+     {"nargs": "?", "const": DEFAULT_BASELINE}),
+    ("--tom-compare-fail", "tom_compare_fail", "What fails against --tom-baseline: PATTERN[:DROP], e.g. "
+     "'fantom.all_star:2%' (relative: 2% of the baseline value), 'tombench.ability.*:0.03' or ':3pts' (absolute); "
+     "no DROP means margin 0. Repeatable; the ini key takes one per line.", {"action": "append"}),
+    ("--tom-alpha", "tom_alpha", "Significance level of the baseline comparison, Holm-corrected across the metrics "
+     "compared (default 0.05).", {}),
+    ("--tom-noise-flip-rate", "tom_noise_flip_rate", "The model's measured run-to-run flip rate (share of questions "
+     "whose correctness changes between two runs of the same model), so a comparison never fails on that noise; measure it with "
+     "'python -m pytest_tom.gates.flips A.json B.json' on two runs' reports.", {}),
+    ("--tom-markdown", "tom_markdown", "Append a Markdown summary of the gates to this file (e.g. "
+     "\"$GITHUB_STEP_SUMMARY\").", {}),
+]
+_GATE_FLAGS: list[tuple[str, str, str]] = [
+    ("--tom-baseline-update", "tom_baseline_update", "Rewrite --tom-baseline from this run; comparisons are shown "
+     "but never fail."),
+    ("--tom-baseline-force", "tom_baseline_force", "Compare with a baseline even across different data, protocol "
+     "or settings (refused otherwise)."),
 ]
 _FLAGS: list[tuple[str, str, str]] = [
     (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache."),
@@ -41,14 +75,52 @@ _FLAGS: list[tuple[str, str, str]] = [
 ]
 
 
+METAVARS: dict[str, str] = {
+    "tom_model": "URI", "tom_benchmark": "NAMES", "tom_data_dir": "DIR", "tom_cache_dir": "DIR", "tom_sample": "N",
+    "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
+    "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
+    "tom_alpha": "X", "tom_noise_flip_rate": "X",
+}
+"""What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
+
+
+def model_help(schemes: Mapping[str, str] | None = None) -> str:
+    """`--tom-model`'s help: every scheme the registry knows (built-in and entry points), so it cannot drift."""
+    names = list(schemes if schemes is not None else model_schemes())
+    forms = [USAGE.get(s, f"{s}:... (a third-party backend)") for s in names]
+    return ("Model under test, as a URI. Schemes: " + "; ".join(forms) + ". Options after '?' are listed in the "
+            "README (Model URIs); an unknown one is an error that lists the known ones. Instead, the tom_model "
+            "fixture can be overridden in conftest.py.")
+
+
+def benchmark_help(registry: Registry) -> str:
+    """`--tom-benchmark`'s help: the benchmarks of the registry (built-in and entry points)."""
+    return (f"Comma-separated benchmarks to run without any test file; available: {', '.join(registry.names())} "
+            "(e.g. tombench,fantom; each runs once).")
+
+
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
     """The general --tom-* options and those of every benchmark the registry can import now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
-    for flag, dest, help_text, kw in _GENERAL:
-        group.addoption(flag, dest=dest, default=None, metavar=dest.removeprefix("tom_").upper(), help=help_text, **kw)
+    generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
+    for flag, dest, text, kw in _GENERAL:
+        help_text = generated.get(dest, text)
+        metavar = METAVARS.get(dest, dest.removeprefix("tom_").upper())
+        group.addoption(flag, dest=dest, default=None, metavar=metavar, help=help_text, **kw)
         parser.addini(dest, help=help_text, default=None)
     for flag, dest, help_text in _FLAGS:
         group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
+        parser.addini(dest, help=help_text, type="bool", default=False)
+    gates = parser.getgroup("tom-gates", "pytest-tom regression gates: thresholds and baselines")
+    for flag, dest, text, kw in _GATES:
+        # argparse %-formats help texts; the ini help is shown as written.
+        gates.addoption(flag, dest=dest, default=None, metavar=METAVARS.get(dest, "PATH"), help=text.replace("%", "%%"), **kw)
+        if kw.get("action") == "append":
+            parser.addini(dest, help=text, type="linelist", default=[])
+        else:
+            parser.addini(dest, help=text, default=None)
+    for flag, dest, help_text in _GATE_FLAGS:
+        gates.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
         parser.addini(dest, help=help_text, type="bool", default=False)
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
@@ -63,10 +135,26 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
         flag = f"--tom-{name}-{opt.name.replace('_', '-')}"
         if any(flag in o.names() for o in group.options):
             continue  # registered twice (entry point and hook): the first one wins
+        default = f" Default: {opt.default or '(empty)'}."
         choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
-        text = f"[{name}] {opt.help}{choices} Default: {opt.default}."
-        group.addoption(flag, dest=dest, default=None, metavar=opt.name.upper(), help=text)
-        parser.addini(dest, help=text, default=None)
+        # The flag's metavar shows the choices (--tom-tombench-prompt=vanilla|cot); the ini help has no metavar.
+        group.addoption(flag, dest=dest, default=None, metavar=benchmark_metavar(opt), help=f"[{name}] {opt.help}{default}")
+        parser.addini(dest, help=f"[{name}] {opt.help}{choices}{default}", default=None)
+
+
+def benchmark_metavar(opt: BenchmarkOption) -> str:
+    """What a benchmark setting takes: its choices (`vanilla|cot`), `N`, `X`, `URL`, `true|false`, else its name."""
+    if opt.choices:
+        return "|".join(opt.choices)
+    if opt.kind is int:
+        return "N"
+    if opt.kind is float:
+        return "X"
+    if opt.name.endswith("url"):
+        return "URL"
+    if opt.default in ("true", "false"):
+        return "true|false"
+    return opt.name.upper()
 
 
 def _value(config: pytest.Config, dest: str) -> Any:
@@ -146,6 +234,12 @@ class TomOptions:
     report: Path | None
     batch_size: int | None
     max_errors: int = 0
+    progress: str = "auto"
+    """auto, on or off: the live request bar and one-time-work lines (`pytest_tom.run.progress`)."""
+    detail: str | None = None
+    """short or full: how a failing item is shown; None leaves it to -v and --tb (`pytest_tom.run.failures`)."""
+    gates: GateConfig = field(default_factory=GateConfig)
+    """Thresholds, baseline and comparison rules (`pytest_tom.gates.config`)."""
     benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per benchmark, the settings given by flag or ini (suite keywords override them)."""
     node_ids: dict[str, frozenset[str] | None] = field(default_factory=dict)
@@ -171,6 +265,13 @@ class TomOptions:
         max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION) or 0
         if max_errors < 0:
             raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
+        progress = str(_value(config, "tom_progress") or "auto").strip().lower()
+        if progress not in ("auto", "on", "off"):
+            raise TomConfigError(f"--tom-progress={progress!r} (ini tom_progress): expected auto, on or off")
+        detail = _value(config, "tom_detail")
+        detail = str(detail).strip().lower() if detail is not None else None
+        if detail not in (None, "short", "full"):
+            raise TomConfigError(f"--tom-detail={detail!r} (ini tom_detail): expected short or full")
         raw_report = _value(config, "tom_report")
         report = root_dir / Path(str(raw_report)).expanduser() if raw_report else None
         if report is not None:
@@ -182,6 +283,7 @@ class TomOptions:
                 if v is not None:
                     settings.setdefault(bench.name, {})[opt.name] = str(v)
         return cls(
+            gates=gate_config(config, root_dir),
             model=_value(config, "tom_model"),
             benchmarks=benchmarks,
             data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
@@ -193,6 +295,46 @@ class TomOptions:
             report=report,
             batch_size=batch,
             max_errors=max_errors,
+            progress=progress,
+            detail=detail,
             benchmark_settings=settings,
             node_ids=dict(node_ids or {}),
         )
+
+
+def gate_config(config: pytest.Config, root: Path) -> GateConfig:
+    """The gate options, each checked now: a bad rule or an unwritable path is a usage error before any model call."""
+
+    def path(dest: str) -> Path | None:
+        raw = _value(config, dest)
+        return root / Path(str(raw)).expanduser() if raw else None
+
+    def many(dest: str) -> list[str]:
+        raw = config.getoption(dest, default=None) or []
+        return list(raw) or list(config.getini(dest) or [])
+
+    thresholds = parse_thresholds(many("tom_thresholds"), "--tom-threshold")
+    compare = tuple(r.strip() for raw in many("tom_compare_fail") for r in str(raw).splitlines() if r.strip())
+    from pytest_tom.gates.compare import parse_compare_rule
+
+    for rule in compare:
+        parse_compare_rule(rule)
+    alpha = _value(config, "tom_alpha")
+    noise = _value(config, "tom_noise_flip_rate")
+    cfg = GateConfig(
+        thresholds=thresholds, baseline=path("tom_baseline"), save=path("tom_baseline_save"),
+        update=bool(_value(config, "tom_baseline_update")), compare=compare, force=bool(_value(config, "tom_baseline_force")),
+        alpha=parse_rate(str(alpha), "--tom-alpha") if alpha is not None else 0.05, markdown=path("tom_markdown"),
+        noise_flip_rate=parse_rate(str(noise), "--tom-noise-flip-rate", high=1.0) if noise is not None else None,
+    )
+    if cfg.update and cfg.baseline is None:
+        raise TomConfigError("--tom-baseline-update needs --tom-baseline=PATH: the file to rewrite from this run")
+    if cfg.compare and cfg.baseline is None:
+        raise TomConfigError("--tom-compare-fail needs --tom-baseline=PATH: the stored run to compare with")
+    for flag, target in (("--tom-baseline-save", cfg.save), ("--tom-markdown", cfg.markdown),
+                         ("--tom-baseline-update", cfg.baseline if cfg.update else None)):
+        if target is not None:
+            problem = report_path_problem(target)
+            if problem is not None:
+                raise TomConfigError(f"{flag}={target}: {problem}")
+    return cfg

@@ -29,7 +29,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Parse the options once, register every benchmark's marks, start the run's session."""
+    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session."""
     setup.configure(config)
 
 
@@ -38,6 +38,7 @@ def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: objec
     if isinstance(obj, Suite):
         from pytest_tom.run.collect import SuiteCollector
 
+        setup.register_suite_marks(collector.config, obj.benchmark)
         return SuiteCollector.from_parent(collector, name=name, declaration=obj)
     return None
 
@@ -59,19 +60,40 @@ class TomHooks:
         """Draw --tom-sample after -m/-k; on an xdist worker, hand derived items to the controller."""
         setup.select(config, self.tom, items)
 
+    def pytest_report_collectionfinish(self) -> list[str]:
+        """Say why items were deselected when a sample (not -m/-k) dropped them."""
+        return [f"pytest-tom: {note}" for note in self.tom.sample_notes]
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """In a gate run, wrong answers get their own status (`27 wrong`): the gates, not they, decide the exit."""
+        from pytest_tom.run.gates import teststatus
+
+        return teststatus(report, self.tom)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather records (on the xdist controller they arrive from the workers)."""
         self.tom.logreport(report)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """On the xdist controller, judge the derived items once every worker has finished."""
-        result = yield
+        """Judge the derived items on the xdist controller; a run stopped by a configuration error ends as a usage error."""
+        from pytest_tom.run.collect import RunStopped
+
+        try:
+            result = yield
+        except RunStopped as stop:  # a usage error reads as one line, not as "! _pytest.outcomes.Exit: ... !"
+            raise pytest.UsageError(str(stop.msg)) from None
         setup.after_loop(session, self.tom)
         return result
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Print accuracies with intervals and parse rates per benchmark and facet (not on xdist workers)."""
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        """Print accuracies with intervals and parse rates per benchmark and facet (not on xdist workers).
+
+        Around pytest's own summary, after it: a run with thousands of failures lists
+        them all in the short test summary, and the accuracies must still close the run.
+        """
+        yield
         setup.terminal_summary(terminalreporter, self.tom)
 
     @pytest.hookimpl(trylast=True)
@@ -90,6 +112,8 @@ def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
     try:
         model = tom_session(request.config).default_model()
     except TomError as exc:
-        pytest.exit(f"pytest-tom: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        from pytest_tom.run.collect import stop_run
+
+        raise stop_run(f"pytest-tom: {exc}") from None
     yield model
     model.close()

@@ -8,9 +8,12 @@ a quick sample and the full set) in version control.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pytest_tom.gates.thresholds import parse_threshold
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,8 @@ class Suite:
     seed: int | None = None
     data_dir: str | Path | None = None
     """Overrides --tom-data-dir for this suite."""
+    gates: tuple[str, ...] = ()
+    """Thresholds on this suite's metrics (`accuracy:lower>=0.3`); any makes the run a gate run."""
 
 
 def suite(
@@ -32,6 +37,7 @@ def suite(
     sample: int | None = None,
     seed: int | None = None,
     data_dir: str | Path | None = None,
+    gates: str | Sequence[str] = (),
     **settings: Any,
 ) -> Suite:
     """Declare a benchmark suite in a test module.
@@ -41,6 +47,12 @@ def suite(
         sample: run a stratified sample of this many questions.
         seed: seed of the sample.
         data_dir: folder with the benchmark's official files.
+        gates: thresholds on the suite's metrics, e.g. ``["accuracy:lower>=0.3", "coherence>=10%"]``
+            (metric names as in `--tom-threshold`, without the suite's name). Parsed now, so a typo
+            fails at import rather than after the run.
         **settings: benchmark settings, e.g. ``languages="en", prompt="cot"``.
     """
-    return Suite(benchmark=benchmark, settings=dict(settings), sample=sample, seed=seed, data_dir=data_dir)
+    rules = (gates,) if isinstance(gates, str) else tuple(gates)
+    for rule in rules:
+        parse_threshold(rule, where=f"pytest_tom.suite({benchmark!r}, gates=...)")
+    return Suite(benchmark=benchmark, settings=dict(settings), sample=sample, seed=seed, data_dir=data_dir, gates=rules)

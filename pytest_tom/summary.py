@@ -12,6 +12,8 @@ from typing import Any
 from pytest_tom.evals.base import Benchmark
 
 GROUP_WIDTH = 48
+GROUP_HEADER = "group (acc %: % of the group's questions right)"
+"""The table pools questions (micro); a benchmark's own lines below it give macro means, labelled as such."""
 
 
 def pct(v: float | None) -> str:
@@ -20,8 +22,8 @@ def pct(v: float | None) -> str:
 
 
 def table_lines(tables: list[dict[str, Any]]) -> list[str]:
-    """Rows of accuracy, 95% interval, parse rate, unparseable and error counts per facet group."""
-    lines = [f"  {'group':<{GROUP_WIDTH}} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"]
+    """Rows of accuracy (correct / scored questions of the group), 95% interval, parse rate, unparseable and error counts."""
+    lines = [f"  {GROUP_HEADER:<{GROUP_WIDTH}} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"]
     for table in tables:
         for row in table["rows"]:
             label = " / ".join(row["facets"].values()) or "all"

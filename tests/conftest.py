@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy  # noqa: F401 - see below
 import pytest
+import scipy.special  # noqa: F401
+
+# pytester's in-process runs restore sys.modules after each run, and numpy refuses a second
+# import in one process; imported here, before any run, they stay loaded (the gates use them).
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

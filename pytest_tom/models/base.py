@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import linecache
+import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from pytest_tom.errors import TomConfigError
 from pytest_tom.request import Request, Response
 
 
@@ -59,6 +63,14 @@ class Model(ABC):
     def close(self) -> None:  # noqa: B027 - a no-op default, not a forgotten abstract method
         """Release GPU memory, sockets, subprocesses."""
 
+    def user_traceback(self, message: str) -> str | None:
+        """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
+
+        A failing item shows it once, so a user sees where their code raised
+        instead of pytest-tom's frames; backends that run no user code keep none.
+        """
+        return None
+
 
 class StreamingModel(Model):
     """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves).
@@ -94,11 +106,18 @@ def _callable_identity(fn: Callable[..., Any]) -> str:
 class CallableModel(Model):
     """Wraps a user's Python callable.
 
-    A batched callable (the default) receives ``list[list[dict]]`` (chat messages
-    per request) and a settings dict, and returns ``list[str]``: that lets users
-    batch on their own GPU. Mark a one-prompt-at-a-time function with
-    `pytest_tom.per_prompt`; it then receives ``list[dict]`` and returns ``str``.
-    Requests are grouped by decoding settings, so each call sees one settings dict.
+    A batched callable (the default) is called as ``fn(conversations, settings)``:
+    a ``list`` of conversations (each a ``list[dict]`` of chat messages) and a
+    settings dict, and returns a ``list[str]``, one answer per conversation in
+    order: that lets users batch on their own GPU. A function marked with
+    `pytest_tom.per_prompt` answers one conversation at a time: ``fn(messages)``
+    or ``fn(messages, settings)`` returns one ``str``. Requests are grouped by
+    decoding settings, so each call sees one settings dict.
+
+    The signature is checked when the model is built and what the callable
+    returns on every call, so a slip (a one-argument function without the
+    decorator, a ``str`` where a list belongs) is one clear error naming the
+    callable, never a run scored on the characters of a string.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:
@@ -107,9 +126,42 @@ class CallableModel(Model):
         self.per_prompt = bool(getattr(fn, "tom_per_prompt", False))
         self.batch_size = batch_size or int(getattr(fn, "tom_batch_size", 16))
         self._fp = _callable_identity(fn)
+        self._with_settings = _check_signature(fn, self.uri, per_prompt=self.per_prompt)
+        self._tracebacks: dict[str, str] = {}
+        """Error text -> the user's frames of the exception behind it (the first few distinct errors)."""
 
     def fingerprint(self) -> str:
         return f"callable:{self._fp}"
+
+    def user_traceback(self, message: str) -> str | None:
+        for error, text in self._tracebacks.items():
+            if error in message:
+                return text
+        return None
+
+    def _call(self, prompts: list[list[dict[str, Any]]], settings: dict[str, Any]) -> list[Response]:
+        """One call of the user's function for a group of requests: their answers, or one error each."""
+        texts: Sequence[str | Response]
+        try:
+            if self.per_prompt:
+                texts = [self._one(p, settings) for p in prompts]
+            else:
+                texts = _batch_answers(self.fn(prompts, settings), len(prompts), self.uri)
+        except _WrongAnswerType as exc:
+            return [Response(error=str(exc))] * len(prompts)
+        except Exception as exc:  # the user's code failing is an error, not an answer
+            err = f"{type(exc).__name__}: {exc}"
+            if err not in self._tracebacks and len(self._tracebacks) < _MAX_TRACEBACKS:
+                self._tracebacks[err] = format_user_frames(exc)
+            return [Response(error=err)] * len(prompts)
+        return [t if isinstance(t, Response) else Response(text=t) for t in texts]
+
+    def _one(self, prompt: list[dict[str, Any]], settings: dict[str, Any]) -> str | Response:
+        text = self.fn(prompt, settings) if self._with_settings else self.fn(prompt)
+        if isinstance(text, str):
+            return text
+        return Response(error=f"{self.uri} (a per_prompt function) returned {_shown(text)}, expected one str: "
+                              "the answer to the one conversation it was given")
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         out: list[Response | None] = [None] * len(requests)
@@ -125,30 +177,95 @@ class CallableModel(Model):
                     out[i] = Response(error=err)
                 continue
             prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
-            try:
-                if self.per_prompt:
-                    texts = [self.fn(p, dict(settings)) for p in prompts]
-                else:
-                    texts = list(self.fn(prompts, dict(settings)))
-            except Exception as exc:  # the user's code failing is an error, not an answer
-                err = f"{type(exc).__name__}: {exc}"
-                for i in idxs:
-                    out[i] = Response(error=err)
-                continue
-            if len(texts) != len(idxs):
-                err = f"{self.uri} returned {len(texts)} answers for {len(idxs)} prompts"
-                for i in idxs:
-                    out[i] = Response(error=err)
-                continue
-            for i, text in zip(idxs, texts, strict=True):
-                if not isinstance(text, str):
-                    out[i] = Response(error=f"{self.uri} returned {type(text).__name__}, expected str")
-                else:
-                    out[i] = Response(text=text)
+            for i, response in zip(idxs, self._call(prompts, dict(settings)), strict=True):
+                out[i] = response
         return [r if r is not None else Response(error="no answer") for r in out]
 
 
+_MAX_TRACEBACKS = 8
+_FRAMEWORK = (Path(__file__).resolve().parents[1],)
+"""pytest-tom's own folder: its frames are never the user's (nor are pytest's and pluggy's, matched by name)."""
+_FRAMEWORK_PARTS = frozenset({"_pytest", "pluggy"})
+
+
+class _WrongAnswerType(Exception):
+    """A batched callable returned something other than one string per conversation."""
+
+
+def _shown(value: object, width: int = 60) -> str:
+    """A value's type and a short repr, for messages about what a callable returned."""
+    text = repr(value)
+    if len(text) > width:
+        text = text[: width - 5] + "[...]"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({text})"
+
+
+def _batch_answers(result: object, expected: int, uri: str) -> list[str]:
+    """A batched callable's return value, checked: a list of `expected` strings, else one error for the whole call."""
+    per_prompt_hint = ("; a function that answers one conversation at a time needs @pytest_tom.per_prompt"
+                       if isinstance(result, str) else "")
+    if isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
+        raise _WrongAnswerType(f"{uri} returned {_shown(result)}, expected a list of str, one answer per "
+                               f"conversation in order{per_prompt_hint}")
+    texts = list(result)
+    if len(texts) != expected:
+        raise _WrongAnswerType(f"{uri} returned {len(texts)} answers for {expected} conversations: a batched callable "
+                               "returns one str per conversation, in order")
+    for k, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise _WrongAnswerType(f"{uri} returned a list whose item {k} is {_shown(text)}, expected str (one answer "
+                                   "per conversation)")
+    return texts
+
+
+def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> bool:
+    """Whether to pass the settings dict; a callable that cannot take the arguments it will get is a `TomConfigError`."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or extension callable: nothing to check, call it as documented
+        return True
+    try:
+        sig.bind(None, None)
+        return True
+    except TypeError:
+        pass
+    try:
+        sig.bind(None)
+    except TypeError:
+        raise TomConfigError(f"{uri}: cannot be called with the arguments pytest-tom passes: it takes {sig}; a model "
+                             "callable takes (conversations, settings) and returns one str per conversation, or, "
+                             "decorated with @pytest_tom.per_prompt, (messages) or (messages, settings) and returns "
+                             "one str") from None
+    if per_prompt:
+        return False
+    raise TomConfigError(f"{uri} takes one argument {sig}: if it answers one conversation (a list of chat messages) "
+                         "with one str, decorate it with @pytest_tom.per_prompt; a batched callable takes "
+                         "(conversations, settings) and returns one str per conversation")
+
+
+def format_user_frames(exc: BaseException) -> str:
+    """The user's own frames of `exc` and its message, as Python prints a traceback.
+
+    pytest-tom's, pytest's and pluggy's frames (and any frame that sets
+    `__tracebackhide__`) are left out: what a user needs is where their model code
+    raised, not the machinery that called it.
+    """
+    lines = ["Traceback (your code only, most recent call last):"]
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        path = Path(frame.f_code.co_filename)
+        if frame.f_locals.get("__tracebackhide__") or _FRAMEWORK_PARTS & set(path.parts) or any(
+                path.is_relative_to(root) for root in _FRAMEWORK):
+            continue
+        lines.append(f'  File "{path}", line {lineno}, in {frame.f_code.co_name}')
+        source = linecache.getline(str(path), lineno).strip()
+        if source:
+            lines.append(f"    {source}")
+    lines.extend(traceback.format_exception_only(type(exc), exc)[-1:])
+    return "\n".join(line.rstrip("\n") for line in lines)
+
+
 def per_prompt(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a model callable that takes one conversation and returns one string."""
+    """Mark a model callable that takes one conversation (and, if it wants, the settings dict) and returns one string."""
     fn.tom_per_prompt = True  # type: ignore[attr-defined]
     return fn

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
 from pytest_tom.models._chat import SYSTEM_MODES
@@ -190,12 +191,16 @@ class HFModel(StreamingModel):
             kw["attn_implementation"] = self.options["attn_implementation"]
         if self.device.startswith("map:"):
             kw["device_map"] = self.device[4:]
+        name = self.alias or self.path
+        where = self.device[4:] if self.device.startswith("map:") else self.device
         try:
-            model = self._transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
+            # Seconds to minutes in the first test: say so, and keep transformers' bars out of the captured output.
+            with notice.step(f"loading {name} on {where}", f"loaded {name}"):
+                model = self._transformers.AutoModelForCausalLM.from_pretrained(self.path, **kw)
+                if not self.device.startswith("map:"):
+                    model.to(self.device)
         except ImportError as exc:  # device_map needs accelerate, GGUF needs gguf
             raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
-        if not self.device.startswith("map:"):
-            model.to(self.device)
         model.eval()
         self.model = model
         self.load_seconds = time.perf_counter() - start

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError, TomModelError
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import Model, format_user_frames
 from pytest_tom.record import Outcome, Record, Verdict
+from pytest_tom.run import failures
+from pytest_tom.run.gates import is_gate_run
 from pytest_tom.run.records import DerivedSpec
 from pytest_tom.run.session import tom_session
 
@@ -37,6 +39,27 @@ class QuestionFailed(AssertionError):
 
 class DerivedFailed(AssertionError):
     """An aggregate assertion that does not hold."""
+
+
+class ModelFailed(TomModelError):
+    """A question or aggregate without an answer: the model (or the tom_model fixture) failed.
+
+    `error` is the model's error text, the same for every question it failed, so
+    the first item shows it in full and the others point to it.
+    """
+
+    def __init__(self, message: str, *, error: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class RunStopped(pytest.exit.Exception):  # type: ignore[name-defined,misc]
+    """A configuration error that makes every item fail alike: the run stops once with a usage error.
+
+    Raised where pytest lets only an exit through (inside an item); the plugin's
+    runtest-loop wrapper turns it into `pytest.UsageError`, which pytest prints as
+    one `ERROR: pytest-tom: ...` line with exit status 4.
+    """
 
 
 def _model_under_test(tom_model: Model) -> None:
@@ -107,20 +130,69 @@ def _mark(name: str) -> pytest.MarkDecorator:
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
-def _exit_on_config_error(exc: TomConfigError) -> None:
-    """The same configuration message on every item would help nobody: stop the run once."""
-    pytest.exit(f"pytest-tom: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+def stop_run(message: str) -> RunStopped:
+    """The same configuration message on every item would help nobody: stop the run once (see `RunStopped`)."""
+    return RunStopped(message, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 class _TomItem(pytest.Function):
     """A pytest-tom item: requests `tom_model` like a test function, reports its own failure text."""
 
-    failure_types: tuple[type[BaseException], ...] = (TomError,)
+    _fixture_error: BaseException | None = None
 
-    def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
-        if isinstance(excinfo.value, self.failure_types):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+    def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> TerminalRepr:
+        """pytest-tom's own failures in its own words, in setup (model errors) and call (wrong answers) alike.
+
+        pytest formats setup errors through this method and call failures through
+        `repr_failure`, which calls it; anything else keeps pytest's traceback.
+        """
+        shown = self._show(excinfo.value)
+        return shown if shown is not None else super()._repr_failure_py(excinfo, style)
+
+    def _source(self) -> str:
+        """Where the item's data lies ("<file> line <n>"), for --tb=line and the short summary."""
+        sample = getattr(self, "sample", None)
+        return sample.source if sample is not None and sample.source else self.location[0]
+
+    def _show(self, exc: BaseException) -> TerminalRepr | None:
+        if isinstance(exc, ModelFailed):
+            model = tom_session(self.config).planner.model
+            if exc is self._fixture_error:
+                tb = format_user_frames(exc.__cause__) if exc.__cause__ is not None else None
+            else:
+                tb = model.user_traceback(exc.error) if model is not None else None
+            return failures.model_error(self, str(exc), error=exc.error, source=self._source(), traceback=tb)
+        if isinstance(exc, TomError):
+            return failures.located(self.config, str(exc), self._source(), str(exc).splitlines(), error=True)
+        return None
+
+    def _setup_fixtures(self) -> None:
+        """Set up fixtures as pytest does; an exception out of the user's fixtures is shown once with their frames."""
+        try:
+            super().setup()
+        except RunStopped as exc:
+            self._stop(str(exc.msg))
+        except TomConfigError as exc:
+            self._stop(f"pytest-tom: {exc}")
+        except Exception as exc:
+            if isinstance(exc, TomError) or type(exc).__name__ == "FixtureLookupError":
+                raise  # pytest shows a missing fixture with the fixtures available: leave it be
+            error = f"fixture setup failed: {type(exc).__name__}: {exc}"
+            failed = ModelFailed(error, error=error)
+            self._fixture_error = failed
+            raise failed from exc
+
+    def _stop(self, message: str) -> NoReturn:
+        """Stop the run once: a usage error in one process; on an xdist worker, a stop request with this item failing.
+
+        An exit on an xdist worker reads as a crash (INTERNALERROR on the
+        controller); a stop request is what xdist hands on: this item shows the
+        message once and the whole run stops.
+        """
+        if tom_session(self.config).worker is None:
+            raise stop_run(message) from None
+        self.session.shouldstop = message
+        raise TomConfigError(message) from None
 
     def setup(self) -> None:
         """Resolve `tom_model` through pytest's fixture machinery, once per process.
@@ -132,25 +204,18 @@ class _TomItem(pytest.Function):
         them either).
         """
         if tom_session(self.config).planner.engine is None:
-            super().setup()
+            self._setup_fixtures()
 
     def _ensure(self, keys: list[str]) -> None:
         tom = tom_session(self.config)
         try:
             tom.planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"])
         except TomConfigError as exc:
-            if tom.worker is None:
-                _exit_on_config_error(exc)
-            # pytest.exit on an xdist worker reads as a crash (INTERNALERROR on the controller); a stop
-            # request is what xdist hands on: this item shows the message once and the whole run stops.
-            self.session.shouldstop = f"pytest-tom: {exc}"
-            raise
+            self._stop(f"pytest-tom: {exc}")
 
 
 class QuestionItem(_TomItem):
     """One question in one setting; passes when the model answers it correctly."""
-
-    failure_types = (QuestionFailed, TomError)
 
     def __init__(self, *, sample: Sample[Any], suite: LoadedSuite, **kw: Any) -> None:
         super().__init__(**kw)
@@ -173,14 +238,21 @@ class QuestionItem(_TomItem):
         if record.outcome is Outcome.ERROR:
             if tom.planner.within_error_budget():
                 pytest.skip(f"tolerated by --tom-max-errors={tom.options.max_errors}: {record.message}")
-            raise TomModelError(f"{self.sample.source}: {record.message}")
+            raise ModelFailed(f"{self.sample.source}: {record.message}", error=record.message)
 
     def runtest(self) -> None:
-        if not self.record.passed:
+        """A wrong or unreadable answer fails the item, except in a gate run, where the gates decide (`run.gates`)."""
+        if not self.record.passed and not is_gate_run(tom_session(self.config)):
             raise QuestionFailed(self.record.message or self.record.outcome.value)
 
+    def _show(self, exc: BaseException) -> TerminalRepr | None:
+        if isinstance(exc, QuestionFailed):
+            return failures.question_failure(self, self.record, self.sample)
+        return super()._show(exc)
+
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"tom: {self.suite.benchmark.name}/{self.sample.id}"
+        """The failure header: the suite as the test file names it (two suites of one file differ) and the question."""
+        return self.path, None, f"{self.parent.name if self.parent else self.suite.benchmark.name}: {self.sample.id}"
 
 
 class DerivedItem(_TomItem):
@@ -190,8 +262,6 @@ class DerivedItem(_TomItem):
     it is skipped with a reason, never evaluated on a partial set. Under
     pytest-xdist the controller judges it instead (see `run.xdist`).
     """
-
-    failure_types = (DerivedFailed, TomError)
 
     def __init__(self, *, derived: Derived, suite: LoadedSuite, **kw: Any) -> None:
         super().__init__(**kw)
@@ -225,11 +295,17 @@ class DerivedItem(_TomItem):
         if self.verdict.verdict is Verdict.ERROR:
             if tom.planner.within_error_budget():
                 pytest.skip(f"tolerated by --tom-max-errors={tom.options.max_errors}: {self.verdict.message}")
-            raise TomModelError(self.verdict.message)
+            raise ModelFailed(self.verdict.message, error=self.verdict.message)
 
     def runtest(self) -> None:
-        if self.verdict.verdict is Verdict.FAILED:
+        if self.verdict.verdict is Verdict.FAILED and not is_gate_run(tom_session(self.config)):
             raise DerivedFailed(self.verdict.message)
 
+    def _show(self, exc: BaseException) -> TerminalRepr | None:
+        if isinstance(exc, DerivedFailed):
+            return failures.derived_failure(self.config, self.verdict, self.location[0])
+        return super()._show(exc)
+
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"tom: {self.suite.benchmark.name}/{self.derived.kind}/{self.derived.id}"
+        suite = self.parent.name if self.parent else self.suite.benchmark.name
+        return self.path, None, f"{suite}: {self.derived.kind} {self.derived.id}"

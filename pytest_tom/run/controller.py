@@ -16,6 +16,8 @@ import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
 from pytest_tom.record import Record, Verdict
+from pytest_tom.run.failures import derived_failure
+from pytest_tom.run.gates import is_gate_run
 from pytest_tom.run.records import DerivedSpec
 
 if TYPE_CHECKING:
@@ -74,6 +76,6 @@ def _judge_one(spec: DerivedSpec, members: dict[str, Record], tom: TomSession, w
     if rec.verdict is Verdict.SKIPPED:
         return [_report(spec, "setup", "skipped", (path, line, f"Skipped: {rec.message}"))]
     setup = _report(spec, "setup", "passed")
-    if rec.verdict is Verdict.PASSED:
+    if rec.verdict is Verdict.PASSED or is_gate_run(tom):
         return [setup, _report(spec, "call", "passed", None, props)]
-    return [setup, _report(spec, "call", "failed", rec.message, props)]
+    return [setup, _report(spec, "call", "failed", derived_failure(tom.config, rec, path), props)]

@@ -1,42 +1,264 @@
-"""A one-line progress bar for model requests, on the real terminal even while pytest captures output."""
+"""The run's live terminal output: model requests done/total, rate, elapsed and ETA; one-time work.
+
+The engine calls `Progress(done, total)` as each answer arrives (`ProgressCallback`),
+and backends say what one-time work they do through `pytest_tom.notice`, whose
+sink is `Progress.say`. Both happen inside a test's setup or call, where pytest
+captures output, so every write suspends the capture and goes through pytest's
+own terminal writer, on a line of its own: the test file's progress prefix
+(`examples/test_tom.py ....`) is ended first and written again afterwards, so
+pytest's dots and percentages carry on as if nothing had been drawn.
+
+Modes (`--tom-progress`, ini `tom_progress`):
+
+* ``auto`` (default): on a terminal, a bar redrawn in place at most every
+  0.1 s and at least every second (a timer thread redraws the latest count,
+  so a burst of answers is never shown one batch late), ended by one line
+  saying how many requests were answered in how long. Not on a terminal (CI
+  logs, pipes): no bar; the one-time-work lines, a plain progress line every
+  5 minutes of a long pass, and the same closing line.
+* ``on``: the bar even when the output is not a terminal (what the tests use).
+* ``off``: nothing, one-time-work lines included.
+
+Under pytest-xdist, workers show nothing (their output would garble the
+controller's); the controller shows xdist's own per-test progress.
+"""
 
 from __future__ import annotations
 
-import sys
+import contextlib
+import os
+import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_tom import notice
+from pytest_tom.notice import format_seconds
+from pytest_tom.run.xdist import worker_of
+
+REDRAW_S = 0.1
+"""Least time between two redraws of the bar: a fast backend answers thousands a second."""
+TICK_S = 1.0
+"""Most time between two redraws while the bar is up: the elapsed time moves even while a slow batch runs."""
+PLAIN_EVERY_S = 300.0
+"""Not on a terminal: a plain line this often during a long pass, so a CI log shows the run alive."""
+_BAR = 20
+
+
+def _rate(done: int, elapsed: float) -> float:
+    return done / elapsed if done and elapsed > 0 else 0.0
+
+
+def _rate_text(rate: float) -> str:
+    return "-/s" if rate <= 0 else f"{rate:.2f}/s" if rate < 10 else f"{rate:.0f}/s"
+
+
+def status_text(done: int, total: int, elapsed: float) -> str:
+    """`45/90 model requests, 0.62/s, elapsed 1:12, ETA 1:13` (ETA `?` until the first answer)."""
+    rate = _rate(done, elapsed)
+    eta = format_seconds((total - done) / rate) if rate > 0 else "?"
+    return f"{done}/{total} model requests, {_rate_text(rate)}, elapsed {format_seconds(elapsed)}, ETA {eta}"
+
+
+def bar_line(done: int, total: int, elapsed: float, width: int = 80) -> str:
+    """The bar as drawn on a terminal `width` columns wide (the bar itself goes first when space runs out)."""
+    text = status_text(done, total, elapsed)
+    bar = min(_BAR, width - 1 - len(f"pytest-tom: [] {text}"))
+    if bar < 5:
+        return f"pytest-tom: {text}"[: max(width - 1, 0)]
+    filled = bar * done // total if total else bar
+    return f"pytest-tom: [{'#' * filled}{'.' * (bar - filled)}] {text}"
+
+
+def final_line(done: int, total: int, elapsed: float) -> str:
+    """The line a pass leaves behind: `pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)`."""
+    return f"pytest-tom: {done}/{total} model requests answered in {format_seconds(elapsed)} " \
+           f"({_rate_text(_rate(done, elapsed))})"
+
+
+def _prefix_text(prefix: object, startpath: Path) -> str:
+    """What pytest had written at the start of the current line: a test file's path, or -v's node id."""
+    if isinstance(prefix, Path):
+        return os.path.relpath(prefix, startpath) + " "
+    return prefix if isinstance(prefix, str) else ""
+
+
+def _restore(sink: notice.Sink | None) -> None:
+    notice.set_sink(sink)
+
+
+def _never_fails() -> contextlib.suppress:
+    """Drawing must never fail a test or the engine (a closed terminal, a broken pipe): its errors are dropped."""
+    return contextlib.suppress(Exception)
+
 
 class Progress:
-    """A one-line progress bar on the real terminal, even while pytest captures output."""
+    """The `ProgressCallback` of the run's engine and the sink of `pytest_tom.notice`."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, mode: str = "auto") -> None:
         self.config = config
-        self.start = time.monotonic()
-        self.last = 0.0
-        self.tty = sys.stderr.isatty()
+        self.mode = mode
+        self._lock = threading.RLock()
+        self._active = False
+        self._done = self._total = 0
+        self._start = self._drawn_at = self._plain_at = 0.0
+        self._drawn_done = -1
+        self._stop: threading.Event | None = None
+        self._prefix: object = None
+        previous = notice.set_sink(self.say)
+        config.add_cleanup(lambda: _restore(previous))
+        config.pluginmanager.register(self)
 
+    # -- what to show ------------------------------------------------------------------------------
+    def _reporter(self) -> Any:
+        return self.config.pluginmanager.get_plugin("terminalreporter")
+
+    def style(self) -> str | None:
+        """"bar", "plain" or None (nothing shown: off, an xdist worker, no terminal reporter)."""
+        if self.mode == "off" or worker_of(self.config) is not None:
+            return None
+        reporter = self._reporter()
+        if reporter is None:
+            return None
+        if self.mode == "on":
+            return "bar"
+        return "bar" if bool(getattr(reporter, "isatty", False)) else "plain"
+
+    # -- the engine's callback ---------------------------------------------------------------------
     def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if done not in (0, total) and now - self.last < (0.2 if self.tty else 10.0):
+        style = self.style()
+        if style is None:
             return
-        self.last = now
-        rate = done / (now - self.start) if now > self.start else 0.0
-        width = 30
-        filled = int(width * done / total) if total else width
-        line = f"tom: [{'#' * filled}{'.' * (width - filled)}] {done}/{total} model requests ({rate:.1f}/s)"
-        capman = self.config.pluginmanager.getplugin("capturemanager")
-        ctx = capman.global_and_fixture_disabled() if capman else None
-        if ctx:
-            ctx.__enter__()
-        try:
-            if self.tty:
-                sys.stderr.write("\r" + line + ("\n" if done == total else ""))
-            else:
-                sys.stderr.write(line + "\n")
-            sys.stderr.flush()
-        finally:
-            if ctx:
-                ctx.__exit__(None, None, None)
+        with self._lock, _never_fails():
+            now = time.monotonic()
+            if not self._active:
+                self._begin(total, now, style)
+            self._done, self._total = done, total
+            if done >= total:
+                self._end()
+            elif style == "bar" and now - self._drawn_at >= REDRAW_S:
+                self._draw()
+            elif style == "plain" and now - self._plain_at >= PLAIN_EVERY_S:
+                self._plain_at = now
+                self._lines(f"pytest-tom: {status_text(done, total, now - self._start)}")
 
+    def say(self, line: str) -> None:
+        """A one-time-work line, above the bar if one is drawn."""
+        style = self.style()
+        if style is None:
+            return
+        with self._lock, _never_fails():
+            if self._active and style == "bar":
+                self._write_over_bar(line)
+                if self._done == 0:
+                    self._start = time.monotonic()  # the rate and ETA count the answering, not the loading
+                self._draw()
+            else:
+                self._lines(line)
+                if self._active and self._done == 0:
+                    self._start = time.monotonic()
+
+    # -- pytest hooks: never leave a half-drawn bar behind -------------------------------------------
+    def pytest_keyboard_interrupt(self) -> None:
+        self.abandon()
+
+    def pytest_unconfigure(self) -> None:
+        self.abandon()
+
+    def abandon(self) -> None:
+        """End a bar whose pass never finished (Ctrl-C), so pytest's next line starts on its own line."""
+        with self._lock, _never_fails():
+            if self._active:
+                self._active = False
+                if self._stop is not None:
+                    self._stop.set()
+                with self._terminal() as (_, tw):
+                    tw.line()
+
+    # -- drawing (under the lock) --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _terminal(self) -> Iterator[tuple[Any, Any]]:
+        """The terminal writer and reporter of pytest, past the output capture."""
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            tw = self.config.get_terminal_writer()
+            yield self._reporter(), tw
+            tw.flush()
+
+    def _open(self, reporter: Any, tw: Any, *, erase: bool = False) -> None:
+        """Start our own line: end pytest's (`file.py ...`), remember its prefix; pytest starts anew if interrupted.
+
+        With `erase` (the bar, which redraws in place anyway), a line holding only the
+        prefix is blanked instead of left behind, since `_close` writes it again.
+        """
+        self._prefix = reporter.currentfspath
+        width = tw.width_of_current_line
+        if erase and width and width == len(_prefix_text(self._prefix, Path(reporter.startpath))):
+            tw.write("\r" + " " * width + "\r")
+        elif width:
+            tw.line()
+        reporter.currentfspath = -2  # pytest's own "mid-line" mark: its next line (Ctrl-C, an error) starts fresh
+
+    def _close(self, reporter: Any, tw: Any) -> None:
+        """Hand the line back to pytest as it was: write the test file's prefix again, so its dots carry on."""
+        text = _prefix_text(self._prefix, Path(reporter.startpath))
+        tw.write(text)
+        reporter.currentfspath = self._prefix if text else None
+
+    def _lines(self, *lines: str) -> None:
+        with self._terminal() as (reporter, tw):
+            self._open(reporter, tw, erase=self.style() == "bar")  # a terminal: write over a bare prefix
+            for line in lines:
+                tw.line(line)
+            self._close(reporter, tw)
+
+    def _begin(self, total: int, now: float, style: str) -> None:
+        self._active = True
+        self._done, self._total = 0, total
+        self._start = self._plain_at = now
+        self._drawn_at, self._drawn_done = 0.0, -1
+        if style == "bar":
+            with self._terminal() as (reporter, tw):
+                self._open(reporter, tw, erase=True)
+            self._stop = threading.Event()
+            threading.Thread(target=self._tick, args=(self._stop,), name="pytest-tom-progress", daemon=True).start()
+
+    def _end(self) -> None:
+        self._active = False
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
+        line = final_line(self._done, self._total, time.monotonic() - self._start)
+        with self._terminal() as (reporter, tw):
+            if self.style() == "bar":
+                self._write_over_bar(line, tw)
+            else:
+                self._open(reporter, tw)
+                tw.line(line)
+            self._close(reporter, tw)
+
+    def _write_over_bar(self, line: str, tw: Any = None) -> None:
+        if tw is None:
+            with self._terminal() as (_, tw):
+                self._write_over_bar(line, tw)
+            return
+        tw.write("\r" + line.ljust(tw.fullwidth - 1) + "\n")
+
+    def _draw(self) -> None:
+        now = time.monotonic()
+        self._drawn_at, self._drawn_done = now, self._done
+        with self._terminal() as (_, tw):
+            tw.write("\r" + bar_line(self._done, self._total, now - self._start, tw.fullwidth).ljust(tw.fullwidth - 1))
+
+    def _tick(self, stop: threading.Event) -> None:
+        """Redraw the latest count a moment after a burst of answers, and the elapsed time every second."""
+        while not stop.wait(REDRAW_S):
+            with self._lock, _never_fails():
+                if stop.is_set() or not self._active or not threading.main_thread().is_alive():
+                    return
+                now = time.monotonic()
+                if self._done != self._drawn_done or now - self._drawn_at >= TICK_S:
+                    self._draw()

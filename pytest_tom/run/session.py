@@ -41,10 +41,12 @@ class TomSession:
         self.backends = backends or SchemeRegistry()
         self.worker = worker_of(config)
         self.suites = Suites(options, registry)
-        self.planner = Planner(options, benchmark_names=registry.names(), worker=self.worker, progress=Progress(config),
+        self.planner = Planner(options, benchmark_names=registry.names(), worker=self.worker,
+                               progress=Progress(config, options.progress),
                                on_results=lambda results: config.hook.pytest_tom_results_ready(session=self, results=results))
         self.records = RunRecords(registry)
         self._selected: set[str] | None = None
+        self.sample_notes: list[str] = []
         self._report: dict[str, Any] | None = None
         self._gathered = False
         self.derived_specs: list[DerivedSpec] = []
@@ -53,6 +55,10 @@ class TomSession:
         """On the xdist controller: the node ids as a worker collected them, so the report lists
         records in collection order as one process does, not in the order workers finished."""
         self.problems: list[str] = []
+        self.notes: list[str] = []
+        """Lines for the end of the terminal summary (a baseline written...)."""
+        self.gate_results: list[Any] = []
+        """The gates' `GateResult`s, once judged (one process, or the xdist controller)."""
         """Lines the run's end must show (the report not written, the cache not closed)."""
 
     @property
@@ -105,6 +111,7 @@ class TomSession:
                 (kept if set(it.member_keys()) <= kept_keys else deselected).append(it)
             else:
                 kept.append(it)
+        self.sample_notes = [n for n in (note_sample(q, deselected) for q in by_suite.values()) if n]
         return kept, deselected
 
     def selected_keys(self, items: Sequence[Any]) -> set[str]:
@@ -153,6 +160,15 @@ class TomSession:
     # -- output ------------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
+            self.gather()
+            self._report = self.records.report()
+            if self._report is not None and self.gate_results:
+                self._report["gates"] = [r.to_dict() for r in self.gate_results]
+        return self._report
+
+    def gather(self) -> None:
+        """Bring this process's suite settings, engine statistics and model into `records` (once), for gates and report."""
+        if self._report is None:
             if not self._gathered:
                 self._gathered = True  # once, even if building the report below raises and is retried
                 if self.worker is None and not self.is_controller:
@@ -163,8 +179,6 @@ class TomSession:
                                             self.planner.describe_model())
                 else:
                     self._in_collection_order()
-            self._report = self.records.report()
-        return self._report
 
     def _in_collection_order(self) -> None:
         """Order the controller's records as the workers collected them (they arrive as workers finish)."""
@@ -191,18 +205,35 @@ class TomSession:
         Never raises: the terminal summary and the final counts come after this
         hook, and a traceback here would take them with it.
         """
+        problem = self._write_markdown()
         path = self.options.report
         if path is None:
-            return None
+            return problem
         from pytest_tom.report import write_report
 
         try:
             report = self.report()
             if report is None:
-                return None
+                return problem
             write_report(path, report)
         except Exception as exc:  # noqa: BLE001 - disk full, a race on the path, a metric that breaks JSON
             return f"pytest-tom: ERROR: the report was not written to {path}: {_why_not_written(path, exc)}"
+        return problem
+
+    def _write_markdown(self) -> str | None:
+        """Append the gates' Markdown summary to --tom-markdown (GitHub's $GITHUB_STEP_SUMMARY); never raises."""
+        path = self.options.gates.markdown
+        if path is None:
+            return None
+        from pytest_tom.gates.markdown import render_markdown, write_markdown
+
+        cfg = self.options.gates
+        try:
+            text = render_markdown(self.gate_results, model_uri=str((self.records.model or {}).get("uri") or self.options.model),
+                                   baseline=str(cfg.baseline) if cfg.baseline else None, summary_lines=self.summary_lines())
+            write_markdown(path, text)
+        except Exception as exc:  # noqa: BLE001 - as for the report: one line, never a lost summary
+            return f"pytest-tom: ERROR: the Markdown summary was not written to {path}: {type(exc).__name__}: {exc}"
         return None
 
     def failed_derived(self) -> int:
@@ -218,3 +249,20 @@ def _why_not_written(path: Path, exc: Exception) -> str:
         return problem
     where = f" ({exc.filename})" if exc.filename else ""
     return f"{exc.strerror or exc}{where}"
+
+
+def note_sample(questions: Sequence[Any], deselected: Sequence[Any]) -> str:
+    """One line saying why a sample dropped items (no -m/-k explains pytest's "N deselected"); empty if none."""
+    suite = questions[0].suite
+    dropped = [it for it in deselected if it.suite.sid == suite.sid]
+    if not dropped:
+        return ""
+    groups = sum(1 for it in dropped if hasattr(it, "derived"))
+    by = ", ".join(suite.benchmark.strata) or "nothing"
+    line = (
+        f"{suite.sid}: sample={suite.sample} keeps {len(questions) - (len(dropped) - groups)} of {len(questions)} "
+        f"questions (stratified by {by}; seed {suite.seed}); {len(dropped) - groups} questions deselected"
+    )
+    if groups:
+        line += f", and {groups} aggregate assertions whose groups the sample splits"
+    return line

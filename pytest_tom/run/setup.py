@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
+from pytest_tom.evals.base import Benchmark
 from pytest_tom.models import SchemeRegistry
 from pytest_tom.options import TomOptions, add_benchmark_options
 from pytest_tom.options import add_options as _add_general_options
@@ -42,16 +44,49 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     pluginmanager.hook.pytest_tom_add_backends.call_historic(kwargs={"registry": backends})
 
 
+_MARKS_KEY = pytest.StashKey[set[str]]()
+"""The mark names this run has registered, so each is registered once."""
+
+ACTIVATION = "with --tom-model, --tom-benchmark (or their ini keys) or a pytest_tom.suite(...) in a test module"
+
+
+def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[object]]], names_only: bool = False) -> None:
+    """Register the benchmarks' marks for --strict-markers and `pytest --markers` (each once).
+
+    `names_only` registers just each benchmark's own mark (`tombench`, `fantom`):
+    those are safe in any repo, while generic facet marks (`full`, `list`, `en`)
+    would let a typo pass --strict-markers in a repo that never runs a benchmark,
+    so they are registered only when pytest-tom runs (`ACTIVATION`). pytest looks
+    up registered marks each time it meets an unknown one, so registering them at
+    collection, before the suite's items are marked, is in time.
+    """
+    done = config.stash.setdefault(_MARKS_KEY, set())
+    for cls in classes:
+        docs = dict(cls.mark_docs)
+        if names_only:
+            text = docs.get(cls.name, f"{cls.name} items.")
+            docs = {cls.name: f"{text} Its other marks (pytest-tom facets) are registered when pytest-tom runs: {ACTIVATION}."}
+        for mark, text in docs.items():
+            if mark not in done:
+                done.add(mark)
+                config.addinivalue_line("markers", f"{mark}: {text}")
+
+
+def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
+    """A test module declares a suite: register its benchmark's marks before its items are marked."""
+    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
+    registry: Registry = holder.registry if holder is not None else Registry()
+    try:
+        cls = registry.get(benchmark)
+    except Exception:  # noqa: BLE001, S110 - the suite's collector reports an unknown or broken benchmark
+        return
+    register_marks(config, [cls])
+
+
 def configure(config: pytest.Config) -> None:
     holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
     registry: Registry = holder.registry if holder is not None else Registry()
     backends: SchemeRegistry = holder.backends if holder is not None else SchemeRegistry()
-    seen: set[str] = set()
-    for cls in registry.loadable():
-        for mark, text in cls.mark_docs.items():
-            if mark not in seen:
-                seen.add(mark)
-                config.addinivalue_line("markers", f"{mark}: {text}")
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
     try:
         options = TomOptions.from_config(config, registry, node_ids)
@@ -59,6 +94,10 @@ def configure(config: pytest.Config) -> None:
             registry.get(name)
     except TomConfigError as exc:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
+    # Facet marks only where pytest-tom runs; register_suite_marks covers a suite in a test module.
+    register_marks(config, registry.loadable(), names_only=not (options.model or options.benchmarks))
+    config.addinivalue_line("markers", "tom_gate: pytest-tom's regression gates (--tom-threshold, --tom-baseline, "
+                                       "a suite's gates=...), reported after every question has run.")
     tom = TomSession(config, options, registry, backends)
     config.stash[SESSION_KEY] = tom
     from pytest_tom.plugin import TomHooks
@@ -90,7 +129,9 @@ def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> 
 
 
 def after_loop(session: pytest.Session, tom: TomSession) -> None:
-    """On the xdist controller, judge the derived items; a bug there fails the run in one line, not an INTERNALERROR.
+    """Judge what needs every record: derived items on the xdist controller, then the gates (one process or controller).
+
+    A bug there fails the run in one line, not an INTERNALERROR.
 
     Uncaught, an exception from a rule would end the session as an internal error
     and take the summary with it; here it counts as a failure and is shown after
@@ -105,6 +146,14 @@ def after_loop(session: pytest.Session, tom: TomSession) -> None:
             session.testsfailed += 1
             tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, those "
                                 f"not reported above were not judged: {type(exc).__name__}: {exc}")
+    if tom.worker is None:
+        from pytest_tom.run.gates import judge_gates
+
+        try:
+            tom.gate_results = judge_gates(session, tom)
+        except Exception as exc:  # noqa: BLE001 - see the docstring
+            session.testsfailed += 1
+            tom.problems.append(f"pytest-tom: ERROR: judging the gates failed: {type(exc).__name__}: {exc}")
 
 
 REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
@@ -123,6 +172,17 @@ def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
         terminalreporter.write_sep("=", "pytest-tom summary")
         for line in lines:
             terminalreporter.write_line(line)
+    from pytest_tom.run.gates import summary_lines as gate_lines
+
+    gates = gate_lines(tom.gate_results)
+    if gates:
+        terminalreporter.write_sep("=", "pytest-tom gates")
+        for line in gates:
+            terminalreporter.write_line(line, red=line.startswith("  FAIL") or "failed" in line.split(":")[1][:40],
+                                        green=line.startswith("  PASS") or line.endswith("passed"))
+    for note in tom.notes:
+        terminalreporter.write_line(note)
+    tom.notes.clear()
     for problem in tom.problems:
         terminalreporter.write_line(problem, red=True, bold=True)
     tom.problems.clear()

@@ -19,6 +19,7 @@ from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
 from pytest_tom.evals.base import Benchmark, DataSource
+from pytest_tom.gates.baseline import data_fingerprint
 from pytest_tom.options import TomOptions
 from pytest_tom.sample import Sample
 from pytest_tom.suite import Suite
@@ -71,7 +72,7 @@ class Suites:
             derived=bench.derived(samples),
             sample=declaration.sample if declaration.sample is not None else self.options.sample,
             seed=declaration.seed if declaration.seed is not None else self.options.seed,
-            info=bench.describe(),
+            info={**bench.describe(), "gates": list(declaration.gates), "data_fingerprint": data_fingerprint(samples)},
         )
         self.loaded[sid] = loaded
         return loaded

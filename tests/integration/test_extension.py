@@ -103,14 +103,14 @@ def test_its_option_has_an_ini_twin_and_help(toy: pytest.Pytester) -> None:
     result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--collect-only", "-q")
     assert sum(line.startswith("toy::toy[") for line in result.outlines) == 3
     help_ = toy.runpytest("--help")
-    help_.stdout.fnmatch_lines(["*--tom-toy-count=COUNT*", "*[[]toy[]] How many questions. Default: 4.*"])
-    markers = toy.runpytest("--markers")
+    help_.stdout.fnmatch_lines(["*--tom-toy-count=N*", "*[[]toy[]] How many questions. Default: 4.*"])
+    markers = toy.runpytest("--markers", "--tom-model=adder")  # facet marks are registered where pytest-tom runs
     markers.stdout.fnmatch_lines(["@pytest.mark.even: Even operands."])
 
 
 def test_wrong_answers_fail_the_item_and_its_derived_rule(toy: pytest.Pytester) -> None:
     toy.makeconftest(TOY_CONFTEST.replace("a % 2", "True"))
-    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "-m", "even")
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "-m", "even", "--tom-detail=full")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["*toy q0: answered '1', expected 0*", "*wrong sums: q0, q2*"])
 
@@ -128,7 +128,7 @@ def test_marks_and_node_ids_select_items(toy: pytest.Pytester) -> None:
 
 def test_an_unknown_scheme_names_the_registered_ones(toy: pytest.Pytester) -> None:
     result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=subtracter")
-    result.stdout.fnmatch_lines(["*unknown scheme 'subtracter'; known: adder, *"])
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: --tom-model 'subtracter': unknown scheme 'subtracter'; known: adder, *"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 

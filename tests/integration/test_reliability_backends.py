@@ -52,7 +52,7 @@ def test_a_missing_local_model_folder_is_one_usage_error_before_any_item(
 def test_a_missing_vllm_tokenizer_folder_is_the_same_usage_error(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args, "--tom-model=vllm:org/name?tokenizer=./tok", "-m", "en")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*--tom-model vllm:org/name?tokenizer=./tok: no such folder: {pytester.path / 'tok'} *"])
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: --tom-model vllm:org/name?tokenizer=./tok: no such folder: {pytester.path / 'tok'} *"])
     assert set(result.parseoutcomes()) == {"deselected"}
 
 

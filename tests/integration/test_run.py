@@ -20,7 +20,7 @@ def test_a_perfect_model_passes_every_question_and_story(pytester: pytest.Pytest
 
 def test_a_wrong_answer_fails_with_everything_needed_to_judge_it(pytester: pytest.Pytester, tom_args: list[str], oracle_conftest) -> None:
     oracle_conftest(wrong=("Where will Xiao Zhou look for the cookies",))
-    result = pytester.runpytest(*tom_args, "-m", "en")
+    result = pytester.runpytest(*tom_args, "-m", "en", "--tom-detail=full")
     result.assert_outcomes(passed=20 + 4, failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -39,7 +39,7 @@ def test_a_wrong_answer_fails_with_everything_needed_to_judge_it(pytester: pytes
 
 def test_unreadable_answers_are_unparseable_not_wrong(pytester: pytest.Pytester, tom_args: list[str], oracle_conftest) -> None:
     oracle_conftest(garble=("Is what the brother says true?",))
-    result = pytester.runpytest(*tom_args, "-m", "en and sst and not coherence", "--tom-report=r.json")
+    result = pytester.runpytest(*tom_args, "-m", "en and sst and not coherence", "--tom-report=r.json", "--tom-detail=full")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*: unparseable", "*final answer*: unparseable", "*'I would rather not say.' -> unparseable"])
     report = json.loads((pytester.path / "r.json").read_text())
@@ -80,7 +80,7 @@ def test_the_python_uri_loads_the_users_callable(pytester: pytest.Pytester, tom_
 def test_a_missing_model_is_one_clear_usage_error(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*no model to test: pass --tom-model=URI*"])
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: no model to test: pass --tom-model=URI*"])
 
 
 def test_second_run_is_answered_from_the_cache(pytester: pytest.Pytester, tom_args: list[str], tmp_path: Path) -> None:
@@ -122,4 +122,4 @@ def test_partial_story_selection_skips_the_coherence_test(pytester: pytest.Pytes
 
 def test_loglikelihood_scoring_and_disagreement(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args, "--tom-model=random:2", "--tom-tombench-scoring=both", "-q", "--tb=no")
-    result.stdout.fnmatch_lines(["*log-likelihood scoring: accuracy *, disagrees with generation on *% of items"])
+    result.stdout.fnmatch_lines(["*log-likelihood scoring: % of questions right *, disagrees with generation on *% of items"])

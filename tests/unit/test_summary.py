@@ -65,7 +65,8 @@ def row(label: str, n: int, correct: int, parse: float, unparse: int, errors: in
 
 def test_the_summary_of_a_small_report() -> None:
     lines = summary_lines(report(), lambda sid: Toy({}))
-    header = f"  {'group':<{GROUP_WIDTH}} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"
+    group = "group (acc %: % of the group's questions right)"  # per question; benchmark lines label their macro means
+    header = f"  {group:<{GROUP_WIDTH}} {'n':>5} {'acc %':>6} {'95% CI':>13} {'parse %':>7} {'unparse':>7} {'errors':>6}"
     assert lines == [
         "model: mock:first (fingerprint 0123456789abcdef)",
         "engine: 5 questions, 7 requests (6 unique), 2 from cache, 4 sent to the model in 1.25 s, 1 errors",

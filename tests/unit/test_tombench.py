@@ -420,8 +420,9 @@ class TestAggregation:
         records = [_run(bench, s, _gold_answer(s))[1] for s in samples]
         lines = bench.metric_lines(bench.metrics(records))
         assert lines[0] == ("tombench en (paper aggregation): task AVG 100.0 | ability AVG 100.0 | coherent AVG 100.0"
-                            " (partial selection: AVGs over the tasks present)")
-        assert lines[1] == "  tasks (accuracy/coherent): PST 100.0/100.0, FBT 100.0/100.0, SST 100.0/100.0, FRT 100.0/100.0"
+                            " (unweighted means of the task, category and coherent rates below; partial selection: over the tasks present)")
+        assert lines[1] == ("  tasks (% of questions right/% of stories with every question right): "
+                            "PST 100.0/100.0, FBT 100.0/100.0, SST 100.0/100.0, FRT 100.0/100.0")
         assert metric_lines({"aggregation": "paper"}) == []
 
 

@@ -88,6 +88,7 @@ class FANToM(Benchmark[FantomExtra]):
     )
     strata = ("context", "question_type", "accessibility")
     summary_facets = (("context",), ("context", "accessibility", "question_type"))
+    gate_facets = ("context", "family", "question_type", "accessibility")
     mark_docs = {
         "fantom": "FANToM questions and set assertions (Kim et al., EMNLP 2023).",
         "short": "FANToM short conversation context (the part where a character left and rejoined).",
@@ -227,6 +228,10 @@ class FANToM(Benchmark[FantomExtra]):
         return score_free(sample, raws, answer, mode, name, [v for v in vectors if v is not None])
 
     # -- metrics ---------------------------------------------------------------------------------
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """A question's or set's conversation (both contexts of it): every question reads the same dialogue."""
+        return facets.get("conversation") or facets.get("unit", "").split("-")[0] or unit_id
+
     def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         names = sorted({str(r.details["embedder"]) for r in records
                         if r.facets.get("question_type") == "belief_free" and r.details.get("embedder")})

@@ -240,7 +240,9 @@ def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregat
 
 
 def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """The terminal summary: the paper's columns per context and scenario, then illusory counts and error kinds."""
+    """The terminal summary: a legend of how each score is computed, then per context and scenario the paper's
+    columns, illusory counts and error kinds.
+    """
 
     def v(x: Any) -> str:
         return "n/a" if x is None else f"{x:.1f}"
@@ -248,13 +250,19 @@ def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
     lines = []
     emb = metrics.get("embedder")
     paper = metrics.get("embedder_is_paper_model")
+    if metrics.get("contexts"):
+        unit = metrics.get("aggregation") or "set"
+        lines.append(f"fantom scores: ALL*, ALL, All = % of {unit}s with every question right; per character ALL, "
+                     f"consistency = % of characters;")
+        lines.append("  belief choice, dist., list, dist. by order = % of questions right; token F1 = mean over answers "
+                     "(beliefs: those judged right); y/n F1 = weighted F1 of the yes/no answers")
     for context, m in metrics.get("contexts", {}).items():
         warn = "" if paper or emb is None else " [not the paper's model: Dist. not comparable to the paper]"
         lines.append(f"fantom {context} context ({metrics.get('aggregation')} aggregation, {metrics.get('parsing')} "
                      f"parsing, embedder {emb}{warn}):")
         facts = m["extra"]["inaccessible"].get("n_fact", 0)
         if facts:
-            lines.append(f"  fact questions: token F1 {v(m['fantom'].get('fact_word-f1'))} (n={facts})")
+            lines.append(f"  fact questions: mean token F1 {v(m['fantom'].get('fact_word-f1'))} (n={facts})")
         for label, rep_key, scenario in (("missed info (inaccessible)", "fantom", "inaccessible"),
                                          ("control (accessible)", "control_task", "accessible")):
             r = m[rep_key]

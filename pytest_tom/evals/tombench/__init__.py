@@ -94,6 +94,7 @@ class ToMBench(Benchmark[ToMBenchExtra]):
     )
     strata = ("language", "ability")
     summary_facets = (("language",), ("language", "task"), ("language", "category"), ("language", "ability"))
+    gate_facets = ("language", "task", "category", "ability")
     mark_docs = {
         "tombench": "ToMBench items (Chen et al., 2024).",
         "en": "English version of an item.",
@@ -135,6 +136,10 @@ class ToMBench(Benchmark[ToMBenchExtra]):
 
     def derived(self, samples: Sequence[ToMBenchSample]) -> list[Derived]:
         return data.stories(samples)
+
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """A question's story (the INDEX blocks): a model that misreads a story misses several of its questions."""
+        return facets.get("story") or unit_id
 
     def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         return aggregate(records, self.settings["aggregation"])

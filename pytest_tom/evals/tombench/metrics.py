@@ -121,7 +121,11 @@ def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mo
 
 
 def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """Per language: the three AVGs, the task accuracies with their coherent rates, and the categories."""
+    """Per language: the three AVGs, the task accuracies with their coherent rates, and the categories.
+
+    Each aggregate says how it is computed: the suite's table pools questions, so
+    its "Non-Literal Communication" row and the macro "nonliteral" category here differ.
+    """
 
     def pct(v: float | None) -> str:
         return "  n/a" if v is None else f"{100 * v:5.1f}"
@@ -131,7 +135,8 @@ def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"tombench {lang} ({metrics['aggregation']} aggregation): task AVG {pct(m['task_avg'])}"
             f" | ability AVG {pct(m['ability_avg'])} | coherent AVG {pct(m['coherent_avg'])}"
-            + ("" if m["complete"] else " (partial selection: AVGs over the tasks present)")
+            + " (unweighted means of the task, category and coherent rates below"
+            + (")" if m["complete"] else "; partial selection: over the tasks present)")
         )
         cells = []
         for task in TASK_ORDER:
@@ -141,13 +146,14 @@ def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
             coh = m["coherent"].get(task)
             cells.append(f"{task.upper()} {pct(t['accuracy'])}" + (f"/{pct(coh['accuracy']).strip()}" if coh else ""))
         if cells:
-            lines.append("  tasks (accuracy/coherent): " + ", ".join(cells))
+            lines.append("  tasks (% of questions right/% of stories with every question right): " + ", ".join(cells))
         if m.get("generate_vs_loglikelihood_disagreement") is not None:
             lines.append(
-                f"  log-likelihood scoring: accuracy {pct(m['loglikelihood_accuracy'])}, disagrees with generation on "
+                f"  log-likelihood scoring: % of questions right {pct(m['loglikelihood_accuracy'])}, disagrees with "
+                f"generation on "
                 f"{pct(m['generate_vs_loglikelihood_disagreement']).strip()}% of items"
             )
         cats = [f"{c} {pct(v)}" for c, v in m["categories"].items()]
         if cats:
-            lines.append("  categories: " + ", ".join(cats))
+            lines.append("  categories (unweighted mean of the category's abilities, not per question): " + ", ".join(cats))
     return lines

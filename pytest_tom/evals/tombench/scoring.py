@@ -116,6 +116,11 @@ def score(
     )
 
 
+def _how(tries: int) -> str:
+    """How the final answer was reached: a vote only when there was more than one try."""
+    return f"majority of {tries} tries" if tries > 1 else "one try"
+
+
 def explain(
     sample: ToMBenchSample,
     config: Config,
@@ -137,7 +142,7 @@ def explain(
         "options (original order):",
         *[f"  {c.label}. {c.text}" for c in sample.choices],
         f"gold: {sample.gold_label}. {sample.choice(sample.gold_label).text}",
-        f"final answer (majority of {len(texts)} tries, {config.extraction} extraction): "
+        f"final answer ({_how(len(texts))}, {config.extraction} extraction): "
         f"{final if final is not None else 'unparseable'}",
     ]
     for k, (order, text, trial) in enumerate(zip(orders, texts, trials, strict=False)):

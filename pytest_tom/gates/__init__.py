@@ -1,0 +1,16 @@
+"""Regression gates: thresholds on a run's metrics and paired comparisons with a stored baseline.
+
+A gate reads the typed records of a run, never the terminal summary: `metrics` turns a
+suite's records into named per-unit values with their clusters, `thresholds` checks a
+metric against a fixed bound, `baseline` compares it with a stored run. Each gate's
+decision is a `GateResult`, a pure value that the pytest layer reports as a `tom_gate`
+item and that the Markdown and JSON writers print.
+"""
+
+from __future__ import annotations
+
+from pytest_tom.gates.metrics import MetricData, gate_metrics, match
+from pytest_tom.gates.result import GateResult
+from pytest_tom.gates.thresholds import Threshold, check_threshold, parse_threshold
+
+__all__ = ["GateResult", "MetricData", "Threshold", "check_threshold", "gate_metrics", "match", "parse_threshold"]

@@ -1,0 +1,322 @@
+"""The baseline file: one run of the model a release candidate replaces, stored for paired comparisons.
+
+A baseline keeps what a later run needs to be compared with it unit by unit and to refuse a
+comparison that would mean nothing: per suite, the benchmark, its settings (protocol and
+decoding), a fingerprint of its data, the outcome and failure message of every question and
+aggregate assertion that ran (the selection), and every gateable metric as its units (ids,
+values, clusters), so the comparison never depends on how a later version of a benchmark
+groups or clusters its records. Model URI and fingerprint, plugin version and creation time
+are recorded for the reader; a different model fingerprint is the point of comparing.
+
+The file is versioned (`baseline_version`, now 1) and validated against
+`pytest_tom/schema/baseline.schema.json` when loaded, so a damaged or foreign file stops the
+run with a message that names the file and the JSON path of the first problem. The paired
+comparison itself lives in `pytest_tom.gates.compare`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.gates.metrics import MetricData
+from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.sample import Sample
+
+BASELINE_VERSION = 1
+SAVE_OPTION = "--tom-baseline-save"
+MESSAGE_CHARS = 300
+"""Failure messages are stored this long at most: enough to recognise a failure, small enough for 7k items."""
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """One suite of the current run, as the comparison and `build_baseline` need it.
+
+    `suite_id` is the name rule patterns use as the first part of `<suite>.<metric>`;
+    `settings` is the benchmark's settings dict (protocol, decoding, tries...);
+    `data_fingerprint` is `data_fingerprint(samples)` over the suite's loaded samples before
+    any selection or sampling, so that deselecting items does not change it;
+    `metrics` is `gate_metrics(records, derived, facets=bench.gate_facets, cluster=bench.cluster)`.
+    `noise_flip_rate` is the run-to-run flip rate measured in this run, when it was measured.
+    """
+
+    suite_id: str
+    benchmark: str
+    settings: Mapping[str, Any]
+    data_fingerprint: str
+    records: Sequence[Record]
+    derived: Sequence[DerivedRecord]
+    metrics: Mapping[str, MetricData]
+    noise_flip_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class BaselineItem:
+    """A question's result in the baseline run: enough to list it when it flips."""
+
+    outcome: Outcome
+    message: str = ""
+    facets: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BaselineDerived:
+    """An aggregate assertion's verdict in the baseline run."""
+
+    kind: str
+    verdict: Verdict
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BaselineSuite:
+    suite_id: str
+    benchmark: str
+    settings: Mapping[str, Any]
+    data_fingerprint: str
+    items: Mapping[str, BaselineItem]
+    """The selection of the baseline run: every question that ran, by sample id."""
+    derived: Mapping[str, BaselineDerived]
+    metrics: Mapping[str, MetricData]
+    noise_flip_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    version: int
+    plugin_version: str
+    created: str
+    model_uri: str | None
+    model_fingerprint: str | None
+    suites: Mapping[str, BaselineSuite]
+    path: str = ""
+    """Where it was read from, for messages ("" when built in memory)."""
+
+
+# -- data fingerprint -----------------------------------------------------------------------------
+
+
+def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
+    """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets.
+
+    Two runs are comparable item by item only when item `x` is the same question in both; an
+    updated data release or a fixed record changes this value. Samples are hashed in id order,
+    so the order they were loaded in does not matter. Contexts are shared by many questions of
+    one story or conversation, so each context object is rendered and hashed once (7k FANToM
+    samples take a few tens of milliseconds). `extra` is left out: it is the benchmark's own
+    and may hold things that are not text; what a prompt shows comes from the fields hashed here.
+    """
+    contexts: dict[int, str] = {}
+    outer = hashlib.sha256()
+    for s in sorted(samples, key=lambda s: (s.benchmark, s.id)):
+        ctx = contexts.get(id(s.context))
+        if ctx is None:
+            kind = type(s.context).__name__
+            ctx = contexts[id(s.context)] = hashlib.sha256(f"{kind}\n{s.context.render()}".encode()).hexdigest()
+        row = [s.benchmark, s.id, ctx, s.question, [[c.label, c.text] for c in s.choices],
+               list(s.gold) if isinstance(s.gold, tuple) else s.gold, sorted(s.facets.items())]
+        outer.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
+        outer.update(b"\n")
+    return "sha256:" + outer.hexdigest()
+
+
+# -- building and writing -------------------------------------------------------------------------
+
+
+def _json_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal."""
+    return json.loads(json.dumps(dict(settings), default=str, sort_keys=True))  # type: ignore[no-any-return]
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def _suite_dict(run: SuiteRun) -> dict[str, Any]:
+    items = {
+        r.sample_id: {"outcome": r.outcome.value, **({"message": _clip(r.message)} if r.message and not r.passed else {}),
+                      "facets": dict(r.facets)}
+        for r in run.records
+    }
+    derived = {
+        d.derived_id: {"kind": d.kind, "verdict": d.verdict.value,
+                       **({"message": _clip(d.message)} if d.message and not d.passed else {})}
+        for d in run.derived
+    }
+    metrics = {
+        name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
+               "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
+        for name, m in sorted(run.metrics.items())
+    }
+    out: dict[str, Any] = {"id": run.suite_id, "benchmark": run.benchmark, "settings": _json_settings(run.settings),
+                           "data_fingerprint": run.data_fingerprint, "noise_flip_rate": run.noise_flip_rate,
+                           "items": items, "derived": derived, "metrics": metrics}
+    return out
+
+
+def build_baseline(
+    suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None, plugin_version: str,
+) -> dict[str, Any]:
+    """The baseline file's content (JSON-ready) for the suites of one run."""
+    ids = [s.suite_id for s in suites]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"suite ids must be unique in a baseline, got {dupes[0]!r} twice")
+    return {
+        "baseline_version": BASELINE_VERSION,
+        "pytest_tom_version": plugin_version,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "model": {"uri": model_uri, "fingerprint": model_fingerprint},
+        "suites": [_suite_dict(s) for s in suites],
+    }
+
+
+def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
+    """Write a baseline atomically: a reader (or a CI cache) sees the old file or the new one, never half.
+
+    Serialised first, written next to the target and renamed over it; on failure the temporary
+    file is removed and the exception propagates. A symlink is followed (the link is kept).
+    One JSON value per line would make a 7k-item file hundreds of thousands of lines long, so
+    each question, derived result and metric takes one line: a diff shows which ones changed.
+    """
+    text = _dumps(baseline)
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text + "\n", encoding="utf-8")
+        tmp.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _dumps(baseline: Mapping[str, Any]) -> str:
+    """Compact JSON with each item, derived result and metric of a suite on a line of its own (for diffs)."""
+
+    def dump(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+    def body(mapping: Mapping[str, Any]) -> str:
+        return dump(dict(mapping))[1:-1]
+
+    suites = list(baseline.get("suites", ()))
+    lines = ["{" + body({k: v for k, v in baseline.items() if k != "suites"}) + ',"suites":[']
+    for i, suite in enumerate(suites):
+        nested = ("items", "derived", "metrics")
+        lines.append("{" + body({k: v for k, v in suite.items() if k not in nested}) + ",")
+        for j, key in enumerate(nested):
+            entries = [dump(k) + ":" + dump(v) for k, v in suite[key].items()]
+            lines.append(f'"{key}":{{')
+            lines.extend(e + ("," if n < len(entries) - 1 else "") for n, e in enumerate(entries))
+            lines.append("}" + ("," if j < len(nested) - 1 else ""))
+        lines.append("}" + ("," if i < len(suites) - 1 else ""))
+    lines.append("]}")
+    return "\n".join(lines)
+
+
+def describe_missing(path: Path | str) -> str:
+    """What a user sees when `--tom-baseline` names a file that does not exist."""
+    return (
+        f"no baseline at {path}: there is nothing to compare this run with. Create one by running the model "
+        f"the candidate must not be worse than (the current release) with `pytest {SAVE_OPTION}={path}` and the "
+        "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
+        f"`--tom-baseline={path}`."
+    )
+
+
+# -- loading --------------------------------------------------------------------------------------
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("pytest_tom").joinpath("schema/baseline.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def _fail(path: Path, problem: str, where: str = "$") -> TomConfigError:
+    return TomConfigError(f"baseline {path}: {problem} (at {where}). Re-create it with {SAVE_OPTION}={path}")
+
+
+def load_baseline(path: Path) -> Baseline:
+    """Read and validate a baseline file; every problem is a TomConfigError naming the file and the JSON path."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TomConfigError(describe_missing(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomConfigError(f"baseline {path}: cannot be read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(raw, dict):
+        raise _fail(path, f"expected a JSON object, got {type(raw).__name__}")
+    if "baseline_version" not in raw:
+        what = "a pytest-tom report (--tom-report), not a baseline" if "schema_version" in raw else "not a pytest-tom baseline"
+        raise _fail(path, f"{what}: it has no baseline_version", "$.baseline_version")
+    version = raw["baseline_version"]
+    if version != BASELINE_VERSION or isinstance(version, bool):
+        raise _fail(path, f"baseline_version {version!r} is not one this pytest-tom reads (it reads {BASELINE_VERSION})",
+                    "$.baseline_version")
+    _validate(path, raw)
+    return _parse(path, raw)
+
+
+def _validate(path: Path, raw: Mapping[str, Any]) -> None:
+    try:
+        import jsonschema  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - jsonschema comes with pytest-tom
+        raise TomDependencyError("reading a baseline validates it with jsonschema: pip install jsonschema") from None
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = list(validator.iter_errors(raw))
+    if errors:
+        first = jsonschema.exceptions.best_match(errors)
+        more = f" ({len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+        raise _fail(path, f"invalid baseline: {first.message}{more}", first.json_path)
+
+
+def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
+    suites: dict[str, BaselineSuite] = {}
+    for i, s in enumerate(raw["suites"]):
+        where = f"$.suites[{i}]"
+        if s["id"] in suites:
+            raise _fail(path, f"suite id {s['id']!r} appears twice", f"{where}.id")
+        metrics: dict[str, MetricData] = {}
+        for name, m in s["metrics"].items():
+            lengths = {len(m["ids"]), len(m["values"]), len(m["clusters"])}
+            if len(lengths) != 1:
+                raise _fail(path, f"metric {name!r} has {len(m['ids'])} ids, {len(m['values'])} values and "
+                                  f"{len(m['clusters'])} clusters; each unit needs one of each", f"{where}.metrics.{name}")
+            metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
+                                       m.get("description", ""), bool(m["higher_is_better"]))
+        suites[s["id"]] = BaselineSuite(
+            suite_id=s["id"], benchmark=s["benchmark"], settings=dict(s["settings"]), data_fingerprint=s["data_fingerprint"],
+            items={k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
+                   for k, v in s["items"].items()},
+            derived={k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()},
+            metrics=metrics, noise_flip_rate=s.get("noise_flip_rate"),
+        )
+    model = raw["model"]
+    return Baseline(raw["baseline_version"], raw["pytest_tom_version"], raw["created"], model.get("uri"),
+                    model.get("fingerprint"), suites, str(path))
+
+
+def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Baseline:
+    """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
+    _validate(Path(path), raw)
+    return _parse(Path(path), raw)
+
+
+__all__ = [
+    "BASELINE_VERSION", "Baseline", "BaselineDerived", "BaselineItem", "BaselineSuite", "SuiteRun", "baseline_from_dict",
+    "build_baseline", "data_fingerprint", "describe_missing", "load_baseline", "schema", "write_baseline",
+]

@@ -1,0 +1,220 @@
+"""The gates as Markdown, for people who read a CI job page rather than a pytest log.
+
+GitHub shows whatever a step appends to `$GITHUB_STEP_SUMMARY` on the run's page, so the
+verdict, the table of gates and the flipped items of a regression are one click away from the
+pull request. The renderer is a pure function of `GateResult`s (no pytest, no files) so it can
+be tested on hand-built results, and `write_markdown` appends, because GitHub gives every
+step of a job the same summary file and another step may have written to it already.
+
+Everything taken from a result (gate names, item ids, failure messages) is escaped: a `|`
+would split a table cell, a newline would end the table, and `<` could open an HTML tag that
+GitHub's sanitiser drops together with the text after it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.gates.result import GateResult
+from pytest_tom.stats import Estimate
+
+FLIP_CAP = 20
+"""Flipped items listed per direction and gate; a regression of 600 items must not bury the table."""
+
+_OPS = {">=": "≥", "<=": "≤"}
+
+
+def render_markdown(
+    results: Sequence[GateResult],
+    *,
+    model_uri: str,
+    baseline: str | None,
+    summary_lines: Sequence[str] = (),
+    title: str = "pytest-tom gates",
+) -> str:
+    """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
+
+    Failing gates come first in the table and in the sections below it: on a long list the
+    reader's question is "what broke", and the order among passing (or failing) gates is kept.
+    `summary_lines` (the terminal's metric lines, say) go into a collapsed block at the end.
+    """
+    out = [f"## {_text(title)}", ""]
+    failed = [r for r in results if not r.passed]
+    if not results:
+        out.append("⚪ **No gates configured**: nothing was decided. Pass `--tom-threshold` or `--tom-baseline` "
+                   "(or set `tom_threshold` / `tom_baseline` in the ini file) to gate this run.")
+    elif failed:
+        out.append(f"❌ **{len(failed)} of {_count(len(results))} failed**")
+    else:
+        out.append(f"✅ **All {_count(len(results))} passed**")
+    out += ["", f"Model {_code(model_uri)}; " + (f"baseline {_code(baseline)}." if baseline else "no baseline.")]
+    if results:
+        ordered = failed + [r for r in results if r.passed]
+        out += ["", "| gate | value (interval) | threshold / baseline → candidate | difference (interval) | p (Holm) | verdict |",
+                "|---|---|---|---|---|---|"]
+        out += [_row(r) for r in ordered]
+    if failed:
+        out += ["", "### Failed gates", ""]
+        out += [f"- {_code(r.name)}: {_text(r.message)}" for r in failed]
+        for r in failed:
+            out += _flips(r)
+    if summary_lines:
+        fence = _fence(summary_lines)
+        out += ["", "<details><summary>Metrics</summary>", "", fence + "text", *summary_lines, fence, "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def write_markdown(path: Path | str, text: str) -> None:
+    """Append `text` to `path` (created if missing), after a blank line when the file already has content.
+
+    Appending is what `$GITHUB_STEP_SUMMARY` expects: overwriting would erase what earlier
+    steps of the job reported. The blank line keeps our heading from gluing onto their text.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    lead = "\n" if target.exists() and target.stat().st_size > 0 else ""
+    with target.open("a", encoding="utf-8") as fh:
+        fh.write(lead + text)
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+def _row(r: GateResult) -> str:
+    cells = [_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r), _verdict(r)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _value(est: Estimate | None) -> str:
+    if est is None:
+        return "—"
+    return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}" + (
+        f", {est.clusters} clusters" if est.clusters != est.n else "")
+
+
+def _reference(r: GateResult) -> str:
+    if r.comparison is not None:
+        return f"{_pct(r.comparison.base)} → {_pct(r.comparison.new)}"
+    if r.threshold is not None:
+        bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
+        return f"{_OPS.get(r.op, _text(r.op))} {_pct(r.threshold)}{bound}"
+    return "—"
+
+
+def _difference(r: GateResult) -> str:
+    c = r.comparison
+    if c is None:
+        return "—"
+    d = c.diff
+    text = f"{_pts(d.point)} pts ({_pts(d.low)} to {_pts(d.high)})"
+    if c.margin:
+        text += f", margin {c.margin * 100:.1f} pts"
+    if c.noise_flip_rate is not None:
+        text += f", noise flips {_pct(c.noise_flip_rate)}"
+    return text + f"; {c.right_to_wrong} right→wrong, {c.wrong_to_right} wrong→right of {c.n_pairs}"
+
+
+def _p(r: GateResult) -> str:
+    if r.comparison is None:
+        return "—"
+    p = r.comparison.p_adjusted
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _verdict(r: GateResult) -> str:
+    if r.passed:
+        return "✅ pass"
+    if r.comparison is not None and r.comparison.regressed:
+        return "❌ regressed"
+    return "❌ fail"
+
+
+# -- flipped items --------------------------------------------------------------------------------
+
+
+def _flips(r: GateResult) -> list[str]:
+    """A collapsed list of the items that flipped, right→wrong first (those are the regression).
+
+    An entry of `details["right_to_wrong"]` / `["wrong_to_right"]` is an item id, or a mapping
+    with `id` (or `sample_id`) and an optional `message` (the candidate's failure message).
+    """
+    if r.kind != "baseline":
+        return []
+    groups = [(key, label, list(r.details.get(key) or ())) for key, label in
+              (("right_to_wrong", "right → wrong"), ("wrong_to_right", "wrong → right"))]
+    total = sum(len(entries) for _, _, entries in groups)
+    if not total:
+        return []
+    out = ["", f"<details><summary>{_html(r.name)}: {total} flipped item{'s' if total != 1 else ''}</summary>", ""]
+    for _, label, entries in groups:
+        if not entries:
+            continue
+        out.append(f"**{label}** ({len(entries)})")
+        out.append("")
+        out += [_flip_line(e) for e in entries[:FLIP_CAP]]
+        if len(entries) > FLIP_CAP:
+            out.append(f"- … and {len(entries) - FLIP_CAP} more")
+        out.append("")
+    out.append("</details>")
+    return out
+
+
+def _flip_line(entry: object) -> str:
+    if isinstance(entry, Mapping):
+        fields: Mapping[str, Any] = entry
+        item = str(fields.get("id", fields.get("sample_id", "?")))
+        message = str(fields.get("message") or "")
+        return f"- {_code(item)}" + (f": {_text(message)}" if message else "")
+    return f"- {_code(str(entry))}"
+
+
+# -- formatting and escaping ----------------------------------------------------------------------
+
+
+def _count(n: int) -> str:
+    return f"{n} gate{'s' if n != 1 else ''}"
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def _pts(x: float) -> str:
+    """A difference of rates in percentage points, signed with a real minus so it reads as a number."""
+    return f"{x * 100:+.1f}".replace("-", "−")
+
+
+def _text(s: str) -> str:
+    """Plain text safe in a table cell or a list item: no tags, no cell-splitting pipes, no line breaks."""
+    s = html.escape(s, quote=False).replace("|", "\\|")
+    return re.sub(r"\r\n|\r|\n", "<br>", s)
+
+
+def _html(s: str) -> str:
+    """Text inside an HTML element (`<summary>`), where Markdown escapes would show as backslashes."""
+    return html.escape(re.sub(r"\r\n|\r|\n", " ", s), quote=False)
+
+
+def _code(s: str, *, cell: bool = False) -> str:
+    r"""`s` as inline code, with a fence longer than any backtick run in it.
+
+    Inside a code span HTML and backslashes are shown literally, so only line breaks need
+    care, and in a table cell the pipes: GitHub splits cells on them before it reads code
+    spans, and drops the backslash of `\|` there (elsewhere it would be shown).
+    """
+    s = re.sub(r"\r\n|\r|\n", " ", s)
+    if cell:
+        s = s.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if longest else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def _fence(lines: Sequence[str]) -> str:
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)

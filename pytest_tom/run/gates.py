@@ -1,0 +1,217 @@
+"""Gate items: thresholds and baseline comparisons, judged once every question has run.
+
+A gate reads the whole run's records, so it can only be judged after the last item:
+in one process after the run loop, under pytest-xdist on the controller once every
+worker has finished (the same place derived items are judged there). Each gate is
+reported through pytest's ordinary reporting hooks as an item marked `tom_gate`, so
+`N passed, N failed`, junitxml (with the gate's numbers as properties), `--lf` and the
+exit status see it like any test; nothing is raised from the terminal summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import pytest
+
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.base import Benchmark
+from pytest_tom.gates import GateResult, MetricData, check_threshold, gate_metrics, match, parse_threshold
+from pytest_tom.gates.thresholds import Threshold
+from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+
+if TYPE_CHECKING:
+    from pytest_tom.run.session import TomSession
+
+GATE_MARK = "tom_gate"
+GATE_PROPERTY = "tom_gate"
+"""user_properties key of a gate's result (junitxml writes it, and the numbers below, as properties)."""
+
+When = Literal["setup", "call", "teardown"]
+
+
+@dataclass(frozen=True)
+class SuiteView:
+    """One suite's records as the gates see them (in one process or on the xdist controller)."""
+
+    sid: str
+    name: str
+    """What gate rules call the suite: its name in the test module, the benchmark for --tom-benchmark."""
+    benchmark: Benchmark[Any]
+    info: dict[str, Any]
+    records: list[Record]
+    derived: list[DerivedRecord]
+
+    def label(self, metric: str) -> str:
+        """The full metric name, `<suite name>.<metric>` (`tombench.ability.faux_pas`)."""
+        return f"{self.name}.{metric}"
+
+    def metrics(self) -> dict[str, MetricData]:
+        return gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
+
+
+def is_gate_run(tom: TomSession) -> bool:
+    """Thresholds or a baseline configured, or a suite declaring its own gates: wrong answers then do not fail items."""
+    return tom.options.gates.active or any(s.info.get("gates") for s in tom.suites.loaded.values()) or any(
+        info.get("gates") for info in tom.records.suites.values())
+
+
+def suite_views(tom: TomSession) -> list[SuiteView]:
+    tom.gather()
+    records: dict[str, list[Record]] = {}
+    for r in tom.records.items.values():
+        records.setdefault(r.suite, []).append(r)
+    derived: dict[str, list[DerivedRecord]] = {}
+    for d in tom.records.derived.values():
+        derived.setdefault(d.suite, []).append(d)
+    sids = sorted(set(records) | set(derived))
+    short = [sid.rsplit("::", 1)[-1] for sid in sids]
+    views = []
+    for sid, name in zip(sids, short, strict=True):
+        bench = tom.records.benchmark(sid)
+        if bench is None:
+            continue
+        # Two modules may both name a suite `tombench`: then their full ids tell them apart.
+        label = name if short.count(name) == 1 else sid
+        views.append(SuiteView(sid, label, bench, dict(tom.records.suites.get(sid) or {}), records.get(sid, []),
+                               derived.get(sid, [])))
+    return views
+
+
+def threshold_results(views: Sequence[SuiteView], rules: Sequence[Threshold]) -> list[GateResult]:
+    """Every threshold against every metric it names; a rule that names no metric of any suite fails, listing them."""
+    results: list[GateResult] = []
+    available: list[str] = []
+    matched_any: dict[str, bool] = {r.text: False for r in rules}
+    for view in views:
+        metrics = view.metrics()
+        names = {view.label(m): m for m in metrics}
+        available.extend(names)
+        own = [parse_threshold(t, where=f"suite {view.sid} gates") for t in view.info.get("gates") or ()]
+        for rule, table in [(r, names) for r in rules] + [(r, {m: m for m in metrics}) for r in own]:
+            for name in match(rule.pattern, table):
+                matched_any[rule.text] = True
+                metric = table[name]
+                results.append(check_threshold(rule, metrics[metric], view.label(metric)))
+            if rule in own and not match(rule.pattern, table):
+                results.append(_no_match(rule, f"suite {view.sid}", sorted(metrics)))
+    for rule in rules:
+        if not matched_any[rule.text]:
+            results.append(_no_match(rule, "--tom-threshold", sorted(set(available))))
+    return results
+
+
+def _no_match(rule: Threshold, where: str, available: Sequence[str]) -> GateResult:
+    shown = ", ".join(available[:40]) + (f" ... ({len(available)} in all)" if len(available) > 40 else "")
+    return GateResult(rule.text, "threshold", rule.pattern, False, None,
+                      f"{where}: the gate {rule.text!r} names no metric of this run; metrics: {shown or 'none (nothing ran)'}",
+                      rule.value, rule.op, rule.bound)
+
+
+def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:
+    """Evaluate every configured gate and report each as an item; the results also go to the report."""
+    cfg = tom.options.gates
+    if not is_gate_run(tom) or session.shouldfail or session.shouldstop:
+        return []
+    views = suite_views(tom)
+    results = threshold_results(views, cfg.thresholds)
+    from pytest_tom.run.baseline import baseline_results
+
+    results.extend(baseline_results(views, tom))
+    report_gates(session, results)
+    return results
+
+
+def _props(result: GateResult) -> list[tuple[str, object]]:
+    props: list[tuple[str, object]] = [(GATE_PROPERTY, result.to_dict())]
+    if result.estimate is not None:
+        props += [("tom_gate_value", round(result.estimate.point, 6)), ("tom_gate_low", round(result.estimate.low, 6)),
+                  ("tom_gate_high", round(result.estimate.high, 6)), ("tom_gate_n", result.estimate.n)]
+    if result.threshold is not None:
+        props.append(("tom_gate_threshold", f"{result.bound} {result.op} {result.threshold:g}"))
+    if result.comparison is not None:
+        c = result.comparison
+        props += [("tom_gate_baseline", round(c.base, 6)), ("tom_gate_diff", round(c.diff.point, 6)),
+                  ("tom_gate_p_adjusted", round(c.p_adjusted, 6))]
+    return props
+
+
+def _gate_report(nodeid: str, when: When, outcome: Literal["passed", "failed"], longrepr: Any = None,
+                 props: list[tuple[str, object]] | None = None) -> pytest.TestReport:
+    location = (GATE_MARK, None, nodeid)
+    keywords: dict[str, Any] = {GATE_MARK: 1, nodeid: 1}
+    return pytest.TestReport(nodeid, location, keywords, outcome, longrepr, when, user_properties=props or [])
+
+
+def report_gates(session: pytest.Session, results: Sequence[GateResult]) -> None:
+    """Report each gate through the ordinary hooks, as the xdist controller reports derived items."""
+    hook = session.config.hook
+    session.testscollected += len(results)
+    for result in results:
+        nodeid = f"{GATE_MARK}[{result.name}]"
+        location = (GATE_MARK, None, nodeid)
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        props = _props(result)  # on every phase, as an item's user_properties are (junitxml reads teardown's)
+        hook.pytest_runtest_logreport(report=_gate_report(nodeid, "setup", "passed", None, props))
+        if result.passed:
+            hook.pytest_runtest_logreport(report=_gate_report(nodeid, "call", "passed", None, props))
+        else:
+            hook.pytest_runtest_logreport(report=_gate_report(nodeid, "call", "failed", result.message, props))
+        hook.pytest_runtest_logreport(report=_gate_report(nodeid, "teardown", "passed", None, props))
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def teststatus(report: pytest.TestReport, tom: TomSession) -> tuple[str, str, str] | None:
+    """In a gate run, a wrong answer is its own status (`27 wrong`), neither a failure nor a pass."""
+    if report.when != "call" or not report.passed or not is_gate_run(tom):
+        return None
+    from pytest_tom.constants import RECORD_PROPERTY
+
+    for name, value in report.user_properties:
+        if name != RECORD_PROPERTY or not isinstance(value, dict):
+            continue
+        if value.get("kind") == "group":
+            if value.get("outcome") == Verdict.FAILED.value:
+                return "inconsistent", "i", "INCONSISTENT"
+        elif value.get("outcome") == Outcome.INCORRECT.value:
+            return "wrong", "w", "WRONG"
+        elif value.get("outcome") == Outcome.UNPARSEABLE.value:
+            return "unparseable", "u", "UNPARSEABLE"
+    return None
+
+
+def summary_lines(results: Sequence[GateResult]) -> list[str]:
+    """One line per gate for the terminal; the failure section and the report have the whole message."""
+    if not results:
+        return []
+    failed = sum(not r.passed for r in results)
+    lines = [f"gates: all {len(results)} passed" if not failed else f"gates: {failed} of {len(results)} failed"]
+    for r in results:
+        est = r.estimate
+        if r.comparison is not None:
+            c = r.comparison
+            what = (f"{c.base:.1%} -> {c.new:.1%} ({c.diff.point * 100:+.1f} pts, interval {c.diff.low * 100:+.1f} to "
+                    f"{c.diff.high * 100:+.1f}; p={c.p_adjusted:.3f} Holm; {c.right_to_wrong} right->wrong)")
+        elif est is not None and r.threshold is not None:
+            what = (f"{est.point:.1%} [{est.low:.1%}-{est.high:.1%}] n={est.n}, {est.clusters} clusters; "
+                    f"needs {r.bound} {r.op} {r.threshold:.1%}")
+        else:
+            what = r.message.splitlines()[0]
+        if r.details.get("updated"):
+            what += " [--tom-baseline-update: not failing]"
+        lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}: {what}")
+    return lines
+
+
+def check_paths(paths: Sequence[Path | None]) -> None:
+    """A baseline or Markdown path that cannot be written is a usage error before the run, as --tom-report is."""
+    from pytest_tom.options import report_path_problem
+
+    for path in paths:
+        if path is not None:
+            problem = report_path_problem(path)
+            if problem is not None:
+                raise TomConfigError(f"{path}: {problem}")

@@ -1,0 +1,376 @@
+"""The statistics behind regression gates: rates with clustered intervals, paired comparisons, Holm.
+
+Everything here is a pure function of per-item values (1.0/0.0 correctness, or any per-item score
+in [0, 1]) so that a gate's decision can be reproduced from a report and tested without pytest or
+a model. Items of one story or conversation are not independent (a model that misreads a story
+misses several of its questions), so every interval and test works on whole clusters; per-item
+Wilson intervals are too narrow on such data (see benchmarks/gate_simulation.py for the numbers).
+
+numpy and scipy are imported inside the functions: importing pytest_tom must stay cheap for runs
+that never gate (tests/unit/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Floats = NDArray[np.float64]
+
+CHUNK_CELLS = 4_000_000
+"""Cells of the resample-count matrix built at once: bounds memory when there are many clusters."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A rate (or a difference of rates) with its interval and how the interval was made."""
+
+    point: float
+    low: float
+    high: float
+    n: int
+    """Items behind the estimate."""
+    clusters: int
+    """Independent units (stories, conversations) behind the interval; n when items stand alone."""
+    level: float
+    method: str
+    """In words, for reports: a reader must be able to tell a cluster bootstrap from a fallback."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate run against a baseline run over the same items: is the candidate worse beyond the margin?"""
+
+    base: float
+    new: float
+    diff: Estimate
+    """new - base, with an interval that resamples whole clusters (the same clusters for both runs)."""
+    n_pairs: int
+    right_to_wrong: int
+    wrong_to_right: int
+    mcnemar_p: float
+    """Exact two-sided McNemar p on the discordant items, as usually reported; clustering is ignored in it."""
+    margin: float
+    """Absolute drop tolerated (non-inferiority margin): H0 is new - base >= -margin."""
+    p_regression: float
+    """One-sided p of H0 for this metric alone."""
+    p_adjusted: float
+    """p_regression after Holm across the metrics gated together (`gate`); p_regression until then."""
+    regressed: bool
+    noise_flip_rate: float | None = None
+
+
+def estimate_rate(
+    values: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """The mean of per-item values with an interval that respects clustering.
+
+    The interval is the wider of two (their union): the percentile interval of a cluster bootstrap
+    (whole clusters resampled, so the correlation inside a story is kept), and a Wilson interval on
+    the effective sample size n / design effect, the design effect estimated from the
+    cluster-level variance (with the k/(k-1) small-sample factor), with Student's t quantile on k-1
+    degrees of freedom in place of the normal one. Why both: the percentile bootstrap alone covers
+    too little with few clusters (0.91 for 10 stories in benchmarks/gate_simulation.py) and
+    collapses to a point when every value is equal (10/10 would read [1, 1]). When every value is
+    equal (or every cluster has the same mean) no design effect can be estimated, and the interval
+    is Wilson on the items: 10/10 gives [0.72, 1].
+    With one cluster there is nothing to resample between clusters, so the interval is Wilson on
+    the items, and `method` says so. `clusters=None` makes each item its own cluster.
+    `resamples=0` skips the bootstrap (Wilson on n_eff alone), for simulations.
+    """
+    v = _values(values, "values")
+    return _estimate(v, clusters, level=level, resamples=resamples, seed=seed)
+
+
+def flip_rate(
+    run_a: Sequence[float],
+    run_b: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    level: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """Share of items whose result differs between two runs of the same model: the noise floor.
+
+    Greedy decoding is not deterministic across batch compositions and hardware, so two runs of
+    one model disagree on some items; `compare_paired(noise_flip_rate=...)` takes this rate so that
+    a gate does not fail on that noise. For scores, an item's flip is |a - b|. Pass `.high` rather
+    than `.point` when the repeat covered only a small sample.
+    """
+    a, b = _values(run_a, "run_a"), _values(run_b, "run_b")
+    _same_length(a, b)
+    import numpy as np
+
+    est = _estimate(np.abs(a - b), clusters, level=level, resamples=resamples, seed=seed)
+    return replace(est, method="flips between two runs; " + est.method)
+
+
+def compare_paired(
+    base: Sequence[float],
+    new: Sequence[float],
+    clusters: Sequence[Hashable] | None = None,
+    *,
+    margin: float = 0.0,
+    level: float = 0.95,
+    alpha: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+    noise_flip_rate: float | None = None,
+) -> Comparison:
+    """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
+
+    Decision rule (one-sided, H0: new - base >= -margin):
+    p_regression = max(p_t, p_exact), where
+      - p_t is the cluster-robust t test: d = mean of per-item differences, its standard error
+        from the cluster totals (CR1: residuals of cluster totals, factor k/(k-1)), and Student's t
+        with k-1 degrees of freedom, the usual recipe for clustered means with tens of clusters;
+      - p_exact is the exact one-sided McNemar (sign) test of right->wrong against wrong->right,
+        which is exact when few items changed, where the t approximation is not.
+    Each is a valid test in its own regime, so their maximum is valid in both (and conservative).
+
+    Noise floor: with `noise_flip_rate` f (the share of items on which two runs of one model
+    disagree), the variance of one run's noise, f / 2 per item, is added once more to the squared
+    standard error. Why: the paired variance already holds the noise of both runs, so a fresh pair of
+    runs needs nothing more; but the baseline is one run saved once and reused for every later
+    candidate, so its noise becomes a fixed offset, and a lucky baseline would fail candidate after
+    candidate of the same quality. With the baseline's noise counted twice, a baseline lucky by its
+    90th percentile still leaves a false-alarm rate near alpha (normal approximation: Phi(-2.85 + 1.28)
+    = 0.06 at alpha = 0.05, against Phi(-2.33 + 1.28) = 0.15 without), at a cost in power; the simulation
+    (benchmarks/gate_simulation.py) measures both.
+
+    The reported interval of the difference is the union of the paired cluster bootstrap
+    (the same resampled clusters for both runs) and the t interval with the standard error above,
+    so it is never narrower than what the decision used.
+    """
+    b, w = _values(base, "base"), _values(new, "new")
+    _same_length(b, w)
+    _check_level(level)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if not 0 <= margin < 1:
+        raise ValueError(f"margin is an absolute drop in [0, 1), got {margin}; convert a relative margin with the base rate")
+    if noise_flip_rate is not None and not 0 <= noise_flip_rate <= 1:
+        raise ValueError(f"noise_flip_rate must be in [0, 1], got {noise_flip_rate}")
+    import numpy as np
+    from scipy.special import stdtr, stdtrit
+
+    n = len(b)
+    codes, k = _codes(clusters, n)
+    fallback = ""
+    if k == 1 and n > 1:
+        codes, k = np.arange(n), n
+        fallback = "; one cluster, so items taken as independent"
+    d = w - b
+    point = float(d.mean())
+    r2w, w2r = int((d < 0).sum()), int((d > 0).sum())
+    mcnemar, p_exact = mcnemar_exact(r2w, w2r)
+
+    sums, sizes = _totals(d, codes, k)
+    noise_var = (noise_flip_rate or 0.0) / 2 / n
+    se = math.sqrt(_ratio_var(sums, sizes, point) + noise_var) if k > 1 else math.inf
+    stat = point + margin
+    if se == 0:
+        p_t = 0.0 if stat < 0 else 1.0
+    elif math.isinf(se):
+        p_t = 1.0
+    else:
+        p_t = float(stdtr(k - 1, stat / se))
+    p_regression = max(p_t, p_exact)
+
+    half = float(stdtrit(k - 1, 0.5 + level / 2)) * se if k > 1 else math.inf
+    low, high = max(-1.0, point - half), min(1.0, point + half)
+    method = f"t interval (cluster-robust SE, {k} clusters"
+    method += f", noise floor {noise_flip_rate:.3g})" if noise_flip_rate else ")"
+    if resamples > 0 and k > 1:
+        boot = _boot_ratio(sums, sizes, resamples, seed)
+        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        method = f"paired cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
+    diff = Estimate(point, low, high, n, k, level, method + fallback)
+    return Comparison(
+        base=float(b.mean()),
+        new=float(w.mean()),
+        diff=diff,
+        n_pairs=n,
+        right_to_wrong=r2w,
+        wrong_to_right=w2r,
+        mcnemar_p=mcnemar,
+        margin=margin,
+        p_regression=p_regression,
+        p_adjusted=p_regression,
+        regressed=p_regression <= alpha,
+        noise_flip_rate=noise_flip_rate,
+    )
+
+
+def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
+    """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong".
+
+    Under H0 each discordant item is equally likely to go either way, so right->wrong is
+    Binomial(b + c, 1/2); these are scipy.stats.binomtest's numbers (the unit tests check), taken
+    from the binomial tails of scipy.special because a simulation calls this many thousand times.
+    """
+    from scipy.special import bdtr, bdtrc
+
+    b, n = right_to_wrong, right_to_wrong + wrong_to_right
+    if n == 0:
+        return 1.0, 1.0
+    upper = 1.0 if b == 0 else float(bdtrc(b - 1, n, 0.5))  # P(X >= b)
+    lower = float(bdtr(b, n, 0.5))  # P(X <= b)
+    return min(1.0, 2 * min(upper, lower)), upper
+
+
+def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, bool]]:
+    """Holm's step-down adjusted p-values and decisions, in the order given.
+
+    Gating several metrics at once multiplies the chances of a false alarm; Holm keeps the chance
+    of any false alarm at alpha, with more power than Bonferroni. scipy.stats has only FDR control
+    (`false_discovery_control`), which bounds the wrong share of alarms, not the chance of one.
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    for name, p in pvalues.items():
+        if not 0 <= p <= 1:  # also refuses NaN
+            raise ValueError(f"p-value of {name!r} must be in [0, 1], got {p}")
+    ordered = sorted(pvalues, key=lambda name: pvalues[name])
+    m, running = len(ordered), 0.0
+    adjusted: dict[str, float] = {}
+    for i, name in enumerate(ordered):
+        running = max(running, min(1.0, (m - i) * pvalues[name]))
+        adjusted[name] = running
+    return {name: (adjusted[name], adjusted[name] <= alpha) for name in pvalues}
+
+
+def gate(comparisons: Mapping[str, Comparison], alpha: float = 0.05) -> dict[str, Comparison]:
+    """The comparisons gated together, with Holm-adjusted p-values and the final decisions."""
+    adjusted = holm({name: c.p_regression for name, c in comparisons.items()}, alpha)
+    return {name: replace(c, p_adjusted=adjusted[name][0], regressed=adjusted[name][1]) for name, c in comparisons.items()}
+
+
+def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a rate p over n (possibly effective, fractional) items."""
+    from scipy.special import ndtri
+
+    return _wilson(p, n, float(ndtri(0.5 + level / 2)))
+
+
+def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, resamples: int, seed: int) -> Estimate:
+    import numpy as np
+
+    _check_level(level)
+    if resamples < 0:
+        raise ValueError(f"resamples must be >= 0, got {resamples}")
+    n = len(v)
+    codes, k = _codes(clusters, n)
+    point = float(v.mean())
+    if k == 1:
+        low, high = wilson(point, n, level)
+        return Estimate(point, low, high, n, 1, level, f"Wilson on {n} items (one cluster: nothing to resample)")
+    from scipy.special import stdtrit
+
+    sums, sizes = _totals(v, codes, k)
+    var = _ratio_var(sums, sizes, point)
+    spread = point * (1 - point)
+    if var == 0 or spread == 0:  # no spread to estimate a design effect from: Wilson on the items
+        low, high = wilson(point, n, level)
+        method = f"Wilson on {n} items (all clusters alike)"
+    else:  # Student's t with k-1 degrees of freedom: the variance comes from k cluster totals
+        n_eff = min(float(n), max(1.0, spread / var))
+        low, high = _wilson(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
+        method = f"Wilson on {n_eff:.0f} effective items of {n} (t, {k - 1} df)"
+    if resamples > 0:
+        boot = _boot_ratio(sums, sizes, resamples, seed)
+        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
+        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        method = f"cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
+    return Estimate(point, max(0.0, low), min(1.0, high), n, k, level, method)
+
+
+def _values(values: Sequence[float], name: str) -> Floats:
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size == 0:
+        raise ValueError(f"{name} is empty: a rate over no items is undefined (nothing was scored)")
+    if not np.all((v >= 0) & (v <= 1)):  # also refuses NaN
+        raise ValueError(f"{name} must hold per-item values in [0, 1] (1.0/0.0 correctness or a score)")
+    return v
+
+
+def _same_length(a: Floats, b: Floats) -> None:
+    if len(a) != len(b):
+        raise ValueError(f"paired runs must cover the same items in the same order: {len(a)} values against {len(b)}")
+
+
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+
+
+def _codes(clusters: Sequence[Hashable] | None, n: int) -> tuple[NDArray[np.intp], int]:
+    """Cluster labels as 0..k-1 in order of first appearance (deterministic for a seed)."""
+    import numpy as np
+
+    if clusters is None:
+        return np.arange(n), n
+    if len(clusters) != n:
+        raise ValueError(f"clusters must label every item: {len(clusters)} labels for {n} items")
+    if isinstance(clusters, np.ndarray) and clusters.ndim == 1 and clusters.dtype.kind in "iub":
+        # Integer labels from a simulation: the same codes as below, without a Python loop.
+        _, first, inverse = np.unique(clusters, return_index=True, return_inverse=True)
+        rank = np.empty(len(first), dtype=np.intp)
+        rank[np.argsort(first)] = np.arange(len(first))
+        return rank[inverse], len(first)
+    index: dict[Hashable, int] = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in clusters), dtype=np.intp, count=n)
+    return codes, len(index)
+
+
+def _totals(v: Floats, codes: NDArray[np.intp], k: int) -> tuple[Floats, Floats]:
+    import numpy as np
+
+    sums = np.bincount(codes, weights=v, minlength=k).astype(np.float64)
+    sizes = np.bincount(codes, minlength=k).astype(np.float64)
+    return sums, sizes
+
+
+def _ratio_var(sums: Floats, sizes: Floats, point: float) -> float:
+    """Variance of the item mean (a ratio of cluster totals) by linearisation, with the CR1 factor k/(k-1)."""
+    k = len(sizes)
+    resid = sums - point * sizes
+    return float(k / (k - 1) * (resid @ resid)) / float(sizes.sum()) ** 2
+
+
+def _boot_ratio(sums: Floats, sizes: Floats, resamples: int, seed: int) -> Floats:
+    """Item means of `resamples` cluster bootstrap samples: k clusters drawn with replacement each time."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    k = len(sizes)
+    rows = max(1, CHUNK_CELLS // k)
+    out = []
+    for start in range(0, resamples, rows):
+        r = min(rows, resamples - start)
+        draws = rng.integers(0, k, size=(r, k))
+        out.append(np.take(sums, draws).sum(axis=1) / np.take(sizes, draws).sum(axis=1))
+    result: Floats = np.concatenate(out)
+    return result
+
+
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
