@@ -156,12 +156,26 @@ def report_gates(session: pytest.Session, results: Sequence[GateResult]) -> None
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         props = _props(result)  # on every phase, as an item's user_properties are (junitxml reads teardown's)
         hook.pytest_runtest_logreport(report=_gate_report(nodeid, "setup", "passed", None, props))
-        if result.passed:
-            hook.pytest_runtest_logreport(report=_gate_report(nodeid, "call", "passed", None, props))
-        else:
-            hook.pytest_runtest_logreport(report=_gate_report(nodeid, "call", "failed", result.message, props))
+        call = _gate_report(nodeid, "call", "passed" if result.passed else "failed",
+                            None if result.passed else result.message, props)
+        _html_extras(call, result)
+        hook.pytest_runtest_logreport(report=call)
         hook.pytest_runtest_logreport(report=_gate_report(nodeid, "teardown", "passed", None, props))
         hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+
+
+def _html_extras(report: pytest.TestReport, result: GateResult) -> None:
+    """With pytest-html installed, its report shows each gate's numbers and message (its `extras` convention)."""
+    try:
+        from pytest_html import extras
+    except ImportError:
+        return
+    import html
+
+    report.extras = [  # type: ignore[attr-defined]
+        extras.html(f"<pre>{html.escape(result.message)}</pre>"),
+        extras.json(result.to_dict(), name="gate"),
+    ]
 
 
 def teststatus(report: pytest.TestReport, tom: TomSession) -> tuple[str, str, str] | None:

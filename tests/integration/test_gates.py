@@ -206,3 +206,24 @@ def test_gates_under_xdist_are_judged_once_on_the_controller(run) -> None:
     assert many.ret == one.ret == 1
     assert many.parseoutcomes() == one.parseoutcomes()
     many.stdout.fnmatch_lines(["*FAIL tombench.accuracy:point>=0.9: 85.7%*"])
+
+
+def test_pytest_html_shows_the_gates(run, pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_html")
+    result = run("--tom-threshold=tombench.accuracy>=0.9", "--html=report.html", "--self-contained-html", wrong="Where")
+    assert result.ret == 1
+    page = (pytester.path / "report.html").read_text()  # pytest-html embeds its rows as escaped JSON
+    assert "tom_gate[tombench.accuracy:point&gt;=0.9]" in page
+    assert "misses the threshold &amp;gt;= 90.0%&lt;/pre&gt;" in page  # the gate's message, as an html extra
+
+
+def test_exitfirst_does_not_stop_on_wrong_answers_in_a_gate_run(run) -> None:
+    result = run("-x", "--tom-threshold=tombench.accuracy>=0.9", wrong="Where")
+    outcomes = result.parseoutcomes()
+    assert result.ret == 1 and outcomes["failed"] == 1 and outcomes["wrong"] == 6  # every question ran, then the gate
+
+
+def test_a_gate_run_judges_what_marks_select(run) -> None:
+    result = run("-m", "zh", "--tom-threshold=tombench.accuracy>=0.9", wrong="Where")
+    result.stdout.fnmatch_lines(["*PASS tombench.accuracy:point>=0.9: 100.0% * n=21*"])  # the wrong ones are English
+    assert result.ret == 0
