@@ -70,10 +70,14 @@ def _mib(n: float) -> str:
 
 
 def download_verified(
-    url: str, expected_sha256: str, tmp: Path, target: Path, *, limits: Limits | None = None,
+    url: str, expected_sha256: str | None, tmp: Path, target: Path, *, limits: Limits | None = None,
     clock: Callable[[], float] = time.monotonic,
-) -> None:
+) -> str:
     """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
+
+    Returns the sha256 of what was received. `expected_sha256=None` is for a release whose official
+    checksums are not known (SimpleToM): the caller must then verify the file otherwise (its structure)
+    and record the returned digest, as the other bounds still apply.
 
     The download stops with an error past `limits.max_bytes` (announced or
     received) or `limits.deadline_s`: each read waits at most what is left of the
@@ -121,12 +125,13 @@ def download_verified(
         if isinstance(getattr(exc, "reason", None), TimeoutError) and clock() - start >= lim.deadline_s:
             raise over_deadline() from None
         raise TomDataError(f"download of {url} failed: {exc}", path=target) from exc
-    if h.hexdigest() != expected_sha256:
+    if expected_sha256 is not None and h.hexdigest() != expected_sha256:
         raise TomDataError(
             f"checksum mismatch for {url}: expected sha256 {expected_sha256}, got {h.hexdigest()}; "
             "refusing to use data that differs from the pinned release",
             path=target,
         )
+    return h.hexdigest()
 
 
 def _temp_in(folder: Path, prefix: str) -> Path:

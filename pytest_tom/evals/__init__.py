@@ -20,6 +20,7 @@ __all__ = ["BUILTIN", "Benchmark", "BenchmarkOption", "DataSource", "Program", "
 BUILTIN: dict[str, str] = {
     "tombench": "pytest_tom.evals.tombench:ToMBench",
     "fantom": "pytest_tom.evals.fantom:FANToM",
+    "simpletom": "pytest_tom.evals.simpletom:SimpleToM",
 }
 
 

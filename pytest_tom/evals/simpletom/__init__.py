@@ -1,0 +1,108 @@
+"""SimpleToM (Gu et al., 2024): explicit ToM inference vs its application, as per-story chains.
+
+1,147 two-sentence stories, each with three two-option questions: is the character aware of
+the key information (mental state), what will they do next (behavior), and was what they did
+reasonable (judgment). Models answer the first well and the other two badly; here that gap is
+a pytest assertion per story (`chain`: mental state => behavior => judgment), next to the
+paper's prompts and interventions (`prompts`, `scoring`), its metrics and the spec's
+arithmetic self-checks (`metrics`), and a flag for constant answerers (`letter_balance`).
+
+The modules: `data` (records to samples), `release` (local copy, download, completeness),
+`prompts` (what the model is shown), `scoring` (answers to records, the reminder stage),
+`derived` (chains, letter balance), `metrics` (the paper's tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.evals.simpletom import derived as _derived
+from pytest_tom.evals.simpletom import prompts, release, scoring
+from pytest_tom.evals.simpletom.data import (
+    OFFICIAL_BASE_URL,
+    OFFICIAL_REVISION,
+    QUESTION_TYPES,
+    SCENARIOS,
+    SEVERITIES,
+    TYPE_NAMES,
+    SimpleToMExtra,
+    SimpleToMSample,
+    severity_mark,
+)
+from pytest_tom.evals.simpletom.metrics import aggregate, metric_lines
+from pytest_tom.fetch import parse_flag, parse_pins
+from pytest_tom.record import Record
+
+__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
+
+
+class SimpleToM(Benchmark[SimpleToMExtra]):
+    name = "simpletom"
+    description = ("SimpleToM: 1,147 stories x (mental state, behavior, judgment), explicit vs applied theory of mind "
+                   "(Gu et al., 2024)")
+    options = (
+        *prompts.OPTIONS,
+        BenchmarkOption("source_url", OFFICIAL_BASE_URL,
+                        "Where --tom-download fetches <config>/test.jsonl (Hugging Face allenai/SimpleToM, pinned "
+                        "revision)."),
+        BenchmarkOption(
+            "sha256", "",
+            "Checksums of the four configs' test.jsonl ('mental-state-qa=<sha256>,...' or a sha256sum manifest "
+            "file with '<sha256>  <config>/test.jsonl' lines); empty: the official checksums are not published, so "
+            f"a copy is checked by structure (revision {OFFICIAL_REVISION[:12]}: 1,147 rows per config, three "
+            "questions per story) and a download's sha256s are recorded then.",
+        ),
+        BenchmarkOption(
+            "partial", "false",
+            "true runs a deliberately partial copy (fewer rows, or configs missing apart from story-data); by "
+            "default a local copy must be the whole release.",
+        ),
+    )
+    strata = ("question_type", "scenario")
+    summary_facets = (("question_type",), ("question_type", "severity"), ("question_type", "scenario"))
+    gate_facets = ("question_type", "scenario", "severity")
+    mark_docs = {
+        "simpletom": "SimpleToM questions and chains (Gu et al., 2024).",
+        **{t: f"SimpleToM {TYPE_NAMES[t]} question." for t in QUESTION_TYPES},
+        **{key: f"SimpleToM scenario: {name} ({n} stories)." for key, (name, n) in SCENARIOS.items()},
+        **{severity_mark(level): f"SimpleToM severity {level} ({name} key information)."
+           for level, name in SEVERITIES.items()},
+        _derived.CHAIN: "SimpleToM chain: a story's mental state, behavior and judgment questions all pass; a "
+                        "failure names the first broken link.",
+        _derived.BALANCE: "SimpleToM constant-answerer check: a question type's answers are not (almost) all one "
+                          "letter.",
+    }
+    rules = _derived.RULES
+
+    def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
+        super().__init__(settings)
+        self.config = prompts.config_from(self.settings)
+        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
+        self.settings["partial"] = "true" if self.partial else "false"
+        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        if "=" in self.settings["sha256"]:
+            parse_pins(self.settings["sha256"])  # a 'config=sha256' list fails here; a manifest is read by load()
+
+    def load(self, source: DataSource) -> list[SimpleToMSample]:
+        pins = release.parse_setting(self.settings["sha256"])
+        folder, verified = release.locate(source, self.settings["source_url"], pins)
+        return release.load(folder, pins, verified=verified, partial=self.partial)
+
+    def program(self, sample: SimpleToMSample) -> Program:
+        return scoring.solve(sample, self.config)
+
+    def derived(self, samples: Sequence[SimpleToMSample]) -> list[Derived]:
+        return [*_derived.chains(samples, self.name), *_derived.balance_checks(samples, self.name)]
+
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """A question's story: its three questions (and its chain) share the story text."""
+        return facets.get("story") or unit_id
+
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return aggregate(records, self.settings["intervention"])
+
+    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+        return metric_lines(metrics)

@@ -1,0 +1,377 @@
+"""The SimpleToM release: four configs joined by story id into typed samples, one per question.
+
+The Hugging Face release (allenai/SimpleToM) stores each config as `<config>/test.jsonl`:
+`mental-state-qa`, `behavior-qa` and `judgment-qa` hold one question per story (ids
+`<story>_aware`, `<story>_action`, `<story>_judge`: the `_aware` suffix names the
+mental-state question, not an "aware" story), and `story-data` one row per story with its
+scenario and severity. Every record is validated, and every error names the file, the line
+and the field. Severity siblings share their gold text (the unaware action, "Reasonable"),
+so nothing here is ever keyed or deduplicated by text: only by id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.sample import KEEP, Choice, Sample, Story
+
+BENCHMARK = "simpletom"
+
+OFFICIAL_REVISION = "cccd8ae9a4ef7d33b1278443d20ce9725e5461c8"
+OFFICIAL_BASE_URL = f"https://huggingface.co/datasets/allenai/SimpleToM/resolve/{OFFICIAL_REVISION}/"
+FILE = "test.jsonl"
+STORY_CONFIG = "story-data"
+QA_CONFIGS = ("mental-state-qa", "behavior-qa", "judgment-qa")
+CONFIGS = (*QA_CONFIGS, STORY_CONFIG)
+QUESTION_TYPES = ("mental_state", "behavior", "judgment")
+CONFIG_TYPE = dict(zip(QA_CONFIGS, QUESTION_TYPES, strict=True))
+ID_SUFFIX = {"mental_state": "_aware", "behavior": "_action", "judgment": "_judge"}
+"""The release's question-id suffix of each question type (spec 1.3)."""
+SAMPLE_SUFFIX = {"mental_state": "ms", "behavior": "behavior", "judgment": "judgment"}
+"""Our sample id is f"{story_id}-{SAMPLE_SUFFIX[type]}": the story id stays visible, so the three are one family."""
+TYPE_NAMES = {"mental_state": "mental state", "behavior": "behavior", "judgment": "judgment"}
+
+OFFICIAL_STORIES = 1147
+OFFICIAL_ROWS = dict.fromkeys(CONFIGS, OFFICIAL_STORIES)
+"""Rows of each config at the pinned revision: 1,147 stories, one question of each type per story (3,441)."""
+
+SCENARIOS = {
+    "food_item_in_grocery_store": ("food item in grocery store", 168),
+    "inside_reuse_labeled_containers": ("inside reuse labeled containers", 164),
+    "inside_containers_for_personal_belongings": ("inside containers for personal belongings", 142),
+    "true_property_pretentious_labels": ("true property pretentious labels", 139),
+    "provider_info_healthcare": ("provider info healthcare", 130),
+    "behind_the_scene_service_industry": ("behind the scene service industry", 119),
+    "seller_info_in_second_hand_market": ("seller info in second hand market", 99),
+    "unobserved_unethical_actions": ("unobserved unethical actions", 87),
+    "locked_devices_accounts": ("locked devices accounts", 62),
+    "hidden_body_part_feature": ("hidden body part feature", 37),
+}
+"""The ten scenarios (release keys), with the paper's name and story count (Table 8; the release agrees)."""
+SEVERITIES = {"1": "mild", "2": "base", "3": "high"}
+"""`severity_original` as released: 1 = the mild variant, 2 = the seed's key information, 3 = the severe one (spec 1.4)."""
+OFFICIAL_SEVERITY_COUNTS = {"1": 153, "2": 442, "3": 552}
+"""Stories per severity at the pinned revision (not in the paper; counted on the release)."""
+
+
+def severity_mark(level: str) -> str:
+    """Facet value and mark of a severity level: "sev1", "sev2", "sev3" (as in the release's ids)."""
+    return f"sev{level}"
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleToMExtra:
+    story_id: str = field(metadata=KEEP)
+    """The release's story id, shared by its 3 questions."""
+    question_type: str = field(metadata=KEEP)
+    """"mental_state" | "behavior" | "judgment"."""
+    scenario: str = field(metadata=KEEP)
+    """One of the ten scenario keys, as released."""
+    severity: str = field(metadata=KEEP)
+    """Severity level, as released (string)."""
+    ms_question: str = ""
+    """The story's mental-state question (for the reminder)."""
+    ms_choices: tuple[Choice, ...] = ()
+    """Its options, labels "A"/"B" in the release's order."""
+    ms_gold: str = ""
+    """Its gold label."""
+
+
+SimpleToMSample = Sample[SimpleToMExtra]
+
+
+# --- reading and validating records -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One validated QA record."""
+
+    config: str
+    line: int
+    story_id: str
+    question_type: str
+    story: str
+    question: str
+    choices: tuple[Choice, ...]
+    gold: str
+    scenario: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoryRow:
+    """One validated story-data record."""
+
+    line: int
+    story_id: str
+    scenario: str
+    severity: str
+    story: str
+    person_x: str
+
+
+@dataclass
+class Release:
+    """What one folder holds: stories and questions by id, and the rows read per config (None: file absent)."""
+
+    folder: Path
+    stories: dict[str, StoryRow] = field(default_factory=dict)
+    questions: dict[tuple[str, str], Question] = field(default_factory=dict)
+    """By (story id, question type)."""
+    rows: dict[str, int | None] = field(default_factory=dict)
+
+
+def path_of(folder: Path, config: str) -> Path:
+    return folder / config / FILE
+
+
+def _wrong_type(expected: str, value: Any) -> str:
+    shown = repr(value)
+    return f"wrong type: expected {expected}, got {type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
+def _text(rec: Mapping[str, Any], key: str, path: Path, line: int, *, where: str = "") -> str:
+    name = where or key
+    value = rec.get(key)
+    if value is None:
+        raise TomDataError("missing", path=path, record=f"line {line}", field=name)
+    if not isinstance(value, str):
+        raise TomDataError(_wrong_type("text", value), path=path, record=f"line {line}", field=name)
+    if not value.strip():
+        raise TomDataError("empty text", path=path, record=f"line {line}", field=name)
+    return value
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; invalid JSON or a non-object names its line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path) from exc
+    out = []
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TomDataError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, record=f"line {no}") from None
+        if not isinstance(rec, dict):
+            raise TomDataError("expected a JSON object", path=path, record=f"line {no}")
+        out.append((no, rec))
+    return out
+
+
+def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
+    value = _text(rec, "scenario_name", path, line)
+    if value not in SCENARIOS:
+        raise TomDataError(f"unknown scenario {value!r} (the release has ten: {', '.join(SCENARIOS)})",
+                           path=path, record=f"line {line}", field="scenario_name")
+    return value
+
+
+def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -> Question:
+    """Validate one QA record of `config`."""
+    qtype = CONFIG_TYPE[config]
+    rid = _text(rec, "id", path, line)
+    suffix = ID_SUFFIX[qtype]
+    if not rid.endswith(suffix) or len(rid) == len(suffix):
+        raise TomDataError(f"id {rid!r} does not end in {suffix!r}, the {config} suffix", path=path,
+                           record=f"line {line}", field="id")
+    choices = rec.get("choices")
+    if not isinstance(choices, dict):
+        raise TomDataError(_wrong_type("an object with 'text' and 'label'", choices), path=path, record=f"line {line}",
+                           field="choices")
+    texts, labels = choices.get("text"), choices.get("label")
+    if not isinstance(texts, list) or len(texts) != 2:
+        raise TomDataError(_wrong_type("a list of 2 option texts", texts), path=path, record=f"line {line}",
+                           field="choices.text")
+    for i, t in enumerate(texts):
+        if not isinstance(t, str) or not t.strip():
+            raise TomDataError(_wrong_type("option text", t), path=path, record=f"line {line}", field=f"choices.text[{i}]")
+    if labels != ["A", "B"]:
+        raise TomDataError(f"expected labels ['A', 'B'], got {labels!r}", path=path, record=f"line {line}",
+                           field="choices.label")
+    gold = rec.get("answerKey")
+    if gold not in ("A", "B"):
+        raise TomDataError(f"gold {gold!r} is not 'A' or 'B'", path=path, record=f"line {line}", field="answerKey")
+    return Question(
+        config=config, line=line, story_id=rid[: -len(suffix)], question_type=qtype,
+        story=_text(rec, "story", path, line), question=_text(rec, "question", path, line),
+        choices=(Choice("A", texts[0]), Choice("B", texts[1])), gold=str(gold), scenario=_scenario(rec, path, line),
+    )
+
+
+def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
+    """Validate one story-data record."""
+    sid = _text(rec, "story_id", path, line)
+    sev = rec.get("severity_original")
+    if isinstance(sev, str) and sev.strip().isdigit():
+        sev = int(sev)
+    if isinstance(sev, bool) or not isinstance(sev, int) or str(sev) not in SEVERITIES:
+        raise TomDataError(f"severity {sev!r} is not 1, 2 or 3", path=path, record=f"line {line}",
+                           field="severity_original")
+    entities = rec.get("entities")
+    person = entities.get("Person X") if isinstance(entities, dict) else None
+    return StoryRow(line=line, story_id=sid, scenario=_scenario(rec, path, line), severity=str(sev),
+                    story=_text(rec, "story", path, line), person_x=person if isinstance(person, str) else "")
+
+
+def read_release(folder: Path) -> Release:
+    """Read and cross-check every config present in `folder` (absent files are recorded as such, not errors here)."""
+    rel = Release(folder)
+    story_path = path_of(folder, STORY_CONFIG)
+    if story_path.is_file():
+        recs = read_jsonl(story_path)
+        rel.rows[STORY_CONFIG] = len(recs)
+        for line, rec in recs:
+            row = parse_story(rec, story_path, line)
+            if row.story_id in rel.stories:
+                raise TomDataError(f"story id {row.story_id!r} also on line {rel.stories[row.story_id].line}",
+                                   path=story_path, record=f"line {line}", field="story_id")
+            rel.stories[row.story_id] = row
+    else:
+        rel.rows[STORY_CONFIG] = None
+    for config in QA_CONFIGS:
+        path = path_of(folder, config)
+        if not path.is_file():
+            rel.rows[config] = None
+            continue
+        recs = read_jsonl(path)
+        rel.rows[config] = len(recs)
+        for line, rec in recs:
+            q = parse_question(rec, config, path, line)
+            key = (q.story_id, q.question_type)
+            if key in rel.questions:
+                raise TomDataError(f"id {rec['id']!r} also on line {rel.questions[key].line}", path=path,
+                                   record=f"line {line}", field="id")
+            _join(rel, q, path)
+            rel.questions[key] = q
+    return rel
+
+
+def _join(rel: Release, q: Question, path: Path) -> None:
+    """A question must belong to a story of story-data and agree with it on the story text and scenario."""
+    if rel.rows.get(STORY_CONFIG) is None:
+        return  # reported by the completeness check, which needs story-data for every question
+    row = rel.stories.get(q.story_id)
+    where = f"line {q.line}"
+    if row is None:
+        raise TomDataError(f"story {q.story_id!r} is not in {STORY_CONFIG}/{FILE}", path=path, record=where, field="id")
+    if q.story != row.story:
+        raise TomDataError(f"story text differs from {STORY_CONFIG}/{FILE} line {row.line}", path=path, record=where,
+                           field="story")
+    if q.scenario != row.scenario:
+        raise TomDataError(f"scenario {q.scenario!r} differs from {row.scenario!r} in {STORY_CONFIG}/{FILE} line "
+                           f"{row.line}", path=path, record=where, field="scenario_name")
+
+
+# --- completeness --------------------------------------------------------------------------------
+
+PARTIAL_ADVICE = (
+    "restore it from the official release (or remove the local copy and pass --tom-download for a fresh one), or "
+    "pass --tom-simpletom-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+)
+
+
+def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tuple[Path, str | None, str]]:
+    """What keeps `rel` from being a whole release: (file, record, what is wrong), in file order.
+
+    Every config must be there; with `expect_rows` (the pinned release) each holds its known row
+    count, and always every story of story-data has its three questions (so no chain is lost).
+    """
+    out: list[tuple[Path, str | None, str]] = []
+    for config in CONFIGS:
+        path, found = path_of(rel.folder, config), rel.rows.get(config)
+        if found is None:
+            out.append((path, None, "is missing"))
+        elif expect_rows is not None and found != expect_rows[config]:
+            more = "" if found < expect_rows[config] else " (another revision? give its checksums with --tom-simpletom-sha256)"
+            out.append((path, None, f"has {found} rows, not {expect_rows[config]}{more}"))
+    if rel.rows.get(STORY_CONFIG) is not None:
+        for config in QA_CONFIGS:
+            if rel.rows.get(config) is None:
+                continue
+            qtype = CONFIG_TYPE[config]
+            lacking = [sid for sid in rel.stories if (sid, qtype) not in rel.questions]
+            if lacking:
+                shown = ", ".join(repr(s) for s in lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+                out.append((path_of(rel.folder, config), None,
+                            f"lacks the {TYPE_NAMES[qtype]} question of {len(lacking)} stories ({shown})"))
+    return out
+
+
+def check_whole(rel: Release, *, expect_rows: Mapping[str, int] | None) -> None:
+    """One error naming every missing or short config of a copy that should be the whole release."""
+    found = problems(rel, expect_rows=expect_rows)
+    if not found:
+        return
+    why = "a file missing, emptied or cut short would drop its questions and chains silently"
+    if len(found) == 1:
+        path, record, what = found[0]
+        raise TomDataError(f"the SimpleToM release is incomplete: this file {what}; {why}: {PARTIAL_ADVICE}",
+                           path=path, record=record)
+    listed = "; ".join(f"{p.parent.name}/{p.name} {what}" for p, _, what in found)
+    raise TomDataError(f"the SimpleToM release is incomplete: {listed}; {why}: {PARTIAL_ADVICE}", path=rel.folder)
+
+
+# --- samples -------------------------------------------------------------------------------------
+
+
+def samples(rel: Release) -> list[SimpleToMSample]:
+    """One sample per question, in story-data order, then mental state, behavior, judgment.
+
+    Needs story-data (scenario and severity come from it); a partial copy may lack questions.
+    """
+    if rel.rows.get(STORY_CONFIG) is None:
+        raise TomDataError(
+            f"{STORY_CONFIG}/{FILE} is missing: SimpleToM needs it for each story's severity, even in a partial copy",
+            path=path_of(rel.folder, STORY_CONFIG))
+    out: list[SimpleToMSample] = []
+    for sid, row in rel.stories.items():
+        ms = rel.questions.get((sid, "mental_state"))
+        for qtype in QUESTION_TYPES:
+            q = rel.questions.get((sid, qtype))
+            if q is not None:
+                out.append(to_sample(row, q, ms))
+    if not out:
+        raise TomDataError("no SimpleToM questions in this folder", path=rel.folder)
+    return out
+
+
+def to_sample(row: StoryRow, q: Question, ms: Question | None) -> SimpleToMSample:
+    """The sample of one question; `ms` is its story's mental-state question (for the reminder), when present."""
+    extra = SimpleToMExtra(
+        story_id=row.story_id, question_type=q.question_type, scenario=row.scenario, severity=row.severity,
+        ms_question=ms.question if ms else "", ms_choices=ms.choices if ms else (), ms_gold=ms.gold if ms else "",
+    )
+    sev = severity_mark(row.severity)
+    person = row.person_x if row.person_x and row.person_x in q.story else ""
+    return Sample(
+        benchmark=BENCHMARK,
+        id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}",
+        context=Story(q.story),
+        question=q.question,
+        choices=q.choices,
+        gold=q.gold,
+        characters=(person,) if person else (),
+        facets={"question_type": q.question_type, "scenario": row.scenario, "severity": sev, "story": row.story_id},
+        marks=(BENCHMARK, q.question_type, row.scenario, sev),
+        extra=extra,
+        source=f"simpletom/{q.config}/{FILE} line {q.line}",
+    )
+
+
+def counts(items: Sequence[SimpleToMSample]) -> dict[str, Counter[str]]:
+    """Questions per question type, scenario and severity (for checks and the README)."""
+    return {
+        "question_type": Counter(s.extra.question_type for s in items),
+        "scenario": Counter(s.extra.scenario for s in items),
+        "severity": Counter(s.facets["severity"] for s in items),
+    }

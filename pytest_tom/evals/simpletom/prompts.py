@@ -1,0 +1,251 @@
+"""What a model is shown: the paper's prompt verbatim, its interventions and personas, the requests.
+
+Two layouts of the same prompt:
+
+* ``paper`` (the default): the prompt as the paper prints it (App. H.1, the
+  mental-state reminder example, with the reminder block removed for the base
+  prompt): ``Story: {story}`` on one line, one option per line, the reminder's
+  options on one line as printed (``(A) No (B) Yes``);
+* ``reference``: the authors' released code (``question_prompt`` in
+  ``inference/utils.py``) byte for byte: ``Story:`` then a newline, a space before
+  every newline of the options, the chain-of-thought text in place of "Respond
+  with just" (which leaves its double space), a final newline.
+
+Both use the reference system message ``You are a helpful assistant.``, which a
+system-prompt intervention or a persona replaces. Interventions change only the
+behavior and judgment questions (the paper never re-ran the mental-state
+questions: its intervention averages use the baseline mental-state accuracy); a
+persona changes all three (Table 9 reports mental-state accuracy per persona).
+Every prompt is rendered from the sample's own fields at run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.base import BenchmarkOption
+from pytest_tom.request import GenerationSettings, Message, Request
+from pytest_tom.sample import Choice
+
+MENTAL_STATE = "mental_state"
+LABELS = ("A", "B")
+
+# -- the paper's text, verbatim (spec section 2) ---------------------------------------------------------------
+
+INSTRUCTION = "Given the following story, answer the question by giving the correct answer choice, (A) or (B)."
+ASK = "What is the correct answer?"
+RESPOND = 'Respond with just "(A)" or "(B)"'
+"""The direct-answer contract (App. H.1)."""
+SYSTEM_DEFAULT = "You are a helpful assistant."
+"""The reference code's system message; the paper's SysP prompts begin with it."""
+SYSP = (
+    "You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
+    "aspects of the input, including the mental state of all the entities involved."
+)
+"""SysP, system prompt guiding (App. H.2)."""
+SYSP_STAR = (
+    "You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
+    "aspects of the input, including the mental state of all the entities involved. E.g., think carefully about "
+    "what each person is aware or not aware of."
+)
+"""SysP*, the ToM-oriented system prompt (App. H.2)."""
+COT = (
+    "Think step by step to arrive at an answer. Start your response by explaining your reasoning process and end "
+    'your response with "Therefore, the answer is: " followed by (A) or (B)'
+)
+"""CoT, generic chain of thought (App. H.3)."""
+COT_STAR = (
+    "Think step by step to arrive at an answer. Think carefully about what each person is aware or not aware of. "
+    'Start your response by explaining your reasoning process and end your response with "Therefore, the answer '
+    'is: " followed by (A) or (B)'
+)
+"""CoT*, ToM-oriented chain of thought (App. H.3)."""
+PERSONAS: Mapping[str, str] = {
+    "lawyer": "You are a partner at the law firm, recognized for their extensive knowledge of healthcare laws.",
+    "worker": "You are a factory worker who doesn't trust the COVID-19 vaccine.",
+    "atheist": "You are an atheist, philosophy lecturer who encourages open dialog about faith and belief systems.",
+    "psychology_student": "You are a university psychology student who is currently studying creativity and "
+                          "personality.",
+    "psychologist": "You are a clinical psychologist collaborating with the music therapist to provide holistic "
+                    "patient care.",
+}
+"""The PersonaHub system prompts of App. M (they replace the system message)."""
+
+# The reference code's wording: its chain-of-thought text ends "followed by " and is followed by ' "(A)" or "(B)"'.
+REF_RESPOND = "Respond with just"
+REF_COT = COT.removesuffix("(A) or (B)")
+REF_COT_STAR = COT_STAR.removesuffix("(A) or (B)")
+REF_LABELS = '"(A)" or "(B)"'
+
+INTERVENTIONS: Mapping[str, str] = {
+    "none": "the paper's baseline prompt",
+    "reminder": "mental-state reminder: the model's own answer to the story's mental-state question precedes the "
+                "question (MS remind)",
+    "system_generic": "system prompt SysP",
+    "system_tom": "ToM-oriented system prompt SysP*",
+    "cot": "generic chain of thought (CoT)",
+    "cot_tom": "ToM-oriented chain of thought (CoT*)",
+    "cot_tom_reminder": "CoT* with the mental-state reminder (CoT*+MS remind)",
+}
+PAPER_NAMES: Mapping[str, str] = {
+    "none": "baseline", "reminder": "MS remind", "system_generic": "SysP", "system_tom": "SysP*", "cot": "CoT",
+    "cot_tom": "CoT*", "cot_tom_reminder": "CoT*+MS remind",
+}
+"""Each intervention's name in the paper's tables."""
+SYSTEM_INTERVENTIONS: Mapping[str, str] = {"system_generic": SYSP, "system_tom": SYSP_STAR}
+COT_INTERVENTIONS: Mapping[str, str] = {"cot": "cot", "cot_tom": "cot_tom", "cot_tom_reminder": "cot_tom"}
+REMINDER_INTERVENTIONS = ("reminder", "cot_tom_reminder")
+DIRECT_TOKENS, COT_TOKENS = 20, 500
+"""The reference code's max_tokens without and with chain of thought."""
+
+OPTIONS: tuple[BenchmarkOption, ...] = (
+    BenchmarkOption(
+        "intervention", "none",
+        "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's own "
+        "mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
+        "cot_tom_reminder (CoT*+MS remind).",
+        choices=tuple(INTERVENTIONS),
+    ),
+    BenchmarkOption(
+        "persona", "none",
+        "PersonaHub system prompt for every question (App. M): none, " + ", ".join(PERSONAS) + ".",
+        choices=("none", *PERSONAS),
+    ),
+    BenchmarkOption(
+        "layout", "paper",
+        "Prompt layout: paper (as printed in App. H) or reference (the authors' released code, byte for byte).",
+        choices=("paper", "reference"),
+    ),
+    BenchmarkOption(
+        "max_new_tokens", "0",
+        f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or {COT_TOKENS} (chain of thought), "
+        "as the reference code.",
+        kind=int,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PromptConfig:
+    """The settings that change what is asked, typed once (temperature is always 0, as in the paper)."""
+
+    intervention: str = "none"
+    persona: str = "none"
+    layout: str = "paper"
+    max_new_tokens: int = 0
+
+    @property
+    def reminder(self) -> bool:
+        """Whether behavior and judgment questions carry the mental-state reminder."""
+        return self.intervention in REMINDER_INTERVENTIONS
+
+    def cot(self, question_type: str) -> str | None:
+        """The chain-of-thought prompt ("cot" or "cot_tom") of a question, None for a direct answer."""
+        if question_type == MENTAL_STATE:
+            return None
+        return COT_INTERVENTIONS.get(self.intervention)
+
+    def system(self, question_type: str) -> str:
+        if question_type != MENTAL_STATE and self.intervention in SYSTEM_INTERVENTIONS:
+            return SYSTEM_INTERVENTIONS[self.intervention]
+        return PERSONAS.get(self.persona, SYSTEM_DEFAULT)
+
+    def budget(self, question_type: str) -> int:
+        if self.max_new_tokens > 0:
+            return self.max_new_tokens
+        return COT_TOKENS if self.cot(question_type) else DIRECT_TOKENS
+
+
+def _one(settings: Mapping[str, Any], name: str, default: str) -> str:
+    value = settings.get(name, default)
+    text = ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+    if "," in text:
+        raise TomConfigError(f"simpletom setting {name}={text!r}: one value per run (run the conditions separately)")
+    return text
+
+
+def config_from(settings: Mapping[str, Any]) -> PromptConfig:
+    """The typed prompt settings of a benchmark's settings; a combination the paper cannot mean is refused."""
+    intervention = _one(settings, "intervention", "none")
+    persona = _one(settings, "persona", "none")
+    layout = _one(settings, "layout", "paper")
+    for name, value, known in (("intervention", intervention, tuple(INTERVENTIONS)),
+                               ("persona", persona, ("none", *PERSONAS)), ("layout", layout, ("paper", "reference"))):
+        if value not in known:
+            raise TomConfigError(f"simpletom setting {name}={value!r}: expected one of {', '.join(known)}")
+    if persona != "none" and intervention in SYSTEM_INTERVENTIONS:
+        raise TomConfigError(
+            f"simpletom: persona={persona} and intervention={intervention} both replace the system prompt; "
+            "choose one"
+        )
+    try:
+        tokens = int(settings.get("max_new_tokens", 0))
+    except (TypeError, ValueError) as exc:
+        raise TomConfigError(f"simpletom setting max_new_tokens={settings.get('max_new_tokens')!r}: expected int") from exc
+    if tokens < 0:
+        raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
+    return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Reminder:
+    """The story's mental-state question and the model's own answer to it, as the reminder shows them."""
+
+    question: str
+    choices: tuple[Choice, ...]
+    answer: str
+    """What follows "Answer: ": "(A)" for a readable answer, else the model's raw answer."""
+
+
+_NL, _REF_SEP = "\n", " \n"
+"""Option separators: one per line; the reference code's `make_mcq` puts a space before each newline."""
+
+
+def _options(choices: Sequence[Choice], sep: str) -> str:
+    return sep.join(f"({c.label}) {c.text}" for c in choices)
+
+
+def user_prompt(
+    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+    reminder: Reminder | None = None,
+) -> str:
+    """The user message, in the configured layout."""
+    cot = config.cot(question_type)
+    if config.layout == "reference":
+        block = ""
+        if reminder is not None:
+            block = f"\nQuestion: {reminder.question} \n{_options(reminder.choices, _REF_SEP)}\nAnswer: {reminder.answer}\n"
+        final = {None: REF_RESPOND, "cot": REF_COT, "cot_tom": REF_COT_STAR}[cot]
+        return (f"{INSTRUCTION}\n\nStory:\n{story}\n{block}\nQuestion: {question} \n{_options(choices, _REF_SEP)}"
+                f"\n\n{ASK} {final} {REF_LABELS}\n")
+    block = ""
+    if reminder is not None:
+        block = f"Question: {reminder.question}\n{_options(reminder.choices, ' ')}\nAnswer: {reminder.answer}\n\n"
+    final = {None: RESPOND, "cot": COT, "cot_tom": COT_STAR}[cot]
+    return f"{INSTRUCTION}\n\nStory: {story}\n\n{block}Question: {question}\n{_options(choices, _NL)}\n\n{ASK} {final}"
+
+
+def build_messages(
+    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+    reminder: Reminder | None = None,
+) -> tuple[Message, ...]:
+    """System and user messages of one question."""
+    return (Message("system", config.system(question_type)),
+            Message("user", user_prompt(story, question, choices, config, question_type, reminder)))
+
+
+def build_request(
+    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+    reminder: Reminder | None = None,
+) -> Request:
+    """The request of one question: temperature 0, the budget of its answer contract."""
+    cot = config.cot(question_type) is not None
+    return Request(
+        messages=build_messages(story, question, choices, config, question_type, reminder),
+        settings=GenerationSettings(max_new_tokens=config.budget(question_type), temperature=0.0),
+        answer_labels=tuple(c.label for c in choices),
+        answer_format="Therefore, the answer is: ({})" if cot else "({})",
+    )

@@ -1,0 +1,212 @@
+"""From answers to a record: the reference parser, the mental-state reminder as a dependent stage, messages.
+
+Parsing follows the authors' released `process_answer` (spec section 2.3):
+
+* a direct answer: every "answer" (with an optional colon) is removed, then the
+  first of "(A)", "(B)", "(C)", "(D)" present in the text, checked in that
+  order (so any text containing "(A)" reads as A, as upstream); else "(A"/"(B"
+  when exactly one occurs; else a bare capital A-D when exactly one occurs;
+  labels are case-sensitive, as upstream ("(b)" is not read);
+* a chain of thought: only the text after the LAST "the answer is"
+  (case-insensitive, optional colon) is read, and there the label that comes
+  first wins, so an option named inside the reasoning is never the answer. Two
+  deliberate departures from upstream, both on answers that break the
+  "Therefore, the answer is:" contract: a chain of thought without "the answer
+  is" is unparseable (upstream would scan the reasoning and take its first
+  "(A)"), and "the answer is (B), not (A)" reads as B (upstream: A).
+
+An answer the parser cannot read, or that names a label the question does not
+offer ("(C)"), is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it as
+wrong (the denominator is every question of the type) and reports the share
+separately (`na_frac`), which is how the metrics count it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_tom.evals.base import Program
+from pytest_tom.evals.simpletom.data import SimpleToMSample
+from pytest_tom.evals.simpletom.prompts import (
+    MENTAL_STATE,
+    PAPER_NAMES,
+    PromptConfig,
+    Reminder,
+    build_request,
+)
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import Request
+
+PARSE_LABELS = "ABCD"
+"""The labels the reference parser looks for (a C or D answer to a two-option question is unparseable)."""
+_DIRECT_PREFIX = re.compile(r"(?i)answer:?")
+_CONCLUSION = re.compile(r"(?i)the answer is:?")
+QUESTION_NAMES = {MENTAL_STATE: "mental-state", "behavior": "behavior", "judgment": "judgment"}
+
+
+def _fallback(text: str) -> str | None:
+    """Upstream's second and third passes: "(X" then a bare X, each only when exactly one label occurs."""
+    for pattern in ("({}", "{}"):
+        found = [label for label in PARSE_LABELS if pattern.format(label) in text]
+        if found:
+            return found[0] if len(found) == 1 else None
+    return None
+
+
+def parse_answer(text: str | None, cot: bool) -> str | None:
+    """The label an answer gives ("A".."D"), or None when it cannot be read (see the module docstring)."""
+    if text is None:
+        return None
+    if cot:
+        conclusions = list(_CONCLUSION.finditer(text))
+        if not conclusions:
+            return None
+        tail = text[conclusions[-1].end() :].strip()
+        positions = [(tail.find(f"({label})"), label) for label in PARSE_LABELS if f"({label})" in tail]
+        return min(positions)[1] if positions else _fallback(tail)
+    body = _DIRECT_PREFIX.sub("", text).strip()
+    for label in PARSE_LABELS:
+        if f"({label})" in body:
+            return label
+    return _fallback(body)
+
+
+def mental_state_request(sample: SimpleToMSample, config: PromptConfig) -> Request:
+    """The story's mental-state question exactly as its own item asks it (same messages, same settings).
+
+    The engine dedupes it with that item's request in the same wave, and a resumed
+    run finds its recorded answer in the cache: the model is never asked twice.
+    """
+    x = sample.extra
+    if not x.ms_question or len(x.ms_choices) != 2:
+        raise ValueError(f"{sample.id} has no mental-state question to remind the model of")
+    return build_request(sample.context.render(), x.ms_question, x.ms_choices, config, MENTAL_STATE)
+
+
+def question_request(sample: SimpleToMSample, config: PromptConfig, reminder: Reminder | None = None) -> Request:
+    return build_request(sample.context.render(), sample.question, sample.choices, config,
+                         sample.extra.question_type, reminder)
+
+
+def reminder_from(sample: SimpleToMSample, text: str | None) -> tuple[Reminder, dict[str, Any]]:
+    """The reminder built from the model's own mental-state answer, and what the record keeps of it.
+
+    A readable answer is shown as "(A)" (the paper's `Answer: (A)`); an unreadable
+    one is shown as the model wrote it (stripped), since the paper reminds the
+    model of its own answer, whatever it was.
+    """
+    x = sample.extra
+    raw = text or ""
+    letter = parse_answer(raw, cot=False)
+    labels = [c.label for c in x.ms_choices]
+    readable = letter in labels
+    shown = f"({letter})" if readable else raw.strip()
+    info: dict[str, Any] = {
+        "question": x.ms_question,
+        "response": raw,
+        "parsed": letter if readable else None,
+        "shown": shown,
+        "correct": readable and letter == x.ms_gold,
+    }
+    return Reminder(question=x.ms_question, choices=x.ms_choices, answer=shown), info
+
+
+def solve(sample: SimpleToMSample, config: PromptConfig) -> Program:
+    """Ask the question; under the reminder, first ask (or reuse) the story's mental-state question.
+
+    The second stage is built from the first stage's response as the engine hands
+    it over (fresh or from the cache), so it always shows the recorded answer. A
+    model error on the first stage makes the item an ERROR (the engine never hands
+    the program an error): the question is then not asked at all.
+    """
+    reminder: Reminder | None = None
+    info: dict[str, Any] | None = None
+    if config.reminder and sample.extra.question_type != MENTAL_STATE:
+        first = yield [mental_state_request(sample, config)]
+        reminder, info = reminder_from(sample, first[0].text)
+    second = yield [question_request(sample, config, reminder)]
+    return score(sample, config, second[0].text, info)
+
+
+def applied(config: PromptConfig, question_type: str) -> str:
+    """The intervention a question was asked under: the mental-state questions are always asked as in the baseline."""
+    return "none" if question_type == MENTAL_STATE else config.intervention
+
+
+def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
+          reminder: Mapping[str, Any] | None = None) -> Record:
+    x = sample.extra
+    cot = config.cot(x.question_type) is not None
+    letter = parse_answer(text, cot)
+    labels = [c.label for c in sample.choices]
+    if letter is None or letter not in labels:
+        outcome, parsed = Outcome.UNPARSEABLE, None
+    else:
+        outcome, parsed = (Outcome.CORRECT if letter == sample.gold_label else Outcome.INCORRECT), letter
+    details: dict[str, Any] = {
+        "story": x.story_id,
+        "question_type": x.question_type,
+        "intervention": applied(config, x.question_type),
+        "persona": config.persona,
+        "layout": config.layout,
+        "cot": cot,
+        "read": letter,
+    }
+    if reminder is not None:
+        details["reminder"] = dict(reminder)
+    return Record(
+        benchmark=sample.benchmark,
+        sample_id=sample.id,
+        outcome=outcome,
+        facets=dict(sample.facets),
+        parsed=parsed,
+        gold=sample.gold,
+        responses=(text,),
+        parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0,
+        details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder),
+    )
+
+
+def _option(sample: SimpleToMSample, label: str) -> str:
+    return f'({label}) "{sample.choice(label).text}"'
+
+
+def _clip(text: str, limit: int, tail: bool) -> str:
+    flat = text.strip().replace("\n", " ")
+    if len(flat) <= limit:
+        return flat
+    return "[...] " + flat[-limit:] if tail else flat[:limit] + " [...]"
+
+
+def explain(sample: SimpleToMSample, config: PromptConfig, text: str | None, letter: str | None, parsed: str | None,
+            reminder: Mapping[str, Any] | None) -> str:
+    """Everything needed to judge a failure without opening the data: answer vs gold first, then the prompt's parts."""
+    x = sample.extra
+    cot = config.cot(x.question_type) is not None
+    kind = QUESTION_NAMES.get(x.question_type, x.question_type)
+    if parsed is not None:
+        answer = f"answered {_option(sample, parsed)}"
+    elif letter is not None:
+        answer = f"answered ({letter}), not an option"
+    elif cot and text is not None and not _CONCLUSION.search(text):
+        answer = 'unparseable answer (no "the answer is" in the chain of thought)'
+    else:
+        answer = "unparseable answer"
+    applied_now = applied(config, x.question_type)
+    lines = [
+        f"SimpleToM {kind} question: {answer}; gold {_option(sample, sample.gold_label)}",
+        f"story {x.story_id} ({x.scenario}, severity {x.severity}): {sample.context.render()}",
+        f"question: {sample.question.strip()}",
+        "options: " + " ".join(f"({c.label}) {c.text}" for c in sample.choices),
+        f"asked with: intervention {applied_now} ({PAPER_NAMES.get(applied_now, '?')}), persona {config.persona}",
+    ]
+    if reminder is not None:
+        verdict = "right" if reminder["correct"] else ("unreadable" if reminder["parsed"] is None else "wrong")
+        lines.append(f"reminder: Answer: {reminder['shown']} (the model's own mental-state answer, {verdict}; "
+                     f"gold ({x.ms_gold}))")
+    raw = "(no text)" if text is None else repr(_clip(text, 300, tail=cot))
+    lines.append(f"response: {raw}")
+    return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""SimpleToM metrics and derived rules: hand-computed chains, conditionals, balance and the spec 5 C self-checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_tom.derived import Derived
+from pytest_tom.evals.simpletom import SimpleToM
+from pytest_tom.evals.simpletom.derived import balance_rule, bucket, chain_rule
+from pytest_tom.evals.simpletom.metrics import aggregate, chain_stats, metric_lines, self_checks
+from pytest_tom.record import Outcome, Record
+
+TYPES = ("mental_state", "behavior", "judgment")
+SUFFIX = {"mental_state": "ms", "behavior": "behavior", "judgment": "judgment"}
+
+
+def rec(story: str, qtype: str, outcome: str, *, gold: str = "A", scenario: str = "food_item_in_grocery_store",
+        severity: str = "sev1") -> Record:
+    """A record whose answer is right (c), wrong (w), unreadable (g) or a model error (e)."""
+    kind = {"c": Outcome.CORRECT, "w": Outcome.INCORRECT, "g": Outcome.UNPARSEABLE, "e": Outcome.ERROR}[outcome]
+    parsed = gold if outcome == "c" else ("B" if gold == "A" else "A") if outcome == "w" else None
+    return Record(benchmark="simpletom", sample_id=f"{story}-{SUFFIX[qtype]}", outcome=kind, parsed=parsed, gold=gold,
+                  facets={"question_type": qtype, "scenario": scenario, "severity": severity, "story": story})
+
+
+def story(sid: str, outcomes: str, **kw: Any) -> list[Record]:
+    return [rec(sid, t, o, **kw) for t, o in zip(TYPES, outcomes, strict=True)]
+
+
+def approx(x: float) -> Any:
+    return pytest.approx(x, abs=1e-12)
+
+
+def test_buckets_name_the_first_broken_link() -> None:
+    cases = [(False, True, True), (True, False, True), (True, True, False), (True, True, True), (False, False, False)]
+    assert [bucket(*c) for c in cases] == [
+        "fail_ms", "fail_behavior", "fail_judgment", "all_correct", "fail_ms"]
+
+
+def test_hand_computed_metrics() -> None:
+    records = [
+        *story("s1", "ccc"), *story("s2", "cwc"), *story("s3", "cgw", severity="sev3"),
+        *story("s4", "ccw", scenario="hidden_body_part_feature"), *story("s5", "wcc", gold="B"),
+        *story("s6", "cec", severity="sev2"),  # a model error: not a complete story
+    ]
+    m = aggregate(records, "reminder")
+    assert m["intervention"] == "reminder"
+    t = m["types"]
+    assert (t["mental_state"]["n"], t["mental_state"]["correct"]) == (6, 5)
+    assert (t["behavior"]["n"], t["behavior"]["correct"], t["behavior"]["unparseable"], t["behavior"]["errors"]) == (5, 3, 1, 1)
+    assert (t["judgment"]["n"], t["judgment"]["correct"]) == (6, 4)
+    assert m["average"] == approx((5 / 6 + 3 / 5 + 4 / 6) / 3)
+    c = m["chains"]
+    assert c["stories"] == 5
+    assert c["buckets"] == {"fail_ms": 1, "fail_behavior": 2, "fail_judgment": 1, "all_correct": 1}
+    assert c["p_behavior_given_ms"] == approx(2 / 4)
+    assert c["p_judgment_given_ms_behavior"] == approx(1 / 2)
+    assert c["reverse_inconsistency_rate"] == approx(1 / 5)  # s2: behavior wrong, judgment right
+    assert c["behavior_x_judgment"] == {"b1j1": 2, "b1j0": 1, "b0j1": 1, "b0j0": 1}
+    assert m["self_check_violations"] == []
+    assert list(m["severities"]) == ["sev1", "sev2", "sev3"]
+    assert m["severities"]["sev2"]["chains"]["stories"] == 0
+    assert list(m["scenarios"]) == ["food_item_in_grocery_store", "hidden_body_part_feature"]
+    bal = m["balance"]["mental_state"]
+    assert bal["answers"] == {"A": 6} and bal["same_answer_rate"] == 1.0
+    assert not bal["constant"]  # too few answers (6 < 10) to call a model constant
+    assert bal["accuracy_by_gold"] == {"A": 1.0, "B": 0.0}
+
+
+def test_reverse_inconsistency_counts_wrong_behavior_with_right_judgment() -> None:
+    c = chain_stats({s: {r.facets["question_type"]: r for r in story(s, o)}
+                     for s, o in (("a", "cwc"), ("b", "wwc"), ("c", "ccw"), ("d", "cww"))})
+    assert c["reverse_inconsistency_rate"] == approx(2 / 4)
+    assert c["inconsistency_rate"] == approx(3 / 4)
+    assert c["accuracy"] == {"mental_state": 0.75, "behavior": 0.25, "judgment": 0.5}
+
+
+def test_the_spec_bounds_hold_and_a_violation_is_loud() -> None:
+    records = [r for i, o in enumerate(("ccc", "cwc", "wcw", "ccw", "www")) for r in story(f"s{i}", o)]
+    m = aggregate(records)
+    assert m["self_check_violations"] == []
+    broken = dict(m["chains"])
+    broken["buckets"] = {**broken["buckets"], "fail_behavior": 0, "all_correct": 5}
+    broken["counts"] = {**broken["counts"], "behavior": 1}
+    found = self_checks(broken)
+    assert any("P(fail_behavior)" in w for w in found) and any("P(all_correct)" in w for w in found)
+    assert any("buckets sum to" in w for w in found)
+    lines = metric_lines({**m, "self_check_violations": found})
+    assert sum(line.startswith("  !!! SELF-CHECK FAILED") for line in lines) == len(found)
+
+
+def test_summary_lines_say_how_they_are_computed() -> None:
+    records = [r for i, o in enumerate(("ccc", "cwc", "wcw", "ccw")) for r in story(f"s{i}", o)]
+    lines = metric_lines(aggregate(records))
+    assert lines[0].startswith("simpletom (intervention none): mental state 75.0 [")
+    assert "Wilson 95% interval; unparseable counts as wrong" in lines[0]
+    assert lines[1].startswith("  average 66.7 (the paper's: unweighted mean of the three type accuracies")
+    assert lines[2] == ("  chains (4 stories with all three answered; first broken link, % of stories): all correct "
+                        "25.0 | fail_ms 25.0 | fail_behavior 25.0 | fail_judgment 25.0")
+    assert "P(behavior right | MS right) 66.7 (of 3 stories)" in lines[3]
+    assert metric_lines({}) == []
+
+
+def test_balance_flags_an_always_same_letter_answerer() -> None:
+    records = [rec(f"s{i}", "behavior", "c" if i % 2 == 0 else "w", gold="A" if i % 2 == 0 else "B") for i in range(20)]
+    # every answer is "A": right when the gold is A, wrong when it is B
+    m = aggregate(records)
+    assert m["balance"]["behavior"]["same_answer_rate"] == 1.0 and m["balance"]["behavior"]["constant"]
+    assert "ALWAYS 'A': constant answerer?" in "\n".join(metric_lines(m))
+    d = Derived("simpletom", "behavior", "letter_balance", tuple(r.sample_id for r in records),
+                facets={"question_type": "behavior"}, params={"threshold": 0.95})
+    j = balance_rule(d, records)
+    assert not j.passed and j.value == 1.0
+    assert "'A' on 20 of 20 (100.0%, threshold 95%) while the gold is 'A' on 10 (50.0%)" in j.message
+    assert "golds:   A 10 (50.0%) / B 10 (50.0%)" in j.message
+    # a model that is right everywhere answers with the gold's balance: it passes
+    right = [rec(f"s{i}", "behavior", "c", gold="A" if i % 2 == 0 else "B") for i in range(20)]
+    assert balance_rule(d, right).passed
+    # golds that are themselves all one letter cannot tell a constant answerer apart: it passes
+    same = [rec(f"s{i}", "behavior", "c", gold="A") for i in range(20)]
+    assert balance_rule(d, same).passed
+
+
+def test_the_chain_rule_message_names_the_first_broken_link_and_the_three_answers() -> None:
+    d = Derived("simpletom", "s1", "chain", ("s1-ms", "s1-behavior", "s1-judgment"),
+                facets={"scenario": "food_item_in_grocery_store", "severity": "sev2", "story": "s1"},
+                params={"options": [["No", "Yes"], ["report the mold", "pay for the chips"], ["Reasonable", "Not reasonable"]]})
+    members = [rec("s1", "mental_state", "c", gold="A"), rec("s1", "behavior", "w", gold="B"),
+               rec("s1", "judgment", "g", gold="A")]
+    j = chain_rule(d, members)
+    assert not j.passed and j.details["bucket"] == "fail_behavior"
+    assert j.message.splitlines() == [
+        "SimpleToM chain s1 broken at fail_behavior: mental state (A) ok, behavior (A) WRONG (gold B), "
+        "judgment unparseable WRONG (gold A)",
+        "  the model inferred the mental state but did not apply it to predict the behavior "
+        "(food_item_in_grocery_store, sev2)",
+        '  mental state: ok    answered (A) "No", gold (A) "No"',
+        '  behavior:     WRONG answered (A) "report the mold", gold (B) "pay for the chips"',
+        '  judgment:     WRONG answered unparseable, gold (A) "Reasonable"',
+    ]
+    assert j.failed_members == ("s1-behavior", "s1-judgment")
+    assert chain_rule(d, [rec("s1", t, "c") for t in TYPES]).passed
+
+
+def test_the_benchmark_declares_its_gates_marks_and_clusters() -> None:
+    b = SimpleToM()
+    assert b.gate_facets == ("question_type", "scenario", "severity")
+    assert b.strata == ("question_type", "scenario")
+    assert b.cluster({"story": "s1"}, "s1-ms") == "s1" and b.cluster({}, "x") == "x"
+    assert {"simpletom", "mental_state", "behavior", "judgment", "sev1", "sev2", "sev3", "chain", "letter_balance",
+            "hidden_body_part_feature"} <= set(b.mark_docs)
+    assert len(b.mark_docs) == 1 + 3 + 10 + 3 + 2
+    assert set(b.rules) == {"chain", "letter_balance"}
