@@ -389,8 +389,9 @@ def parse_pins(value: str) -> dict[str, str]:
     return pins
 
 
-def read_pins(path: Path) -> dict[str, str]:
-    """A manifest in `sha256sum` format (`<sha256>  <file>` per line; folders in the file name are dropped)."""
+def read_pins(path: Path, key: Callable[[PurePosixPath], str] = lambda p: p.name,
+              what: str = "<file name>") -> dict[str, str]:
+    """A manifest in `sha256sum` format (`<sha256>  <file>` per line), keyed by `key(listed path)` (its name by default)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -401,8 +402,8 @@ def read_pins(path: Path) -> dict[str, str]:
             continue
         m = _SUM_LINE.match(line.strip())
         if m is None:
-            raise TomDataError("expected '<sha256>  <file name>' (sha256sum format)", path=path, record=f"line {no}")
-        name = PurePosixPath(m.group(2).strip().replace("\\", "/")).name
+            raise TomDataError(f"expected '<sha256>  {what}' (sha256sum format)", path=path, record=f"line {no}")
+        name = key(PurePosixPath(m.group(2).strip().replace("\\", "/")))
         if name in pins:
             raise TomDataError(f"{name!r} is listed twice", path=path, record=f"line {no}")
         pins[name] = m.group(1).lower()

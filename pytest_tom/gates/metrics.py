@@ -17,6 +17,7 @@ import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_tom.evals.base import slug
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 
 
@@ -37,18 +38,6 @@ class MetricData:
 
     def rate(self) -> float | None:
         return sum(self.values) / len(self.values) if self.values else None
-
-
-def _slug(text: str) -> str:
-    out, prev = [], False
-    for ch in text.lower():
-        if ch.isascii() and ch.isalnum():
-            out.append(ch)
-            prev = False
-        elif not prev:
-            out.append("_")
-            prev = True
-    return "".join(out).strip("_")
 
 
 def gate_metrics(
@@ -85,7 +74,7 @@ def gate_metrics(
     for facet in facets:
         values = sorted({r.facets[facet] for r in scored if r.facets.get(facet)})
         for value in values:
-            add(f"{facet}.{_slug(value)}", correct(r for r in scored if r.facets.get(facet) == value),
+            add(f"{facet}.{slug(value)}", correct(r for r in scored if r.facets.get(facet) == value),
                 f"share of answered questions right with {facet} = {value!r}")
     add("unparseable", [(r.sample_id, 1.0 if r.outcome is Outcome.UNPARSEABLE else 0.0, cluster(r.facets, r.sample_id))
                         for r in scored], "share of answers the parser could not read", higher=False)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.file_server import Server
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.base import DataSource
@@ -196,38 +195,14 @@ def test_bad_checksum_settings_are_refused(value: str, message: str, tmp_path: P
 # --- download (a local HTTP server; never the network) ---------------------------------------------------------
 
 
-class Server:
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                outer.requests.append(self.path)
-                body = outer.files.get(self.path)
-                if body is None:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/rev/"
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
-
-
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     monkeypatch.setattr(release, "OFFICIAL_ROWS", SMALL_ROWS)  # the fixtures stand in for the pinned release
-    s = Server({f"/rev/{c}/test.jsonl": (FIXTURES / c / "test.jsonl").read_bytes() for c in CONFIGS})
+    s = Server()
+    s.files.update({f"/rev/{c}/test.jsonl": (FIXTURES / c / "test.jsonl").read_bytes() for c in CONFIGS})
+    s.url += "/rev/"
     yield s
-    s.httpd.shutdown()
+    s.close()
 
 
 def test_a_download_is_checked_recorded_and_reused_offline(server: Server, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from pytest_tom.evals.simpletom.data import (
     read_release,
     samples,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, parse_pins, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, parse_pins, read_pins, sha256_file
 
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
@@ -56,25 +56,12 @@ def parse_setting(value: str) -> dict[str, str] | None:
 
 def read_manifest(path: Path) -> dict[str, str]:
     """A sha256sum-format file (`<sha256>  <config>/test.jsonl` per line) as config -> sha256."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read the checksum manifest: {exc}", path=path) from exc
-    pins: dict[str, str] = {}
-    for no, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = _SUM_LINE.match(line.strip())
-        if m is None:
-            raise TomDataError("expected '<sha256>  <config>/test.jsonl' (sha256sum format)", path=path, record=f"line {no}")
-        parts = PurePosixPath(m.group(2).strip().replace("\\", "/")).parts
-        config = parts[-2] if len(parts) >= 2 and parts[-1] == FILE else parts[-1]
-        if config in pins:
-            raise TomDataError(f"{config!r} is listed twice", path=path, record=f"line {no}")
-        pins[config] = m.group(1).lower()
-    if not pins:
-        raise TomDataError("no checksums in this manifest", path=path)
-    return pins
+    return read_pins(path, key=_config_of, what="<config>/test.jsonl")
+
+
+def _config_of(listed: PurePosixPath) -> str:
+    parts = listed.parts
+    return parts[-2] if len(parts) >= 2 and parts[-1] == FILE else parts[-1]
 
 
 def cache_key(pins: Mapping[str, str] | None) -> str:
