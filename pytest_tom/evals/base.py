@@ -16,13 +16,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
 from pytest_tom.record import Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
+
+if TYPE_CHECKING:
+    from pytest_tom.gates.metrics import MetricData
 
 E = TypeVar("E")
 
@@ -124,6 +127,14 @@ class Benchmark(ABC, Generic[E]):
         Gate intervals and paired comparisons resample whole clusters; by default a unit stands alone.
         """
         return unit_id
+
+    def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
+        """Gateable rates beyond accuracies and derived kinds (ToMValley's compositional statuses); none by default.
+
+        Each is a list of units with a value in [0, 1] and a cluster, so thresholds get clustered
+        intervals and baselines pair units by id, as for every other gate metric.
+        """
+        return []
 
     def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
         """The paper's aggregate metrics over the suite's records, JSON-serialisable."""

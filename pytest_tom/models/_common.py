@@ -213,3 +213,10 @@ def loglikelihood_response(
     spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}
     spend.update(usage or {})
     return Response(text=choices[best], logprobs=scores, choice_tokens=tuple(int(n) for n in counts), usage=spend)
+
+
+def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
+    """Why a request is not sent: a backend would silently cut the prompt (or the answer) to fit its context."""
+    return (f"prompt of {prompt_tokens:,} tokens + {new_tokens:,} new tokens exceeds the model's {limit:,} positions; "
+            "not sent, because truncating it would silently drop part of the prompt or the answer (use a model with a "
+            "longer context, or a smaller generation budget or shorter prompts where the benchmark offers them)")

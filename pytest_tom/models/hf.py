@@ -34,7 +34,7 @@ from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
 from pytest_tom.models._gguf import resolve_checkpoint
 from pytest_tom.models._tokenized import (
     TokenizedChat,
@@ -304,8 +304,7 @@ class HFModel(StreamingModel):
                 if r.kind == "generate":
                     ids = self.encode_prompt(r)
                     if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(f"prompt of {len(ids)} tokens + {r.settings.max_new_tokens} new tokens "
-                                         f"exceeds the model's {limit} positions")
+                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
                     groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
                 elif r.kind == "loglikelihood":
                     ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)

@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -238,14 +238,25 @@ class VLLMModel(StreamingModel):
         }
 
     # -- answering -------------------------------------------------------------------------------
+    def context_limit(self) -> int | None:
+        """`max_model_len` when given, else the tokenizer's model length: vLLM would reject or cut longer requests."""
+        given = self.llm_kwargs().get("max_model_len")
+        if isinstance(given, int) and given > 0:
+            return given
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
+
     def work_items(self, requests: Sequence[Request]) -> tuple[list[tuple[int, int, dict[str, Any]]], list[tuple[int, Response]]]:
         """Flatten requests into (request index, choice index, item); failures come back as responses."""
         items: list[tuple[int, int, dict[str, Any]]] = []
         failed: list[tuple[int, Response]] = []
+        limit = self.context_limit()
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
                     ids = list(self.chat.encode_prompt(r.messages))
+                    if limit and len(ids) + r.settings.max_new_tokens > limit:
+                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
                     items.append((i, -1, {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}))
                 elif r.kind == "loglikelihood":
                     ctx, conts = self.chat.encode_loglikelihood(r.messages, r.choices)

@@ -50,7 +50,9 @@ class SuiteView:
         return f"{self.name}.{metric}"
 
     def metrics(self) -> dict[str, MetricData]:
-        return gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
+        out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
+        out.update({m.name: m for m in self.benchmark.gate_rates(self.records)})
+        return out
 
 
 def is_gate_run(tom: TomSession) -> bool:

@@ -134,7 +134,6 @@ def test_a_raising_tom_model_fixture_shows_the_conftest_frames_once(pytester: py
     """)
     result = pytester.runpytest(*tom_args, *FBT)
     result.assert_outcomes(errors=12)
-    out = result.stdout.str()
     result.stdout.fnmatch_lines([
         "fixture setup failed: FileNotFoundError: weights.bin",
         "Traceback (your code only, most recent call last):",

@@ -1,0 +1,111 @@
+"""ToMValley (DynToM): dynamic, intradependent mental states in realistic social contexts.
+
+Each social context (two character profiles, a dialogue in 4 to 7 scenarios) carries 15n-4
+questions (71 for five scenarios) about the main character's belief, emotion, intention and
+action: understanding, influence and three kinds of transformation. The benchmark is the one
+whose requests are not items: under the official protocol every question of a context yields
+the same request (all questions in one prompt, answered as one JSON object), so the engine
+sends it once and 71 items read their answers from one reply. Its compositional check asks
+whether right answers to composite questions rest on right answers to their parts.
+
+The modules: `data` (records to samples), `release` (local layouts, pinned download),
+`prompts` (the official prompts), `scoring` (reading a context's JSON reply),
+`derived` (compositional statuses), `metrics` (the paper's tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.evals.tomvalley import derived as _derived
+from pytest_tom.evals.tomvalley import prompts, release, scoring
+from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample
+from pytest_tom.evals.tomvalley.metrics import aggregate, metric_lines
+from pytest_tom.gates.metrics import MetricData
+from pytest_tom.record import Record
+
+__all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
+
+_MAX_SCENARIOS = 7
+
+
+def _place_marks() -> dict[str, str]:
+    marks = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
+             for s in range(1, _MAX_SCENARIOS + 1)}
+    marks.update({f"span{s}_{s + 1}": f"ToMValley transformation-1/2 question over scenarios {s} -> {s + 1}."
+                  for s in range(1, _MAX_SCENARIOS)})
+    marks.update({f"span1_{n}": f"ToMValley transformation-3 question across all {n} scenarios."
+                  for n in range(4, _MAX_SCENARIOS + 1)})
+    return marks
+
+
+class ToMValley(Benchmark[ToMValleyExtra]):
+    name = "tomvalley"
+    description = ("ToMValley (DynToM): 71 questions per social context on the main character's belief, emotion, "
+                   "intention and action across five scenarios; the official protocol asks them in one request")
+    options = (
+        *prompts.OPTIONS,
+        BenchmarkOption("contexts", "paper",
+                        "Which contexts (trial numbers) to run: paper (50-1049, the 1,000 of the paper's main tables), "
+                        "all (50-1210), or numbers and ranges such as 50-149,200. A local copy runs those of them it "
+                        "holds."),
+        BenchmarkOption("source_url", release.OFFICIAL_BASE_URL,
+                        "Where --tom-download fetches trial<N>/story.json and question_new.json (GAIR-NLP/DynToM at "
+                        f"the pinned revision {release.OFFICIAL_REVISION[:12]}; the paper and all sets are checked "
+                        "against a pinned tree digest)."),
+    )
+    strata = ("question_type", "item")
+    summary_facets = (("question_type",), ("item",), ("item", "question_type"))
+    gate_facets = ("item", "question_type", "subtype", "scenario", "span")
+    mark_docs = {
+        "tomvalley": "ToMValley (DynToM) questions and compositional checks.",
+        **{item: f"Question about the {item} of a character (ToMValley: the main character's {item})." for item in ITEMS},
+        "understanding": "ToMValley understanding question (what is the state in scenario s).",
+        "influence": "ToMValley influence question (counted under its start state: belief, emotion or intention).",
+        "transformation": "ToMValley transformation question (types 1, 2 and 3).",
+        **{f"transformation{k}": f"ToMValley {SUBTYPE_NAMES[f'transformation{k}']}." for k in (1, 2, 3)},
+        **_place_marks(),
+        _derived.COMPOSITION: "ToMValley compositional check per context: no composite question answered right while "
+                              "a question it depends on was answered wrong (restoration error).",
+    }
+    rules = _derived.RULES
+
+    def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
+        super().__init__(settings)
+        self.config = prompts.config_from(self.settings)
+        self.label, self.wanted = release.parse_contexts(self.settings["contexts"])
+
+    def load(self, source: DataSource) -> list[ToMValleySample]:
+        folder = release.locate(source, self.label, self.wanted, self.settings["source_url"])
+        return release.load_folder(folder, self.wanted, self.label)
+
+    def program(self, sample: ToMValleySample) -> Program:
+        return scoring.solve(sample, self.config)
+
+    def derived(self, samples: Sequence[ToMValleySample]) -> list[Derived]:
+        return _derived.compositions(samples, self.name)
+
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """A question's social context: its questions share one dialogue (and, officially, one reply)."""
+        return facets.get("context") or unit_id
+
+    def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
+        """The four compositional statuses as rates over composite questions (`restoration_error<=0.15`)."""
+        deps = _derived.dependencies((r.sample_id, r.facets) for r in records)
+        by_id = {r.sample_id: r for r in records}
+        got = _derived.statuses(deps, by_id)
+        ids = tuple(got)
+        clusters = tuple(self.cluster(by_id[i].facets, i) for i in ids)
+        return [MetricData(status, ids, tuple(1.0 if got[i] == status else 0.0 for i in ids), clusters,
+                           f"share of composite questions (influence, transformation 1-2) with status {status}",
+                           higher_is_better=status == "fully_correct")
+                for status in _derived.STATUSES]
+
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return aggregate(records, self.settings)
+
+    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+        return metric_lines(metrics)

@@ -1,0 +1,106 @@
+"""ToMValley's tables as the paper computes them: micro accuracies with counts summed over contexts.
+
+* Table 3: accuracy per item x question type (11 cells: action has no influence questions, and an
+  influence question counts under its *start* state, so belief&emotion -> intention is Emotion),
+  plus AVG, the micro accuracy over every question (not a mean of cells or of contexts);
+* Tables 4/6: accuracy per item (weights 5 U / 5 I / 9 T per context fall out of the counts) and per
+  question type, transformation being T1 + T2 + T3;
+* per sub-type with its chance level (options differ: 5 for T1, 16 for T2...), per scenario
+  (understanding and influence) and per span (T1 + T2 only, the paper's "lost in the middle");
+* the four compositional statuses (paper Fig. 6), overall and per question type.
+
+Unparseable answers count as wrong, as the paper counts missing answers; errors are not answers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
+from pytest_tom.evals.tomvalley.derived import STATUSES, dependencies, statuses
+from pytest_tom.metrics import tally
+from pytest_tom.record import Outcome, Record
+
+CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
+"""Table 3's columns, in its order."""
+
+
+def _acc(records: Sequence[Record]) -> dict[str, Any]:
+    return tally(records).to_dict()
+
+
+def _by(records: Sequence[Record], facet: str) -> dict[str, list[Record]]:
+    out: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        if r.facets.get(facet):
+            out[r.facets[facet]].append(r)
+    return out
+
+
+def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[str, Any]:
+    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    contexts = sorted({r.facets.get("context", "") for r in records})
+    by_item, by_qtype, by_sub = _by(records, "item"), _by(records, "question_type"), _by(records, "subtype")
+    cells = {f"{item}.{qtype}": _acc([r for r in by_item.get(item, []) if r.facets.get("question_type") == qtype])
+             for item, qtype in CELLS}
+    chance = {}
+    for sub in SUBTYPES:
+        rs = [r for r in scored if r.facets.get("subtype") == sub and r.details.get("options")]
+        chance[sub] = sum(1 / r.details["options"] for r in rs) / len(rs) if rs else None
+    spans = {k: _acc(v) for k, v in sorted(_by([r for r in records if r.facets.get("subtype") in
+                                                 ("transformation1", "transformation2")], "span").items())}
+    deps = dependencies((r.sample_id, r.facets) for r in records)
+    got = statuses(deps, {r.sample_id: r for r in records})
+    subtype_of = {r.sample_id: r.facets.get("subtype", "") for r in records}
+    by_kind: dict[str, Counter[str]] = defaultdict(Counter)
+    for cid, st in got.items():
+        kind = "influence" if subtype_of[cid] == "influence" else "transformation"
+        by_kind[kind][st] += 1
+        by_kind["all"][st] += 1
+    composition = {kind: {"n": sum(c.values()), **{s: c.get(s, 0) / sum(c.values()) for s in STATUSES}}
+                   for kind, c in sorted(by_kind.items())}
+    return {
+        "protocol": settings.get("protocol"), "style": settings.get("style"),
+        "contexts": len(contexts), "questions": len(records),
+        "avg": _acc(records),
+        "table3": cells,
+        "items": {item: _acc(by_item.get(item, [])) for item in ITEMS},
+        "question_types": {q: _acc(by_qtype.get(q, [])) for q in QTYPES},
+        "subtypes": {s: {**_acc(by_sub.get(s, [])), "chance": chance[s]} for s in SUBTYPES},
+        "scenarios": {k: _acc(v) for k, v in sorted(_by(records, "scenario").items(), key=lambda kv: int(kv[0]))},
+        "spans": spans,
+        "composition": composition,
+    }
+
+
+def _pct(d: Mapping[str, Any]) -> str:
+    acc = d.get("accuracy")
+    return "  n/a" if acc is None else f"{acc:5.2f}"
+
+
+def metric_lines(m: Mapping[str, Any]) -> list[str]:
+    """Table 3's row, the Table 4 columns, sub-types with chance, spans and the compositional statuses."""
+    out = [f"ToMValley ({m['protocol']}, {m['style']}): {m['questions']:,} questions in {m['contexts']:,} "
+           f"context{'' if m['contexts'] == 1 else 's'}; "
+           f"AVG {_pct(m['avg']).strip()} (micro, counts summed over contexts, unparseable counted wrong: "
+           f"{m['avg']['unparseable']:,})"]
+    heads = " ".join(f"{item[0].upper()}-{qtype[0].upper()}" for item, qtype in CELLS)
+    out.append(f"  table 3   {heads}   AVG")
+    out.append("            " + " ".join(f"{_pct(m['table3'][f'{i}.{q}']):>3}" for i, q in CELLS)
+               + f" {_pct(m['avg'])}")
+    out.append("  items     " + "  ".join(f"{k} {_pct(v).strip()}" for k, v in m["items"].items()))
+    out.append("  types     " + "  ".join(f"{k} {_pct(v).strip()}" for k, v in m["question_types"].items()))
+    subs = []
+    for k, v in m["subtypes"].items():
+        if v["n"]:
+            chance = f" (chance {v['chance']:.2f})" if v.get("chance") is not None else ""
+            subs.append(f"{k} {_pct(v).strip()}{chance}")
+    out.append("  subtypes  " + "  ".join(subs))
+    if m["spans"]:
+        out.append("  spans (T1+T2, lost in the middle)  " + "  ".join(f"{k} {_pct(v).strip()}"
+                                                                       for k, v in m["spans"].items()))
+    for kind, c in m["composition"].items():
+        out.append(f"  composition {kind:<14} n={c['n']:<6} " + "  ".join(f"{s} {c[s]:.2f}" for s in STATUSES))
+    return out

@@ -1,0 +1,210 @@
+"""Where ToMValley's contexts come from: a local copy in either official layout, or a pinned download.
+
+Two layouts hold the same records: the upstream repository's folders
+(`trial<N>/story.json` + `question_new.json`, GAIR-NLP/DynToM, `synthesize_data/script/data/`)
+and the Hugging Face release's single file (`{"trial<N>": {"stage": story, "question":
+questions}}`, `DynToM.json`). A local folder may hold either, or both; a context found twice
+is an error rather than a silent pick.
+
+The repository publishes no checksums, so the pin is computed here from the pinned revision:
+the sha256 of the sorted list of every file's sha256 ("tree digest") for the paper's 1,000
+contexts (trials 50-1049, the main tables) and for all 1,161. A download of one of those sets
+must reproduce its digest; a custom set (`contexts=50-149`) cannot be checked against it, so
+it is checked by structure and its files' sha256s are recorded, as SimpleToM's are. Either way
+the cached copy is re-checked against the recorded sha256s before every later use.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
+
+OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
+OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"
+FILES = ("story.json", "question_new.json")
+SETS: Mapping[str, range] = {"paper": range(50, 1050), "all": range(50, 1211)}
+"""Named context sets: the paper's main tables use trials 50-1049; the repository has 50-1210."""
+TREE_DIGESTS: Mapping[str, str] = {
+    "paper": "a316a8927a6d29ef27d1aab7a27fb3a4d08b14515842fb231d693efc105c743e",
+    "all": "3c5c9875df655a68074f675887c880630c233b990bed1f2fd5f624630ee7fc93",
+}
+_TRIAL = re.compile(r"^trial([0-9]+)$")
+_RANGE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+WORKERS = 8
+
+
+def parse_contexts(value: str) -> tuple[str, tuple[int, ...]]:
+    """The `contexts` setting: "paper", "all", or trial numbers and ranges ("50-149,200")."""
+    text = str(value).strip().lower()
+    if text in SETS:
+        return text, tuple(SETS[text])
+    numbers: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = _RANGE.match(part)
+        if not m:
+            raise TomConfigError(f"tomvalley setting contexts={value!r}: {part!r} is not a trial number or range "
+                                 "(e.g. 'paper', 'all' or '50-149,200')")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise TomConfigError(f"tomvalley setting contexts={value!r}: range {part!r} runs backwards")
+        numbers.update(range(lo, hi + 1))
+    if not numbers:
+        raise TomConfigError(f"tomvalley setting contexts={value!r} selects no context")
+    return text, tuple(sorted(numbers))
+
+
+def tree_digest(sums: Mapping[str, str]) -> str:
+    """sha256 of "<sha256>  trial<N>/<file>" lines in trial order: one pin for a whole set of files."""
+    def order(rel: str) -> tuple[int, int]:
+        trial, name = rel.split("/")
+        return int(trial[5:]), FILES.index(name)
+    lines = "".join(f"{sums[rel]}  {rel}\n" for rel in sorted(sums, key=order))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise TomDataError(f"cannot read it as JSON: {exc}", path=path) from None
+
+
+def _trial_number(name: str) -> int | None:
+    m = _TRIAL.match(name)
+    return int(m.group(1)) if m else None
+
+
+def find_records(folder: Path) -> dict[str, tuple[dict[str, Any], str]]:
+    """Every context in `folder`: context id -> (record, where it came from)."""
+    found: dict[str, tuple[dict[str, Any], str]] = {}
+
+    def add(cid: str, record: dict[str, Any], where: str) -> None:
+        if cid in found:
+            raise TomDataError(f"context {cid} is in both {found[cid][1]} and {where}; keep one copy")
+        found[cid] = (record, where)
+
+    for story in sorted(folder.rglob("trial*/story.json")):
+        trial = story.parent
+        if _trial_number(trial.name) is None:
+            continue
+        questions = trial / "question_new.json"
+        if not questions.is_file():
+            raise TomDataError(f"context {trial.name} has story.json but no question_new.json (the questions as "
+                               "evaluated)", path=trial)
+        add(trial.name, {"stage": _read_json(story), "question": _read_json(questions)}, str(trial))
+    for path in sorted(folder.glob("*.json")):
+        data = _read_json(path)
+        if not isinstance(data, dict) or not data or not all(isinstance(v, dict) and "stage" in v for v in data.values()):
+            continue  # not a release file (a manifest, a results file)
+        for cid, record in data.items():
+            if _trial_number(str(cid)) is None:
+                raise TomDataError(f"context id {cid!r} is not 'trial<N>'", path=path)
+            add(str(cid), record, str(path))
+    return found
+
+
+def load_folder(folder: Path, wanted: Sequence[int], label: str) -> list[ToMValleySample]:
+    """The samples of the wanted contexts present in `folder`, in trial order; at least one must be there."""
+    found = find_records(folder)
+    keep = set(wanted)
+    picked = sorted((cid for cid in found if _trial_number(cid) in keep), key=lambda c: _trial_number(c) or 0)
+    if not picked:
+        have = sorted(found, key=lambda c: _trial_number(c) or 0)
+        raise TomDataError(
+            f"no ToMValley context of the selected set ({label}) is here"
+            + (f"; it holds {len(have)} others ({have[0]}..{have[-1]}): choose them with --tom-tomvalley-contexts"
+               if have else "; expected trial<N>/story.json + question_new.json folders or a DynToM.json file"),
+            path=folder)
+    out: list[ToMValleySample] = []
+    for cid in picked:
+        record, where = found[cid]
+        out.extend(context_samples(cid, record, where))
+    return out
+
+
+def locate(source: DataSource, label: str, wanted: Sequence[int], base_url: str,
+           *, limits: Limits | None = None) -> Path:
+    """The folder to load: a local copy first, then the verified download cache, then a fresh download."""
+    candidates = [source.root / "tomvalley", source.root] if source.root is not None else []
+    for c in candidates:
+        if c.is_dir() and (any(c.glob("*.json")) or any(c.rglob("trial*/story.json"))):
+            return c
+    cached = source.cache_dir / "tomvalley" / OFFICIAL_REVISION[:12] / _set_dir(label)
+    if (cached / MANIFEST).is_file():
+        try:
+            check_cached(cached)
+            return cached
+        except TomDataError:
+            if not source.download:
+                raise
+    if source.download:
+        download(base_url, cached, label, wanted, limits=limits)
+        return cached
+    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
+    raise TomDataError(
+        f"ToMValley data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
+        "tomvalley/ with trial<N>/story.json + question_new.json folders (GAIR-NLP/DynToM) or the DynToM.json "
+        f"release file, or pass --tom-download to fetch the pinned revision {OFFICIAL_REVISION[:12]}.")
+
+
+def _set_dir(label: str) -> str:
+    return label if label in SETS else "custom-" + hashlib.sha256(label.encode()).hexdigest()[:12]
+
+
+def check_cached(folder: Path) -> None:
+    """Re-check a downloaded copy against the sha256s recorded when it was verified."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        files: dict[str, str] = dict(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}); "
+                           f"{REFETCH}", path=folder) from None
+    for rel, expected in files.items():
+        path = folder / rel
+        got = sha256_file(path) if path.is_file() else "(missing)"
+        if got != expected:
+            raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
+                               f"({expected}, now {got}): it was damaged or edited after the download; {REFETCH}",
+                               path=path)
+
+
+def download(base_url: str, dest: Path, label: str, wanted: Iterable[int], *, limits: Limits | None = None) -> None:
+    """Fetch `trial<N>/{story,question_new}.json` for every wanted context, then verify the set and record it."""
+    rels = [f"trial{n}/{name}" for n in wanted for name in FILES]
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def fetch(rel: str) -> tuple[str, str]:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".part-{target.name}")
+        try:
+            digest = download_verified(f"{base_url.rstrip('/')}/{rel}", None, tmp, target, limits=limits)
+            os.replace(tmp, target)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return rel, digest
+
+    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
+        sums = dict(pool.map(fetch, rels))
+    digest = tree_digest(sums)
+    pinned = TREE_DIGESTS.get(label)
+    if pinned is not None and digest != pinned:
+        raise TomDataError(f"the downloaded {label} set's tree digest is {digest}, not the pinned {pinned}: the "
+                           "source differs from the pinned release; refusing to use it", path=dest)
+    if pinned is None:
+        load_folder(dest, list(wanted), label)  # a custom set is checked by structure before it is recorded
+    body = {"source": base_url, "revision": OFFICIAL_REVISION, "contexts": label, "tree_digest": digest,
+            "pinned": pinned is not None, "files": sums}
+    (dest / MANIFEST).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
