@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from helpers.file_server import Server
+
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import Registry
 from pytest_tom.evals.base import DataSource

@@ -56,10 +56,10 @@ class ToMATO(Benchmark[ToMATOExtra]):
         *prompts.OPTIONS,
         BenchmarkOption("fb_max_gap", "0.05",
                         "false_belief_gap fails when non-false-belief second-order accuracy exceeds false-belief "
-                        "accuracy by more than this (a share, 0.05 = 5 points), with 95% confidence.", kind=float),
+                        "accuracy by more than this (a share, 0.05 = 5 points), with 95 percent confidence.", kind=float),
         BenchmarkOption("personality_max_gap", "0.05",
                         "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
-                        "(a share) in absolute terms, with 95% confidence.", kind=float),
+                        "(a share) in absolute terms, with 95 percent confidence.", kind=float),
         BenchmarkOption("source_url", OFFICIAL_BASE_URL,
                         "Where --tom-download fetches dataset/tomato*.json (pinned revision, checked against the "
                         "git blob ids of its tree)."),

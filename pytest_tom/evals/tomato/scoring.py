@@ -98,7 +98,7 @@ def explain(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | No
     shown = "\n".join(f"  {t}" for t in turns[:20]) + ("\n  [...]" if len(turns) > 20 else "")
     how = "log-likelihood of [A]-[D]" if config.scoring == "loglikelihood" else f"{config.extraction} extraction"
     lines = [
-        f"ToMATO {x.q_id} ({kind}; {sample.source}): {outcome.value}",
+        f"ToMATO {x.q_id} ({kind}; {x.file} record {x.record}): {outcome.value}",
         f"speaker's Big Five: {', '.join(f'{k} {v}' for k, v in x.big_five.items())}",
         "conversation:", shown,
         f"question: {sample.question}",
