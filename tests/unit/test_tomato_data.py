@@ -197,6 +197,7 @@ def test_download_checks_the_git_blob_id_and_rechecks_the_cache(tmp_path: Path, 
     assert not (tmp_path / "cache2" / "tomato" / rel.OFFICIAL_REVISION / "tomato_first.json").exists()
 
 
+@pytest.mark.realdata
 def test_real_false_belief_file(real_data_dir: Path) -> None:
     """The released tomato_fb.json: 806 second-order false-belief questions with Table 8's counts and 15 patterns."""
     samples = load("fb", root=real_data_dir, partial=False)
