@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "tombench": "pytest_tom.evals.tombench:ToMBench",
     "fantom": "pytest_tom.evals.fantom:FANToM",
     "simpletom": "pytest_tom.evals.simpletom:SimpleToM",
+    "tomato": "pytest_tom.evals.tomato:ToMATO",
     "tomvalley": "pytest_tom.evals.tomvalley:ToMValley",
 }
 

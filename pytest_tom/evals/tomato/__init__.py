@@ -1,0 +1,136 @@
+"""ToMATO (Shinoda et al., AAAI 2025): multiple-choice questions on the verbalised thoughts of role-playing LLMs.
+
+Two Llama-3-70B agents with hidden goals and Big-Five personalities talk; before each line
+each verbalises a thought, which becomes the gold answer to a question about a first-order
+("what does A think / want / ...") or second-order ("what does B think that A ...") mental
+state; ToMATO-FB is the subset of second-order questions where B misreads A. Here each
+question is a pytest item with marks for its mental state, order, false belief and the asked
+speaker's five factor levels; the paper's prompt and first-match extraction decide it; the
+metrics follow Tables 3, 5, 10 and 11 (mean and std over sampled runs); and two aggregate
+assertions ask whether false beliefs and personality cost the model accuracy.
+
+The modules: `data` (records to samples), `release` (local copy, download, completeness),
+`prompts` (what the model is shown), `scoring` (answers to records), `derived` (the gap
+checks), `metrics` (the paper's tables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.evals.tomato import derived as _derived
+from pytest_tom.evals.tomato import prompts, release, scoring
+from pytest_tom.evals.tomato.data import (
+    FACTOR_KEYS,
+    LEVELS,
+    MENTAL_STATES,
+    OFFICIAL_BASE_URL,
+    OFFICIAL_REVISION,
+    OFFICIAL_SHA256,
+    ToMATOExtra,
+    ToMATOSample,
+)
+from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
+from pytest_tom.fetch import parse_flag, parse_pins
+from pytest_tom.record import Record
+
+__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
+
+FACTOR_NAMES = {
+    "openness": ("open", "closed"), "conscientiousness": ("conscientious", "unconscientious"),
+    "extraversion": ("extraversive", "introversive"), "agreeableness": ("agreeable", "disagreeable"),
+    "neuroticism": ("neurotic", "stable"),
+}
+"""Each factor's adjectives for high and low in the paper's system prompt (section 4)."""
+
+
+class ToMATO(Benchmark[ToMATOExtra]):
+    name = "tomato"
+    description = ("ToMATO: 5.4k questions on the thoughts of role-playing LLMs, 5 mental states x 2 orders, "
+                   "false beliefs, 15 Big-Five patterns (Shinoda et al., AAAI 2025)")
+    options = (
+        *prompts.OPTIONS,
+        BenchmarkOption("fb_max_gap", "0.05",
+                        "false_belief_gap fails when non-false-belief second-order accuracy exceeds false-belief "
+                        "accuracy by more than this (a share, 0.05 = 5 points), with 95 percent confidence.", kind=float),
+        BenchmarkOption("personality_max_gap", "0.05",
+                        "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
+                        "(a share) in absolute terms, with 95 percent confidence.", kind=float),
+        BenchmarkOption("source_url", OFFICIAL_BASE_URL,
+                        "Where --tom-download fetches dataset/tomato*.json (pinned revision, checked against the "
+                        "git blob ids of its tree)."),
+        BenchmarkOption("sha256", "",
+                        "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a local copy is "
+                        f"then checked against them instead of by Table 8's counts. Empty: revision "
+                        f"{OFFICIAL_REVISION[:12]}."),
+        BenchmarkOption("partial", "false",
+                        "true runs a deliberately partial copy (fewer questions than Table 8 counts); by default a "
+                        "local copy must be the whole file."),
+    )
+    strata = ("mental_state", "order", "false_belief")
+    summary_facets = (("order", "false_belief"), ("mental_state", "order"), ("mental_state", "false_belief"))
+    gate_facets = ("mental_state", "order", "false_belief", *FACTOR_KEYS)
+    mark_docs = {
+        "tomato": "ToMATO questions and checks (Shinoda et al., AAAI 2025).",
+        **{s: f"Question about a {s} (ToMATO mental state; ToMBench uses the same category names)."
+           for s in MENTAL_STATES},
+        "first_order": "ToMATO first-order question: what the speaker thinks, will do, wants, feels or knows.",
+        "second_order": "ToMATO second-order question: what the listener thinks the speaker thinks, wants...",
+        "false_belief": "ToMATO-FB: a second-order question where the listener (partly) misreads the speaker.",
+        **{f"{f}_{lvl}": f"ToMATO question about a speaker with {lvl} {f} "
+                         f"({FACTOR_NAMES[f][LEVELS.index(lvl)]})." for f in FACTOR_KEYS for lvl in LEVELS},
+        _derived.FB_GAP: "ToMATO check: false-belief questions are not answered worse than the other second-order "
+                         "ones by more than fb_max_gap.",
+        _derived.PERSONALITY: "ToMATO check: accuracy does not depend on any Big-Five factor of the asked speaker by "
+                              "more than personality_max_gap.",
+    }
+    rules = _derived.RULES
+
+    def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
+        super().__init__(settings)
+        self.config = prompts.config_from(self.settings)
+        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
+        self.settings["partial"] = "true" if self.partial else "false"
+        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        self.pins = dict(OFFICIAL_SHA256)
+        if self.settings["sha256"]:
+            self.pins.update(parse_pins(self.settings["sha256"]))
+        for key in ("fb_max_gap", "personality_max_gap"):
+            if not 0 <= self.settings[key] < 1:
+                raise TomConfigError(f"tomato {key} is a share of questions in [0, 1), got {self.settings[key]}")
+
+    def load(self, source: DataSource) -> list[ToMATOSample]:
+        subset = self.settings["subset"]
+        path, verified = release.locate(source, subset, self.settings["source_url"], self.pins)
+        return release.load(path, subset, self.pins, verified=verified, partial=self.partial)
+
+    def program(self, sample: ToMATOSample) -> Program:
+        return scoring.solve(sample, self.config)
+
+    def derived(self, samples: Sequence[ToMATOSample]) -> list[Derived]:
+        return [*_derived.false_belief_gaps(samples, self.settings["fb_max_gap"], self.name),
+                *_derived.personality_checks(samples, self.settings["personality_max_gap"], self.name)]
+
+    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
+        """A question's conversation: one conversation per (SOTOPIA combo, mental state) holds up to 14 questions."""
+        return facets.get("conversation") or unit_id
+
+    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+        return aggregate(records, self.label())
+
+    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+        return metric_lines(metrics)
+
+    def label(self) -> str:
+        """How the suite asked, in a few words for the summary."""
+        c = self.config
+        words = [f"subset {self.settings['subset']}", c.prompt, f"system prompt {c.system_prompt}", c.scoring]
+        if c.scoring == "generate":
+            words.append(f"{c.extraction} extraction")
+        if c.temperature > 0:
+            words.append(f"T={c.temperature:g} top_p={c.top_p:g}")
+        return ", ".join(words)

@@ -1,0 +1,177 @@
+"""ToMATO's aggregate assertions: the false-belief gap and robustness to the speaker's personality.
+
+* `false_belief_gap`: accuracy on the second-order questions outside ToMATO-FB minus accuracy
+  on the false-belief ones, overall and per mental state. The paper compares FB with all of
+  second order (which contains FB); the complement is the clean contrast (spec 4.3: every
+  one of the paper's nine LLMs shows 9.5 to 16.2 points, the lexical-overlap baseline -1.7).
+* `personality_robustness`: per order, the high-minus-low accuracy of each Big-Five factor of
+  the asked speaker (Tables 5 and 11); the value is the largest gap in absolute terms.
+
+Both fail only when the gap is beyond the tolerance with 95% confidence: the interval must lie
+wholly outside it. Questions of one conversation are not independent, so the interval is the
+union of a bootstrap over whole conversations and Newcombe's interval for two proportions
+(which does not collapse when every answer is the same). Items count by their share of runs
+right. A check is defined only where both of its groups have questions in the suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.derived import Derived, Judgement, Rule
+from pytest_tom.evals.tomato.data import BENCHMARK, FACTOR_KEYS, MENTAL_STATES, ORDERS, ToMATOSample
+from pytest_tom.record import Record
+from pytest_tom.stats import wilson
+
+FB_GAP = "false_belief_gap"
+PERSONALITY = "personality_robustness"
+LEVEL = 0.95
+RESAMPLES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A difference of two group accuracies with its interval."""
+
+    point: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+    clusters: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gap": self.point, "ci95": [self.low, self.high], "n": [self.n_a, self.n_b], "clusters": self.clusters}
+
+
+def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
+                 *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
+    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap percentile one.
+
+    Both groups are resampled together, conversation by conversation, because one conversation
+    may hold questions of both groups. Deterministic for a given seed.
+    """
+    import numpy as np
+
+    pa, pb = sum(a) / len(a), sum(b) / len(b)
+    la, ua = wilson(pa, len(a), LEVEL)
+    lb, ub = wilson(pb, len(b), LEVEL)
+    d = pa - pb
+    low = d - ((pa - la) ** 2 + (ub - pb) ** 2) ** 0.5
+    high = d + ((ua - pa) ** 2 + (pb - lb) ** 2) ** 0.5
+    keys = sorted(set(a_clusters) | set(b_clusters))
+    k = len(keys)
+    if k > 1 and resamples > 0:
+        code = {c: i for i, c in enumerate(keys)}
+        sums = np.zeros((4, k))
+        for vals, clusters, row in ((a, a_clusters, 0), (b, b_clusters, 2)):
+            for v, c in zip(vals, clusters, strict=True):
+                sums[row, code[c]] += v
+                sums[row + 1, code[c]] += 1
+        rng = np.random.default_rng(seed)
+        weights = rng.multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)
+        tot = weights @ sums.T
+        ok = (tot[:, 1] > 0) & (tot[:, 3] > 0)
+        if ok.any():
+            diffs = tot[ok, 0] / tot[ok, 1] - tot[ok, 2] / tot[ok, 3]
+            tail = (1 - LEVEL) / 2 * 100
+            low = min(low, float(np.percentile(diffs, tail)))
+            high = max(high, float(np.percentile(diffs, 100 - tail)))
+    return Gap(d, max(-1.0, low), min(1.0, high), len(a), len(b), k)
+
+
+def _value(r: Record) -> float:
+    """An item's share of runs right (its verdict where no per-run score exists)."""
+    return float(r.score) if r.score is not None else float(r.passed)
+
+
+def _cluster(r: Record) -> str:
+    return r.facets.get("conversation") or r.sample_id
+
+
+def _split(members: Sequence[Record], facet: str, a: str, b: str) -> Gap | None:
+    ga = [r for r in members if r.facets.get(facet) == a]
+    gb = [r for r in members if r.facets.get(facet) == b]
+    if not ga or not gb:
+        return None
+    return gap_interval([_value(r) for r in ga], [_cluster(r) for r in ga], [_value(r) for r in gb],
+                        [_cluster(r) for r in gb])
+
+
+def false_belief_gaps(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
+    """One gap over all second-order questions, and one per mental state, where both groups have questions."""
+    second = [s for s in samples if s.extra.order == 2]
+    out = []
+    for scope in ("all", *MENTAL_STATES):
+        mine = [s for s in second if scope in ("all", s.extra.mental_state)]
+        if not any(s.extra.false_belief for s in mine) or all(s.extra.false_belief for s in mine):
+            continue
+        facets = {"order": "second"} if scope == "all" else {"order": "second", "mental_state": scope}
+        out.append(Derived(
+            benchmark=benchmark, id=scope, kind=FB_GAP, members=tuple(s.id for s in mine),
+            marks=(benchmark, FB_GAP, "second_order", *(() if scope == "all" else (scope,))),
+            facets=facets, params={"max_gap": max_gap},
+        ))
+    return out
+
+
+def personality_checks(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
+    """One check per order, over the factors whose high and low halves both have questions."""
+    out = []
+    for order, name in ORDERS.items():
+        mine = [s for s in samples if s.extra.order == order]
+        factors = [f for f in FACTOR_KEYS if {s.extra.big_five[f] for s in mine} == {"high", "low"}]
+        if not factors:
+            continue
+        out.append(Derived(
+            benchmark=benchmark, id=f"{name}_order", kind=PERSONALITY, members=tuple(s.id for s in mine),
+            marks=(benchmark, PERSONALITY, f"{name}_order"), facets={"order": name},
+            params={"max_gap": max_gap, "factors": factors},
+        ))
+    return out
+
+
+def _pts(v: float) -> str:
+    return f"{100 * v:+.1f}"
+
+
+def fb_gap_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
+    """Fails when non-FB second-order accuracy exceeds FB accuracy by more than max_gap, interval and all."""
+    tol = float(derived.params.get("max_gap", 0.05))
+    g = _split(members, "false_belief", "false", "true")
+    if g is None:
+        return Judgement(True, "no questions on one side of the comparison")
+    details = g.to_dict() | {"max_gap": tol}
+    if g.low <= tol:
+        return Judgement(True, value=g.point, details=details)
+    scope = derived.facets.get("mental_state", "all mental states")
+    msg = (f"ToMATO false-belief gap ({scope}, second order): the model is right on {_pts(g.point)} points more of "
+           f"the {g.n_a} non-false-belief questions than of the {g.n_b} false-belief ones (95% interval "
+           f"[{_pts(g.low)}, {_pts(g.high)}] over {g.clusters} conversations), beyond the tolerance of "
+           f"{100 * tol:.1f} points: it tracks what the listener thinks less well when the listener is wrong.")
+    return Judgement(False, msg, value=g.point, details=details)
+
+
+def personality_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
+    """Fails when some factor's high-low gap lies wholly outside [-max_gap, max_gap]; the value is the largest |gap|."""
+    tol = float(derived.params.get("max_gap", 0.05))
+    gaps = {f: g for f in derived.params.get("factors", FACTOR_KEYS) if (g := _split(members, f, "high", "low"))}
+    if not gaps:
+        return Judgement(True, "no factor has both a high and a low half")
+    worst = max(gaps, key=lambda f: abs(gaps[f].point))
+    details = {"factors": {f: g.to_dict() for f, g in gaps.items()}, "largest": worst, "max_gap": tol}
+    value = abs(gaps[worst].point)
+    beyond = [f for f, g in gaps.items() if g.low > tol or g.high < -tol]
+    if not beyond:
+        return Judgement(True, value=value, details=details)
+    rows = [f"  {f}: high - low {_pts(gaps[f].point)} points, 95% interval [{_pts(gaps[f].low)}, {_pts(gaps[f].high)}]"
+            f" ({gaps[f].n_a} high / {gaps[f].n_b} low questions)" for f in beyond]
+    msg = (f"ToMATO personality robustness ({derived.facets.get('order', '')} order): accuracy depends on the asked "
+           f"speaker's Big Five beyond the tolerance of {100 * tol:.1f} points:\n" + "\n".join(rows)
+           + "\n  (the halves are not matched on anything else; the lexical-overlap baseline shows gaps too)")
+    return Judgement(False, msg, value=value, details=details)
+
+
+RULES: dict[str, Rule] = {FB_GAP: fb_gap_rule, PERSONALITY: personality_rule}

@@ -1,0 +1,160 @@
+"""The paper's ToMATO aggregation over typed records (Tables 3, 5, 10, 11), and the terminal summary.
+
+Every number is an accuracy per run, then the mean and the standard deviation over runs (the
+paper's "mean±std over five runs"; population std, numpy's default, as the paper does not say
+which). A run's unreadable answer counts as not correct, as in the authors' code; errors are
+not answers and leave every denominator.
+
+* cells: (mental state x first / second / FB), Table 3;
+* first, second, FB: micro over questions (a selection's own "ALL" per order), and the macro
+  view over the five mental states, Table 10;
+* ALL: the micro average over every question tested, which for the whole release is Table 3's
+  ALL over the 5,401 first- and second-order questions: a false-belief question is a
+  second-order question and is counted once;
+* second_non_fb: the second-order questions outside ToMATO-FB (spec 4.3), and the FB gap;
+* Big Five: each factor's high and low halves per order (Tables 5 and 11) and their gap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_tom.evals.tomato.data import FACTOR_KEYS, LEVELS, MENTAL_STATES
+from pytest_tom.record import Outcome, Record
+
+GROUPS = ("first", "second", "fb")
+"""Table 3's rows per mental state; fb is a subset of second."""
+
+
+def run_correct(r: Record) -> list[bool]:
+    """Each run's correctness; a record without runs (another scorer, an old report) is its verdict."""
+    runs = r.details.get("run_correct")
+    return [bool(x) for x in runs] if isinstance(runs, list) and runs else [r.outcome is Outcome.CORRECT]
+
+
+def _std(values: Sequence[float]) -> float:
+    m = sum(values) / len(values)
+    return math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+
+
+def cell(records: Sequence[Record]) -> dict[str, Any] | None:
+    """Accuracy of a set of questions: per run, then mean and std over runs; None for no questions."""
+    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    if not scored:
+        return None
+    per_item = [run_correct(r) for r in scored]
+    runs = min(len(p) for p in per_item)
+    per_run = [sum(p[k] for p in per_item) / len(per_item) for k in range(runs)]
+    return {
+        "n": len(scored),
+        "correct": sum(r.outcome is Outcome.CORRECT for r in scored),
+        "unparseable": sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
+        "accuracy": sum(per_run) / runs,
+        "std": _std(per_run),
+        "runs": per_run,
+    }
+
+
+def in_group(r: Record, group: str) -> bool:
+    """Whether a record falls in Table 3's row `group` (first, second, fb) or in second_non_fb."""
+    fb = r.facets.get("false_belief") == "true"
+    order = r.facets.get("order")
+    return {"first": order == "first", "second": order == "second", "fb": fb,
+            "second_non_fb": order == "second" and not fb}[group]
+
+
+def _macro(cells: Mapping[str, Mapping[str, Any]], group: str) -> dict[str, Any] | None:
+    """Table 10: per run, the unweighted mean over the mental states present; then mean and std over runs."""
+    present = [c[group] for c in cells.values() if c.get(group) is not None]
+    if not present:
+        return None
+    runs = min(len(c["runs"]) for c in present)
+    per_run = [sum(c["runs"][k] for c in present) / len(present) for k in range(runs)]
+    return {"accuracy": sum(per_run) / runs, "std": _std(per_run), "states": len(present), "runs": per_run}
+
+
+def _gap(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> float | None:
+    return a["accuracy"] - b["accuracy"] if a is not None and b is not None else None
+
+
+def aggregate(records: Sequence[Record], label: str = "") -> dict[str, Any]:
+    """Every ToMATO metric of one suite's records (JSON-serialisable); `label` says how it was asked."""
+    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    runs = min((len(run_correct(r)) for r in scored), default=0)
+    cells: dict[str, dict[str, Any]] = {}
+    for state in MENTAL_STATES:
+        mine = [r for r in scored if r.facets.get("mental_state") == state]
+        if mine:
+            cells[state] = {g: cell([r for r in mine if in_group(r, g)]) for g in GROUPS}
+    orders = {g: cell([r for r in scored if in_group(r, g)]) for g in (*GROUPS, "second_non_fb")}
+    personality: dict[str, dict[str, Any]] = {}
+    for factor in FACTOR_KEYS:
+        split: dict[str, Any] = {}
+        for level in LEVELS:
+            mine = [r for r in scored if r.facets.get(factor) == level]
+            split[level] = {"all": cell(mine), **{o: cell([r for r in mine if r.facets.get("order") == o])
+                                                  for o in ("first", "second")}}
+        split["gap"] = {part: _gap(split["high"][part], split["low"][part]) for part in ("all", "first", "second")}
+        personality[factor] = split
+    return {
+        "label": label,
+        "runs": runs,
+        "n": len(scored),
+        "errors": len(records) - len(scored),
+        "all": cell(scored),
+        "orders": orders,
+        "macro": {g: _macro(cells, g) for g in GROUPS},
+        "cells": cells,
+        "fb_gap": _gap(orders["second_non_fb"], orders["fb"]),
+        "personality": personality,
+    }
+
+
+def _pct(c: Mapping[str, Any] | None, runs: int, std: bool = True) -> str:
+    if c is None:
+        return "-"
+    text = f"{100 * c['accuracy']:.1f}"
+    return text + (f"±{100 * c['std']:.1f}" if std and runs > 1 else "")
+
+
+def _pts(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:+.1f}"
+
+
+def metric_lines(m: Mapping[str, Any]) -> list[str]:
+    """Terminal summary lines, each saying how its numbers are computed."""
+    if not m.get("n"):
+        return []
+    runs = m["runs"]
+    o = m["orders"]
+    every = f"mean±std over {runs} runs" if runs > 1 else "one run"
+    head = (f"tomato ({m['label']}; % right, {every}): ALL {_pct(m['all'], runs)} (n={m['n']}, micro over every "
+            f"question; FB questions are second-order ones, counted once)")
+    parts = [f"{name} {_pct(o[g], runs)} (n={o[g]['n']})" for name, g in
+             (("1st", "first"), ("2nd", "second"), ("FB", "fb"), ("2nd non-FB", "second_non_fb")) if o[g]]
+    lines = [head, "  micro per order: " + " | ".join(parts)]
+    macro = [f"{name} {_pct(m['macro'][g], runs)}" for name, g in (("1st", "first"), ("2nd", "second"), ("FB", "fb"))
+             if m["macro"][g]]
+    if macro:
+        lines.append("  macro (Table 10: unweighted mean over the mental states present): " + " | ".join(macro))
+    cells = []
+    for state, c in m["cells"].items():
+        cells.append(f"{state} " + "/".join(_pct(c[g], runs, std=False) for g in GROUPS))
+    lines.append("  cells (Table 3, % right 1st/2nd/FB): " + ", ".join(cells))
+    if m["fb_gap"] is not None:
+        lines.append(f"  false-belief gap: 2nd non-FB - FB = {_pts(m['fb_gap'])} points (the paper's LLMs: +9.5 to "
+                     "+16.2)")
+    rows = []
+    for factor, split in m["personality"].items():
+        halves = [f"{part} {_pct(split['high'][part], runs, False)}/{_pct(split['low'][part], runs, False)}"
+                  for part in ("first", "second") if split["high"][part] or split["low"][part]]
+        if halves:
+            rows.append(f"{factor[0].upper()} " + ", ".join(halves) + f" (gap {_pts(split['gap']['all'])})")
+    if rows:
+        lines.append("  Big Five of the asked speaker (Tables 5 and 11, % right high/low per order; gap high - low "
+                     "over all): " + " | ".join(rows))
+    if m["all"]["unparseable"]:
+        lines.append(f"  {m['all']['unparseable']} questions had no readable [A]-[D] answer (counted as not correct)")
+    return lines

@@ -1,0 +1,166 @@
+"""Where a ToMATO file comes from, and how a copy is known to be whole and unchanged.
+
+The repository publishes no sha256s, but its git tree at the pinned revision names every
+file by its blob id, the SHA-1 of the exact bytes, so a download is checked against that
+(and against the sha256 where this project knows it). The cached copy then gets a manifest
+of its sha256, re-checked before every later use, as SimpleToM's and FANToM's are. A local
+copy is checked by structure instead (Table 8's count of every mental state and order),
+unless `partial=true` says it is a deliberately partial copy, such as the project's fixtures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.tomato.data import (
+    FOLDER,
+    OFFICIAL_GIT_BLOBS,
+    OFFICIAL_REVISION,
+    OFFICIAL_SHA256,
+    SUBSETS,
+    ToMATOSample,
+    check_subset,
+    counts,
+    expected_counts,
+    read_file,
+)
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
+
+PARTIAL_ADVICE = (
+    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
+    "pass --tom-tomato-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+)
+
+
+def git_blob_id(path: Path) -> str:
+    r"""The id git gives the file's bytes (`git hash-object`): SHA-1 of ``blob <size>\0`` and the content."""
+    h = hashlib.sha1(usedforsecurity=False)
+    h.update(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def candidates(source: DataSource) -> list[Path]:
+    """Local folders that may hold the release files, most specific first."""
+    if source.root is None:
+        return []
+    return [source.root / "tomato" / FOLDER, source.root / "tomato", source.root / FOLDER, source.root]
+
+
+def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, str],
+           *, limits: Limits | None = None) -> tuple[Path, bool]:
+    """The path of the subset's file, and whether it is a verified download.
+
+    A local copy comes first (checked by `load`), then the download cache (re-checked here
+    against its manifest), then a fresh download when allowed.
+    """
+    name = SUBSETS[subset]
+    for folder in candidates(source):
+        if (folder / name).is_file():
+            return folder / name, False
+    cached = source.cache_dir / "tomato" / OFFICIAL_REVISION / name
+    if cached.exists():
+        try:
+            check_manifest(cached, pins)
+            return cached, True
+        except TomDataError:
+            if not source.download:
+                raise
+    if source.download:
+        download(source_url, cached, pins, limits=limits)
+        return cached, True
+    where = ", ".join(str(c) for c in candidates(source)) or "(no --tom-data-dir given)"
+    present = sorted({p.name for c in candidates(source) for p in c.glob("tomato*.json")})
+    hint = (f"; this folder holds {', '.join(present)}: choose it with --tom-tomato-subset="
+            f"{'|'.join(k for k, v in SUBSETS.items() if v in present)}") if present else ""
+    raise TomDataError(
+        f"ToMATO data not found: no {name} (subset {subset!r}) in {where}{hint}. Point --tom-data-dir (or "
+        f"TOM_DATA_DIR) at a folder holding tomato/{FOLDER}/{name}, or pass --tom-download to fetch it from "
+        f"github.com/nttmdlab-nlp/ToMATO at revision {OFFICIAL_REVISION[:12]} (checked against the git blob id "
+        "published in the repository tree)."
+    )
+
+
+def manifest_path(target: Path) -> Path:
+    return target.with_name(target.name + MANIFEST)
+
+
+def download(source_url: str, target: Path, pins: Mapping[str, str], *, limits: Limits | None = None) -> None:
+    """Fetch one release file, check it against its git blob id (and sha256 where pinned), record its sha256.
+
+    The file lands via a temporary file and the manifest is written last, so an interrupted or
+    rejected download is never used.
+    """
+    url = source_url.rstrip("/") + "/" + target.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    manifest_path(target).unlink(missing_ok=True)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        digest = download_verified(url, pins.get(target.name), tmp, target, limits=limits)
+        blob = OFFICIAL_GIT_BLOBS.get(target.name)
+        if target.name not in pins and blob is not None and git_blob_id(tmp) != blob:
+            raise TomDataError(f"checksum mismatch for {url}: its git blob id is {git_blob_id(tmp)}, not the {blob} "
+                               f"of the pinned revision {OFFICIAL_REVISION[:12]}; refusing to use data that differs "
+                               "from the pinned release", path=target)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    body = {"source": url, "sha256": digest}
+    manifest_path(target).write_text(json.dumps(body, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def check_manifest(target: Path, pins: Mapping[str, str]) -> None:
+    """Fail, naming the file and what to do, unless `target` is a verified download unchanged since."""
+    try:
+        recorded = json.loads(manifest_path(target).read_text(encoding="utf-8"))["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise TomDataError(f"this downloaded copy has no readable record of a verified download, so it cannot be "
+                           f"checked; {REFETCH}", path=target) from None
+    want = pins.get(target.name)
+    if want is not None and recorded != want:
+        raise TomDataError(f"this downloaded copy was not checked against the sha256 {want}; {REFETCH}", path=target)
+    got = sha256_file(target)
+    if got != recorded:
+        raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
+                           f"({recorded}, now {got}): it was damaged or edited after the download; {REFETCH}",
+                           path=target)
+
+
+def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, partial: bool) -> list[ToMATOSample]:
+    """Every question of the file at `path`, after checking it is the whole pinned file (unless partial or verified).
+
+    Malformed records are reported first (file, record, field); then the records must belong
+    to the subset; then a local copy must hold Table 8's count for every mental state and
+    order, or match a sha256 given for it.
+    """
+    samples = read_file(path)
+    check_subset(samples, subset, path)
+    if verified or partial:
+        return samples
+    want = pins.get(path.name)
+    if want is not None and want != OFFICIAL_SHA256.get(path.name):
+        got = sha256_file(path)
+        if got != want:
+            raise TomDataError(f"this file has sha256 {got}, not the {want} given in --tom-tomato-sha256: "
+                               f"{PARTIAL_ADVICE}", path=path)
+        return samples
+    found, expected = counts(samples), expected_counts(subset)
+    wrong = [f"{row} {state}: {found[row][state]} of {n}" for row, cells in expected.items()
+             for state, n in cells.items() if found[row][state] != n]
+    if wrong:
+        raise TomDataError(
+            f"this is not the whole pinned ToMATO file ({len(samples)} questions; counts differ from the paper's "
+            f"Table 8: {'; '.join(wrong[:6])}{'...' if len(wrong) > 6 else ''}); a file cut short or trimmed would "
+            f"drop questions silently: {PARTIAL_ADVICE}", path=path)
+    return samples

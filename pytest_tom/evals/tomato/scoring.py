@@ -1,0 +1,116 @@
+r"""From answers to a record: the official first-match extraction, each run's answer, the item's verdict.
+
+The authors read an answer with ``re.search(r'\[[A,B,C,D]\]', response)`` and take its
+second character. The comma in that character class is a slip (a class needs no separators),
+so ``[,]`` matches too and, found first, becomes the answer ",", always wrong. By default
+(`first`) the rule is read as intended: the first ``[A]``-``[D]``, with a ``[,]`` skipped like
+any other text. `official` keeps the regex byte for byte, and a ``[,]`` found first makes the
+answer unreadable (it can never be right, as upstream; it is reported as unparseable rather
+than as a wrong letter). The two differ only when ``[,]`` comes before a letter. No match at
+all is "unparseable", never "wrong"; the paper's accuracies still count it as not correct.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_tom.evals.base import Program
+from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
+from pytest_tom.evals.tomato.prompts import PromptConfig, requests
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import Response
+from pytest_tom.scoring import majority
+
+OFFICIAL = re.compile(r"\[[A,B,C,D]\]")
+"""The authors' regex (run_local_llm.py, run_gpt.py), comma included."""
+BRACKETED = re.compile(r"\[([ABCD])\]")
+
+
+def extract(text: str | None, mode: str = "first") -> str | None:
+    """The letter a response picks under `mode` (first, official, last), or None when it cannot be read."""
+    text = text or ""
+    if mode == "official":
+        m = OFFICIAL.search(text)
+        return None if m is None or m.group()[1] == "," else m.group()[1]
+    found = BRACKETED.findall(text)
+    if not found:
+        return None
+    return str(found[-1] if mode == "last" else found[0])
+
+
+def loglikelihood_pick(response: Response, n: int) -> str | None:
+    """The letter whose continuation has the highest log-probability; ties go to the earlier letter."""
+    lps = response.logprobs
+    if not lps or len(lps) != n:
+        return None
+    best = max(range(n), key=lambda i: (lps[i], -i))
+    return LETTERS[best]
+
+
+def solve(sample: ToMATOSample, config: PromptConfig) -> Program:
+    """Ask every run at once (one engine wave), then score them together."""
+    planned = requests(sample, config)
+    responses = yield planned
+    keys = tuple(r.key for r in planned)
+    if config.scoring == "loglikelihood":
+        picks = [loglikelihood_pick(r, len(sample.choices)) for r in responses]
+        return score(sample, config, [None] * len(picks), picks, keys)
+    texts = [r.text for r in responses]
+    return score(sample, config, texts, [extract(t, config.extraction) for t in texts], keys)
+
+
+def score(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | None], picks: Sequence[str | None],
+          keys: Sequence[str] = ()) -> Record:
+    """Record of one question over its runs.
+
+    The verdict is the majority letter of the readable runs (ties to the earlier run): a
+    regression test needs one pass or fail per question. `score` is the share of runs right,
+    and `details["runs"]` keeps every run's letter, from which the metrics take the paper's
+    mean and standard deviation over runs.
+    """
+    gold = sample.gold_label
+    readable = [p for p in picks if p is not None]
+    final = majority(readable) if readable else None
+    if final is None:
+        outcome = Outcome.UNPARSEABLE
+    else:
+        outcome = Outcome.CORRECT if final == gold else Outcome.INCORRECT
+    right = [p == gold for p in picks]
+    details: dict[str, Any] = {"runs": list(picks), "run_correct": right, "scoring": config.scoring,
+                               "extraction": config.extraction}
+    return Record(
+        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets),
+        score=sum(right) / len(right) if right else None, parsed=final, gold=gold, responses=tuple(texts),
+        request_keys=tuple(keys), parse_rate=len(readable) / len(picks) if picks else 0.0, details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, texts, picks, final, outcome),
+    )
+
+
+def explain(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | None], picks: Sequence[str | None],
+            final: str | None, outcome: Outcome) -> str:
+    """Everything needed to judge a failure without opening the data file."""
+    x = sample.extra
+    kind = f"{x.mental_state}, {'first' if x.order == 1 else 'second'} order" + (", false belief" if x.false_belief
+                                                                                  else "")
+    turns = sample.context.render().split("\n")
+    shown = "\n".join(f"  {t}" for t in turns[:20]) + ("\n  [...]" if len(turns) > 20 else "")
+    how = "log-likelihood of [A]-[D]" if config.scoring == "loglikelihood" else f"{config.extraction} extraction"
+    lines = [
+        f"ToMATO {x.q_id} ({kind}; {x.file} record {x.record}): {outcome.value}",
+        f"speaker's Big Five: {', '.join(f'{k} {v}' for k, v in x.big_five.items())}",
+        "conversation:", shown,
+        f"question: {sample.question}",
+        "options:", *[f"  [{c.label}] {c.text}" for c in sample.choices],
+        f"gold: [{sample.gold_label}]",
+        f"answer ({how}" + (f", majority of {len(picks)} runs" if len(picks) > 1 else "") + "): "
+        + (f"[{final}]" if final is not None else "unparseable"),
+    ]
+    for k, (text, pick) in enumerate(zip(texts, picks, strict=True)):
+        if text is None and config.scoring == "loglikelihood":
+            continue
+        raw = (text or "").strip().replace("\n", " ")
+        raw = raw if len(raw) <= 300 else raw[:300] + " [...]"
+        lines.append(f"  run {k + 1}: {raw!r} -> {f'[{pick}]' if pick else 'unparseable'}")
+    return "\n".join(lines)
