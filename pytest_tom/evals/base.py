@@ -12,6 +12,7 @@ output: the engine owns every model call and the run layer owns pytest.
 from __future__ import annotations
 
 import functools
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
-from pytest_tom.errors import TomConfigError
+from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.record import Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
@@ -162,6 +163,16 @@ def slug(text: str) -> str:
             out.append("_")
             prev_us = True
     return "".join(out).strip("_")
+
+
+def read_json(path: Path) -> Any:
+    """A release file's JSON, or a `TomDataError` naming the file and where the JSON breaks (never a traceback)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path) from exc
+    except json.JSONDecodeError as exc:
+        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path) from None
 
 
 def first_existing(paths: Iterable[Path]) -> Path | None:

@@ -8,7 +8,6 @@ themselves are built in `samples.py`.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.base import DataSource, read_json
 from pytest_tom.fetch import check_extracted, fetch_archive
 
 # --- official constants ----------------------------------------------------------------------
@@ -238,12 +237,7 @@ def binary_character(question: str) -> str:
 
 
 def _read(path: Path) -> list[Any]:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read: {exc}", path=path) from exc
-    except json.JSONDecodeError as exc:
-        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path) from None
+    raw = read_json(path)
     if isinstance(raw, Mapping):
         # pandas.read_json also accepts the column-oriented layout {"set_id": {"0": ...}, ...}
         try:

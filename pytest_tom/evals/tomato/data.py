@@ -10,13 +10,13 @@ marked false-belief but first-order is a broken record, not a new kind of questi
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.evals.base import read_json
 from pytest_tom.sample import KEEP, Choice, Conversation, Sample
 
 BENCHMARK = "tomato"
@@ -210,12 +210,7 @@ def to_sample(extra: ToMATOExtra, context: Conversation, question: str, options:
 
 def read_file(path: Path) -> list[ToMATOSample]:
     """Every record of one release file, in file order; q_ids must be unique (they are the item ids)."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read: {exc}", path=path) from exc
-    except json.JSONDecodeError as exc:
-        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path) from None
+    raw = read_json(path)
     if not isinstance(raw, list):
         raise TomDataError(f"expected a JSON list of question records, got {type(raw).__name__}", path=path)
     out: list[ToMATOSample] = []

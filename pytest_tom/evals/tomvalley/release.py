@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.base import DataSource, read_json
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
 
@@ -73,13 +73,6 @@ def tree_digest(sums: Mapping[str, str]) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TomDataError(f"cannot read it as JSON: {exc}", path=path) from None
-
-
 def _trial_number(name: str) -> int | None:
     m = _TRIAL.match(name)
     return int(m.group(1)) if m else None
@@ -102,9 +95,9 @@ def find_records(folder: Path) -> dict[str, tuple[dict[str, Any], str]]:
         if not questions.is_file():
             raise TomDataError(f"context {trial.name} has story.json but no question_new.json (the questions as "
                                "evaluated)", path=trial)
-        add(trial.name, {"stage": _read_json(story), "question": _read_json(questions)}, str(trial))
+        add(trial.name, {"stage": read_json(story), "question": read_json(questions)}, str(trial))
     for path in sorted(folder.glob("*.json")):
-        data = _read_json(path)
+        data = read_json(path)
         if not isinstance(data, dict) or not data or not all(isinstance(v, dict) and "stage" in v for v in data.values()):
             continue  # not a release file (a manifest, a results file)
         for cid, record in data.items():
