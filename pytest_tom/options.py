@@ -39,6 +39,15 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-progress", "tom_progress", "Live terminal output while the model answers: a bar with requests done/total, "
      "rate, elapsed time and ETA, and a line for one-time work (converting, loading a model). auto (default): the bar "
      "on a terminal, plain lines otherwise; on: the bar always; off: neither.", {}),
+    ("--tom-robustness", "tom_robustness", "Robustness strategies to search per question with hypothesis, comma-separated "
+     "(rename, permute, irrelevant, whitespace, rephrase, witness, other_character, or all): adds a "
+     "<bench>_robustness[<question>-<strategy>] item per applicable question, marked tom_robustness "
+     "(select them with -m tom_robustness).", {}),
+    ("--tom-robustness-examples", "tom_robustness_examples", "Perturbations hypothesis may try per robustness item "
+     "(default 10): each is one model request, answered through the cache.", {}),
+    ("--tom-robustness-profile", "tom_robustness_profile", "Hypothesis settings profile of the robustness items: "
+     "tom-ci (derandomized, no example database: reproducible), tom-dev (failing examples replayed first), or one "
+     "you registered; default tom-ci when $CI is set, else tom-dev.", {}),
     ("--tom-detail", "tom_detail", "How a wrong answer is shown: short (the answer, the gold and the raw responses, "
      "a few lines) or full (the prompt, the options and every try). Default: short, full with -v or --tb=long. The "
      "JSON report always holds the full detail.", {}),
@@ -79,7 +88,8 @@ METAVARS: dict[str, str] = {
     "tom_model": "URI", "tom_benchmark": "NAMES", "tom_data_dir": "DIR", "tom_cache_dir": "DIR", "tom_sample": "N",
     "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
     "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
-    "tom_alpha": "X", "tom_noise_flip_rate": "X",
+    "tom_alpha": "X", "tom_noise_flip_rate": "X", "tom_robustness": "NAMES", "tom_robustness_examples": "N",
+    "tom_robustness_profile": "NAME",
 }
 """What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
@@ -238,6 +248,10 @@ class TomOptions:
     """auto, on or off: the live request bar and one-time-work lines (`pytest_tom.run.progress`)."""
     detail: str | None = None
     """short or full: how a failing item is shown; None leaves it to -v and --tb (`pytest_tom.run.failures`)."""
+    robustness: tuple[str, ...] = ()
+    """Strategy names of the robustness items (`pytest_tom.strategies`); suites may add their own."""
+    robustness_examples: int = 10
+    robustness_profile: str = "tom-dev"
     gates: GateConfig = field(default_factory=GateConfig)
     """Thresholds, baseline and comparison rules (`pytest_tom.gates.config`)."""
     benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -272,6 +286,7 @@ class TomOptions:
         detail = str(detail).strip().lower() if detail is not None else None
         if detail not in (None, "short", "full"):
             raise TomConfigError(f"--tom-detail={detail!r} (ini tom_detail): expected short or full")
+        robustness, examples, profile = robustness_options(config)
         raw_report = _value(config, "tom_report")
         report = root_dir / Path(str(raw_report)).expanduser() if raw_report else None
         if report is not None:
@@ -297,9 +312,39 @@ class TomOptions:
             max_errors=max_errors,
             progress=progress,
             detail=detail,
+            robustness=robustness,
+            robustness_examples=examples,
+            robustness_profile=profile,
             benchmark_settings=settings,
             node_ids=dict(node_ids or {}),
         )
+
+
+def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str]:
+    """The robustness strategies (checked against the registry now), examples per item and hypothesis profile."""
+    raw = _value(config, "tom_robustness")
+    names: tuple[str, ...] = ()
+    if raw:
+        from pytest_tom.strategies import resolve
+
+        names = tuple(s.name for s in resolve(str(raw)))
+    examples = _int(config, "tom_robustness_examples", "--tom-robustness-examples")
+    if examples is not None and examples < 1:
+        raise TomConfigError(f"--tom-robustness-examples={examples}: must be at least 1")
+    profile = str(_value(config, "tom_robustness_profile") or ("tom-ci" if os.environ.get("CI") else "tom-dev"))
+    if raw:
+        from hypothesis import settings
+        from hypothesis.errors import InvalidArgument
+
+        from pytest_tom.run.robustness import register_profiles
+
+        register_profiles()
+        try:
+            settings.get_profile(profile)
+        except InvalidArgument:
+            raise TomConfigError(f"--tom-robustness-profile={profile!r}: no hypothesis settings profile of that name "
+                                 "(tom-ci, tom-dev, or one registered with hypothesis.settings.register_profile)") from None
+    return names, examples or 10, profile
 
 
 def gate_config(config: pytest.Config, root: Path) -> GateConfig:

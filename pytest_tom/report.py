@@ -13,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_tom import robustness
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
 from pytest_tom.evals.base import Benchmark
@@ -64,6 +65,8 @@ def suite_entry(
         counts = kinds[d.kind]
         counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
     entry["groups"] = dict(kinds)
+    if any(d.kind == robustness.KIND for d in derived):
+        entry["robustness"] = robustness.summarize(derived)
     return entry
 
 

@@ -29,6 +29,8 @@ class Suite:
     """Overrides --tom-data-dir for this suite."""
     gates: tuple[str, ...] = ()
     """Thresholds on this suite's metrics (`accuracy:lower>=0.3`); any makes the run a gate run."""
+    robustness: tuple[str, ...] = ()
+    """Robustness strategies searched per question (`pytest_tom.strategies`), added to --tom-robustness."""
 
 
 def suite(
@@ -38,6 +40,7 @@ def suite(
     seed: int | None = None,
     data_dir: str | Path | None = None,
     gates: str | Sequence[str] = (),
+    robustness: str | Sequence[str] = (),
     **settings: Any,
 ) -> Suite:
     """Declare a benchmark suite in a test module.
@@ -50,9 +53,17 @@ def suite(
         gates: thresholds on the suite's metrics, e.g. ``["accuracy:lower>=0.3", "coherence>=10%"]``
             (metric names as in `--tom-threshold`, without the suite's name). Parsed now, so a typo
             fails at import rather than after the run.
+        robustness: strategies hypothesis searches per question, e.g. ``["rename", "permute"]`` (see
+            `pytest_tom.strategies`); checked now.
         **settings: benchmark settings, e.g. ``languages="en", prompt="cot"``.
     """
     rules = (gates,) if isinstance(gates, str) else tuple(gates)
     for rule in rules:
         parse_threshold(rule, where=f"pytest_tom.suite({benchmark!r}, gates=...)")
-    return Suite(benchmark=benchmark, settings=dict(settings), sample=sample, seed=seed, data_dir=data_dir, gates=rules)
+    names: tuple[str, ...] = ()
+    if robustness:
+        from pytest_tom.strategies import resolve
+
+        names = tuple(s.name for s in resolve(robustness if isinstance(robustness, str) else list(robustness)))
+    return Suite(benchmark=benchmark, settings=dict(settings), sample=sample, seed=seed, data_dir=data_dir, gates=rules,
+                 robustness=names)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_tom import robustness
 from pytest_tom.evals.base import Benchmark
 
 GROUP_WIDTH = 48
@@ -68,4 +69,5 @@ def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benc
             skipped = f", {counts['skipped']} skipped" if counts.get("skipped") else ""
             lines.append(f"  {kind} groups: {counts['passed']}/{total} passed, {counts['failed']} failed, "
                          f"{counts['error']} errors{skipped}")
+        lines.extend(robustness.summary_lines(suite.get("robustness") or {}))
     return lines

@@ -17,6 +17,7 @@ import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_tom import robustness
 from pytest_tom.evals.base import slug
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 
@@ -84,6 +85,8 @@ def gate_metrics(
     for kind in sorted({d.kind for d in judged}):
         add(kind, [(d.derived_id, 1.0 if d.passed else 0.0, cluster(d.facets, d.derived_id)) for d in judged if d.kind == kind],
             f"share of {kind} assertions that hold (judged ones: complete groups without model errors)")
+    for name, (rows, description, higher) in robustness.units(derived, cluster).items():
+        add(name, rows, description, higher)
     return out
 
 

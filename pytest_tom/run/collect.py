@@ -23,7 +23,10 @@ from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.run import failures
 from pytest_tom.run.gates import is_gate_run
 from pytest_tom.run.records import DerivedSpec
+from pytest_tom.run.robustness import register_marks as register_robust_marks
+from pytest_tom.run.robustness import robustness_items
 from pytest_tom.run.session import tom_session
+from pytest_tom.strategies.base import resolve
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -107,7 +110,7 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
     # double the collection time of a full benchmark. Falls back to per-item if pytest moves it.
     shared: dict[str, Any] = {}
 
-    def make(cls: type[_TomItem], name: str, **kw: Any) -> pytest.Item:
+    def make(cls: type[pytest.Function], name: str, **kw: Any) -> pytest.Item:
         item = cls.from_parent(parent, name=name, callobj=_model_under_test, **shared, **kw)
         info = getattr(item, "_fixtureinfo", None)
         if not shared and info is not None:
@@ -118,8 +121,13 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
         for d in after.pop(index, []):
             yield make(DerivedItem, f"{bench}_{d.kind}[{d.id}]", derived=d, suite=loaded)
 
+    specs = resolve(list(loaded.robustness)) if loaded.robustness else []
+    if specs:
+        register_robust_marks(parent.config, specs)
     for i, s in enumerate(loaded.samples):
         yield make(QuestionItem, f"{bench}[{s.id}]", sample=s, suite=loaded)
+        if specs:
+            yield from robustness_items(make, loaded, s, specs)
         yield from derived_items(i)
     yield from derived_items(-1)  # derived results of a suite without samples
 

@@ -121,6 +121,25 @@ class Planner:
         if self.on_results is not None:
             self.on_results(self.results)
 
+    def answer(self, sample: Sample[Any], benchmark: Any, model: Callable[[], object]) -> Record:
+        """One sample's record now, through the engine and its cache (a robustness item's perturbations).
+
+        Outside any planning unit: a perturbed sample is no selected question, and each of
+        hypothesis' draws depends on the answers to the ones before it.
+        """
+        engine = self.engine or self._start(model())
+        try:
+            program = benchmark.program(sample)
+        except Exception as exc:  # noqa: BLE001 - a benchmark bug on a rewritten sample is an error for it
+            return error_record(sample, f"{sample.benchmark} could not build the program of a perturbed {sample.id}: "
+                                        f"{type(exc).__name__}: {exc}")
+        try:
+            return engine.run({"perturbed": (sample, program)})["perturbed"]
+        except TomConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            return error_record(sample, f"pytest-tom's engine failed on a perturbed question: {type(exc).__name__}: {exc}")
+
     def _questions(self, items: Sequence[Any]) -> list[PlannedItem]:
         if self._order is None:
             self._order = [it for it in items if hasattr(it, "tom_key") and hasattr(it, "sample")]

@@ -106,6 +106,8 @@ class TomSession:
         for it in items:
             if hasattr(it, "sample"):
                 (deselected if it.tom_key in drop else kept).append(it)
+            elif hasattr(it, "question_key") and it.suite.sample is not None:
+                (kept if it.question_key in kept_keys else deselected).append(it)  # a robustness item follows its question
             elif hasattr(it, "derived") and it.suite.sample is not None:
                 # A sample splits groups at random; drop them rather than skip hundreds.
                 (kept if set(it.member_keys()) <= kept_keys else deselected).append(it)

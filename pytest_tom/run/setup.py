@@ -96,6 +96,8 @@ def configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
     # Facet marks only where pytest-tom runs; register_suite_marks covers a suite in a test module.
     register_marks(config, registry.loadable(), names_only=not (options.model or options.benchmarks))
+    config.addinivalue_line("markers", "tom_robustness: pytest-tom's robustness items (--tom-robustness): hypothesis "
+                                       "searches a question's perturbations for one that breaks the model.")
     config.addinivalue_line("markers", "tom_gate: pytest-tom's regression gates (--tom-threshold, --tom-baseline, "
                                        "a suite's gates=...), reported after every question has run.")
     tom = TomSession(config, options, registry, backends)

@@ -38,6 +38,8 @@ class LoadedSuite:
     seed: int
     info: dict[str, Any] = field(default_factory=dict)
     """`benchmark.describe()`, for the report."""
+    robustness: tuple[str, ...] = ()
+    """Robustness strategies searched per question (the option's and the suite's)."""
 
     def key(self, sample_id: str) -> str:
         """The run-wide key of one of this suite's samples."""
@@ -73,6 +75,7 @@ class Suites:
             sample=declaration.sample if declaration.sample is not None else self.options.sample,
             seed=declaration.seed if declaration.seed is not None else self.options.seed,
             info={**bench.describe(), "gates": list(declaration.gates), "data_fingerprint": data_fingerprint(samples)},
+            robustness=tuple(dict.fromkeys([*self.options.robustness, *declaration.robustness])),
         )
         self.loaded[sid] = loaded
         return loaded

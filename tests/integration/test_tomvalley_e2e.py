@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.user_models import install
 
 HELPERS = Path(__file__).resolve().parents[1]
 FIXTURES = HELPERS.parent / "fixtures"
@@ -30,11 +31,7 @@ counted.tom_fingerprint = "tomvalley-oracle:v1"
 
 @pytest.fixture
 def calls(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    pytester.makepyfile(tv_model=CONFTEST)
-    pytester.syspathinsert()
-    log = tmp_path / "calls.log"
-    monkeypatch.setenv("TV_CALLS", str(log))
-    return log
+    return install(pytester, monkeypatch, tmp_path / "calls.log", "tv_model", CONFTEST, "TV_CALLS")
 
 
 def sent(log: Path) -> int:

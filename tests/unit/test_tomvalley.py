@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import tomvalley_oracle as oracle
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.base import DataSource
@@ -21,7 +22,6 @@ from pytest_tom.evals.tomvalley.scoring import answer_object, read_single, read_
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.sample import permute_choices, rename
-from tests.helpers import tomvalley_oracle as oracle
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TV = FIXTURES / "tomvalley"
@@ -289,7 +289,7 @@ def test_metrics_equal_the_hand_computed_ones(samples: list[ToMValleySample]) ->
 
 @pytest.fixture
 def mirror() -> Any:
-    from tests.helpers.file_server import Server
+    from helpers.file_server import Server
 
     server = Server()
     record = raw_release()["trial7002"]

@@ -153,7 +153,9 @@ def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str
         bq = s.binaries(family)[p.index]
         qid += f"-{slug(bq.character) or p.index}"
         question, gold, character = bq.question, bq.gold.split(":")[0], bq.character.lower()
-        base.update(binary_gold=bq.gold, binary_character=bq.character)
+        lq = s.lists(family)  # who knows, per the set's list: what a counterfactual about another character needs
+        base.update(binary_gold=bq.gold, binary_character=bq.character, list_correct=tuple(lq.correct),
+                    list_wrong=tuple(lq.wrong))
     order = tom_type.split(":")[0].replace("-", "_") if tom_type else ""
     cyclicity = tom_type.split(":")[1] if tom_type.count(":") == 1 and tom_type.split(":")[1] in ("cyclic", "acyclic") else ""
     facets = {

@@ -276,7 +276,8 @@ def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValle
     facets = {"context": context_id, "item": extra.item, "question_type": qtype, "subtype": extra.subtype, facet: value}
     if extra.relation:
         facets["relation"] = extra.relation
-    speakers = tuple(dict.fromkeys([main, *context.speakers]))
+    # The speakers' first names: renaming one also renames it inside the full name ("Angela Hwang") wherever it is.
+    speakers = context.speakers or (main,)
     return Sample(
         benchmark=BENCHMARK, id=f"{context_id}-{cq.qid}", context=context, question=cq.question,
         choices=tuple(Choice(letter(i), o[3:]) for i, o in enumerate(cq.options)), gold=gold,
