@@ -28,6 +28,7 @@ from pytest_tom.strategies.text import (
     NAME_POOLS,
     REPHRASINGS,
     TEXT_FACETS,
+    Rewrite,
     all_text,
     split_sentences,
 )
@@ -161,7 +162,7 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
     return draw()
 
 
-def _rephrase_rules(sample: Sample[Any]) -> list[tuple[re.Pattern[str], str]]:
+def _rephrase_rules(sample: Sample[Any]) -> list[tuple[re.Pattern[str], Rewrite]]:
     return [(p, r) for p, r in REPHRASINGS.get(sample.benchmark, ()) if p.search(sample.question)]
 
 

@@ -10,6 +10,7 @@ shapes and say the same thing in other words; a question no template matches is 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pytest_tom.sample import Sample
@@ -36,7 +37,18 @@ FILLERS_ZH = ("那天天气很温和。", "远处的钟轻轻地走着。", "这
 TEXT_FACETS: dict[str, tuple[str, ...]] = {"fantom": ("character",)}
 """Facets that hold text a rename must rewrite (FANToM's asked character)."""
 
-REPHRASINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+_TOMATO_WHEN = re.compile(r'^When ([^"]+?) says "(.*)", (how|what) (does|do) (he|she|they|[A-Z][\w.\'-]*) (.+)\?$', re.S)
+
+
+def _tomato_when_last(m: re.Match[str]) -> str:
+    """ToMATO asks both 'When X says "...", what does X think...?' and 'What does X think... when he says "..."?'."""
+    speaker, utterance, wh, aux, who, rest = m.groups()
+    pronoun = who in ("he", "she", "they")
+    return f'{wh.capitalize()} {aux} {speaker} {rest} when {who if pronoun else speaker} says "{utterance}"?'
+
+
+Rewrite = str | Callable[[re.Match[str]], str]
+REPHRASINGS: dict[str, tuple[tuple[re.Pattern[str], Rewrite], ...]] = {
     "simpletom": (
         (re.compile(r"^Is (.+?) likely to be aware that "), r"Would \1 likely be aware that "),
         (re.compile(r"^What will (.+?) likely do next\?"), r"What is \1 likely to do next?"),
@@ -48,6 +60,7 @@ REPHRASINGS: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
         (re.compile(r"^List all the characters who know this information\.$"),
          "List every character who knows this information."),
     ),
+    "tomato": ((_TOMATO_WHEN, _tomato_when_last),),
     "tomvalley": (
         (re.compile(r"^What is the (belief|emotion|intention|action) of (.+?) in scenario (\d+)\?$"),
          r"In scenario \3, what is the \1 of \2?"),

@@ -235,3 +235,18 @@ def test_any_drawn_perturbation_of_any_fixture_question_keeps_its_id(data: st.Da
     spec = data.draw(st.sampled_from([s for s in REGISTRY.values() if s.applies(sample)]))
     p = data.draw(spec.strategy(sample))
     assert p.sample.id == sample.id and p.strategy == spec.name and p.size >= 1
+
+
+def test_tomato_questions_are_rephrased_between_its_two_shapes() -> None:
+    from pytest_tom.evals.tomato import ToMATO
+
+    samples = ToMATO({"subset": "fb", "partial": "true"}).load(SRC)
+    when_first = [s for s in samples if s.question.startswith("When ")]
+    assert when_first and all(REGISTRY["rephrase"].applies(s) for s in when_first)
+    for s in when_first:
+        q = find(rephrasings(s), lambda p: True).sample.question
+        speaker = s.question[len("When "):].split(" says ")[0]
+        utterance = s.question.split(" says ", 1)[1].rsplit('", ', 1)[0] + '"'
+        assert q.startswith(("How does ", "What does ")) and f" says {utterance}?" in q
+        assert q.split(" ")[2] == speaker  # the asked person comes first now
+    assert not any(REGISTRY["rephrase"].applies(s) for s in samples if not s.question.startswith("When "))
