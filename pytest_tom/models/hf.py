@@ -35,15 +35,8 @@ from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
 from pytest_tom.models._capacity import CPU_BATCH, GPU_START, CapacityProbe
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import (
-    Option,
-    Spec,
-    cut_at_stops,
-    loglikelihood_response,
-    parse_spec,
-    require_existing,
-    too_long,
-)
+from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
+from pytest_tom.models._decode import decode_rows
 from pytest_tom.models._gguf import resolve_checkpoint
 from pytest_tom.models._prefix import PrefixRunner, plan, sharing_order
 from pytest_tom.models._tokenized import (
@@ -449,20 +442,9 @@ class HFModel(StreamingModel):
                 out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         if self.probe is not None:
             self.probe.after(out.shape[1] - width)
-        new = out[:, width:].tolist()
-        eos = set(self.eos_ids)
-        responses = []
-        for item, tokens in zip(items, new, strict=True):
-            cut = next((k for k, t in enumerate(tokens) if t in eos), None)
-            kept = tokens[:cut] if cut is not None else tokens
-            if cut is None and (s.stop or s.stop_after):
-                while kept and kept[-1] == self.pad_id:  # a row a stop string ended is padded to the batch's end
-                    kept = kept[:-1]
-            used = cut + 1 if cut is not None else len(kept)
-            text = self.tokenizer.decode(kept, skip_special_tokens=True)
-            text = cut_at_stops(text, s.stop, s.stop_after) if s.stop_after else truncate_at_stop(text, s.stop)
-            responses.append(Response(text=text, usage={"prompt_tokens": len(item.ids), "completion_tokens": used}))
-        return responses
+        rows = decode_rows(self.tokenizer, out[:, width:].tolist(), s, eos=set(self.eos_ids), pad_id=self.pad_id)
+        return [Response(text=text, usage={"prompt_tokens": len(item.ids), "completion_tokens": used})
+                for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
         """Summed log-probabilities of each row's continuation, left-padded like generation.
@@ -492,12 +474,6 @@ class HFModel(StreamingModel):
     def close(self) -> None:
         self.model = None
         self._free_memory()
-
-
-def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
-    """Cut at the earliest stop string, excluded (OpenAI semantics)."""
-    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return text[: min(cuts)] if cuts else text
 
 
 def make(spec: str) -> HFModel:
