@@ -124,11 +124,14 @@ def levers(args, root: Path, folder: str) -> None:  # type: ignore[no-untyped-de
     print(f"{'bare loop, length-sorted, batch ' + str(args.batch_size):48s} {bare_s:7.1f} s  1.00")
     configs = []
     for bs in [int(b) for b in args.batch_sizes.split(",")]:
-        configs += [(f"plugin batch {bs}, no levers", bs, "&prefix_cache=false", False),
-                    (f"plugin batch {bs}, stop at answer", bs, "&prefix_cache=false", True),
-                    (f"plugin batch {bs}, prefix cache", bs, "&prefix_cache=true", False),
-                    (f"plugin batch {bs}, prefix cache + stop", bs, "&prefix_cache=true", True)]
-    for name, bs, extra, stop in configs:
+        configs += [(f"plugin batch {bs}, no levers", bs, "&prefix_cache=false", False, "none"),
+                    (f"plugin batch {bs}, stop at answer", bs, "&prefix_cache=false", True, "stop"),
+                    (f"plugin batch {bs}, prefix cache", bs, "&prefix_cache=true", False, "prefix"),
+                    (f"plugin batch {bs}, prefix cache + stop", bs, "&prefix_cache=true", True, "all")]
+    wanted = set(args.configs.split(","))
+    for name, bs, extra, stop, tag in configs:
+        if tag not in wanted:
+            continue
         b = stop_bench if stop else bench
         elapsed, _, model, results, engine = plugin_run(b, qs, bs, folder, args.device, extra)
         same = sum(parsed(results[q.id]) == reference[q.id] for q in qs)
@@ -150,6 +153,8 @@ def main() -> None:
     parser.add_argument("--levers", action="store_true", help="time each speed lever off and on (see above)")
     parser.add_argument("--tries", type=int, default=5, help="with --levers: ToMBench tries per question")
     parser.add_argument("--batch-sizes", default="16", help="with --levers: plugin batch sizes, comma-separated")
+    parser.add_argument("--configs", default="none,stop,prefix,all",
+                        help="with --levers: which plugin configurations (none, stop, prefix, all)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="alternate plugin and bare runs this many times; keep the best of each")
     args = parser.parse_args()
