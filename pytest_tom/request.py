@@ -50,15 +50,27 @@ class GenerationSettings:
     top_p: float = 1.0
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    """Stop strings cut from the answer (excluded, as OpenAI does)."""
+    stop_after: tuple[str, ...] = ()
+    """Answer-contract stops: generation ends right after the first of these the answer contains, which is KEPT.
+
+    A benchmark sets them only where its parser provably reads the same answer
+    from every continuation of a text that contains one (see README, "Stopping at
+    the answer"); the tokens after it would be generated and then ignored.
+    """
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
             "seed": self.seed,
             "stop": list(self.stop),
         }
+        # Only where set, so the keys of requests without an answer-contract stop never change.
+        if self.stop_after:
+            d["stop_after"] = list(self.stop_after)
+        return d
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,16 @@ class BenchmarkOption:
         return value
 
 
+def stop_at_answer_option(why: str) -> BenchmarkOption:
+    """The `stop_at_answer` setting of a benchmark whose parser settles on an answer-shaped string (see README)."""
+    return BenchmarkOption(
+        "stop_at_answer", "true",
+        f"true: stop generating once the answer contains {why}, after which the parser provably reads the same "
+        "answer whatever follows (shorter raw answers, same scores; part of the cache key); false: generate the "
+        "whole token budget.",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class DataSource:
     """Where benchmark data lives: a local root folder, and whether downloading is allowed."""

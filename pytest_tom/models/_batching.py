@@ -42,6 +42,9 @@ class AdaptiveBatches:
         self.backoffs = 0
         """How many times the size was halved."""
         self._free_memory = free_memory
+        self.grow: Callable[[int], int] | None = None
+        """Called once with the size after the first batch that succeeds; returns the size to go on with."""
+        self.grown_from: int | None = None
 
     def restart(self, size: int) -> None:
         """A new starting size (the URI's, or --tom-batch-size through the engine)."""
@@ -78,5 +81,11 @@ class AdaptiveBatches:
                             results.append(Failed(f"{type(one).__name__}: {one}"))
                 else:
                     results = [Failed(f"{type(exc).__name__}: {exc}")]
+            else:
+                if self.grow is not None and force is None:
+                    grow, self.grow = self.grow, None  # once per session: the size is then kept
+                    bigger = grow(self.size)
+                    if bigger > self.size:
+                        self.grown_from, self.size = self.size, bigger
             yield from zip(batch, results, strict=False)
             pos += size

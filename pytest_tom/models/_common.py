@@ -220,3 +220,25 @@ def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
     return (f"prompt of {prompt_tokens:,} tokens + {new_tokens:,} new tokens exceeds the model's {limit:,} positions; "
             "not sent, because truncating it would silently drop part of the prompt or the answer (use a model with a "
             "longer context, or a smaller generation budget or shorter prompts where the benchmark offers them)")
+
+
+def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] = ()) -> str:
+    """The answer as a backend that halts at the first stop string it completes returns it.
+
+    `stop` strings are cut with what follows (excluded, OpenAI semantics);
+    `stop_after` strings (answer-contract stops) are kept and only what follows
+    is cut. Whichever stop string is completed first in the text decides, as it
+    would have ended the generation. Backends whose stop check runs per token
+    (a token may hold the stop string and more) and APIs that cannot keep a stop
+    string both end up with the same text through this function.
+    """
+    best: tuple[int, int] | None = None  # (end of the first completed stop string, cut position)
+    for strings, keep in ((stop, False), (stop_after, True)):
+        for s in strings:
+            i = text.find(s) if s else -1
+            if i >= 0:
+                end = i + len(s)
+                candidate = (end, end if keep else i)
+                if best is None or candidate < best:
+                    best = candidate
+    return text if best is None else text[: best[1]]

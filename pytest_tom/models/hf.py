@@ -33,9 +33,12 @@ from typing import Any
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
+from pytest_tom.models._capacity import CPU_BATCH, GPU_START, CapacityProbe
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
+from pytest_tom.models._decode import decode_rows
 from pytest_tom.models._gguf import resolve_checkpoint
+from pytest_tom.models._prefix import PrefixRunner, plan, sharing_order
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -55,7 +58,11 @@ OPTIONS: tuple[Option, ...] = (
            choices=("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "half")),
     Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
     Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
-    Option("batch_size", default="auto", help="sequences per forward pass (auto: 64 on GPU, 16 on CPU); halves on out-of-memory"),
+    Option("batch_size", default="auto",
+           help="sequences per forward pass (auto: on a GPU, grown after the first batch to what its memory holds; "
+                f"{CPU_BATCH} on CPU); halves on out-of-memory"),
+    Option("prefix_cache", kind="bool", default=True,
+           help="compute each prompt prefix shared by several requests once and continue them from its cache"),
     Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
     Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
            choices=SYSTEM_MODES),
@@ -119,6 +126,13 @@ class HFModel(StreamingModel):
         self.device = self._resolve_device()
         self.dtype_name = self._resolve_dtype()
         self.batches = AdaptiveBatches(self._initial_batch_size(), self._free_memory)
+        self.probe: CapacityProbe | None = None
+        if str(self.options["batch_size"]) == "auto" and self.device.startswith("cuda"):
+            self.probe = CapacityProbe(torch, self.device)
+            self.batches.grow = self.probe.fitting
+        self.prefix_cache = bool(self.options["prefix_cache"])
+        self.shared_prefix_tokens = 0
+        """Prompt positions not computed because a shared prefix was reused (reported)."""
         self.model: Any = None
         self.tokenizer = self._load_tokenizer()
         self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
@@ -155,7 +169,7 @@ class HFModel(StreamingModel):
     def _initial_batch_size(self) -> int:
         raw = str(self.options["batch_size"])
         if raw == "auto":
-            return 16 if self.device in ("cpu", "mps") else 64
+            return CPU_BATCH if self.device in ("cpu", "mps") else GPU_START
         try:
             value = int(raw)
         except ValueError:
@@ -225,6 +239,7 @@ class HFModel(StreamingModel):
     @batch_size.setter
     def batch_size(self, value: int) -> None:
         self.batches.restart(value)  # set from outside: the engine's --tom-batch-size, a test
+        self.batches.grow = None  # a size the user chose is kept: no probing past it
 
     @property
     def initial_batch_size(self) -> int:
@@ -266,6 +281,10 @@ class HFModel(StreamingModel):
             "batch_size": self.batch_size,
             "initial_batch_size": self.initial_batch_size,
             "oom_backoffs": self.oom_backoffs,
+            "batch_size_probe": self.probe.describe() if self.probe is not None else None,
+            "batch_size_grown_from": self.batches.grown_from,
+            "prefix_cache": self.prefix_cache,
+            "shared_prefix_tokens": self.shared_prefix_tokens,
             "chat_template": self.chat.describe(),
             **file_hashes(files),
             "fingerprint_mode": self.options["fingerprint"],
@@ -319,9 +338,13 @@ class HFModel(StreamingModel):
             except Exception as exc:
                 yield i, Response(error=f"{type(exc).__name__}: {exc}")
         for settings, items in groups.items():
-            items.sort(key=lambda it: -len(it.ids))
             # A seeded sample must not depend on its batch-mates: one request per batch.
             force = 1 if settings.temperature > 0 and settings.seed is not None else None
+            if self.prefix_cache and force is None:
+                order = sharing_order([it.ids for it in items])
+                items[:] = [items[k] for k in order]
+            else:
+                items.sort(key=lambda it: -len(it.ids))
             for item, result in self.batches.run(items, self._generate_batch, force):
                 yield item.index, Response(error=result.message) if isinstance(result, Failed) else result
         if rows:
@@ -393,32 +416,35 @@ class HFModel(StreamingModel):
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_ids or None,
             bos_token_id=self._gen_config_value("bos_token_id"),
-            stop_strings=list(s.stop) or None,
+            stop_strings=[*s.stop, *s.stop_after] or None,
         )
         return cfg
 
     def _generate_batch(self, items: list[_Gen]) -> list[Response]:
         torch = self._torch
         s = items[0].settings
-        ids, mask = self._pad_left([it.ids for it in items])
+        seqs = [it.ids for it in items]
         if s.temperature > 0 and s.seed is not None:
             torch.manual_seed(s.seed)
-        kwargs: dict[str, Any] = {}
-        if s.stop:
+        kwargs: dict[str, Any] = {"generation_config": self.generation_config(s)}
+        if s.stop or s.stop_after:
             kwargs["tokenizer"] = self.tokenizer
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=self.generation_config(s), **kwargs)
-        new = out[:, ids.shape[1] :].tolist()
-        eos = set(self.eos_ids)
-        responses = []
-        for item, tokens in zip(items, new, strict=True):
-            cut = next((k for k, t in enumerate(tokens) if t in eos), None)
-            kept = tokens[:cut] if cut is not None else tokens
-            used = cut + 1 if cut is not None else len(tokens)
-            text = self.tokenizer.decode(kept, skip_special_tokens=True)
-            text = truncate_at_stop(text, s.stop)
-            responses.append(Response(text=text, usage={"prompt_tokens": len(item.ids), "completion_tokens": used}))
-        return responses
+        if self.probe is not None and self.batches.grow is not None:
+            self.probe.before(len(items), max(len(q) for q in seqs), s.max_new_tokens)
+        sharing = plan(seqs) if self.prefix_cache and len(items) > 1 else None
+        if sharing is not None:
+            out, width = PrefixRunner(torch, self.model, self.pad_id).generate(seqs, sharing, **kwargs)
+            self.shared_prefix_tokens += sharing.plain_cost - sharing.cost
+        else:
+            ids, mask = self._pad_left(seqs)
+            width = ids.shape[1]
+            with torch.inference_mode():
+                out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        if self.probe is not None:
+            self.probe.after(out.shape[1] - width)
+        rows = decode_rows(self.tokenizer, out[:, width:].tolist(), s, eos=set(self.eos_ids), pad_id=self.pad_id)
+        return [Response(text=text, usage={"prompt_tokens": len(item.ids), "completion_tokens": used})
+                for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
         """Summed log-probabilities of each row's continuation, left-padded like generation.
@@ -448,12 +474,6 @@ class HFModel(StreamingModel):
     def close(self) -> None:
         self.model = None
         self._free_memory()
-
-
-def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
-    """Cut at the earliest stop string, excluded (OpenAI semantics)."""
-    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return text[: min(cuts)] if cuts else text
 
 
 def make(spec: str) -> HFModel:

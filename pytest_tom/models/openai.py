@@ -66,7 +66,7 @@ from pytest_tom.models._api import (
     snippet,
 )
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec
+from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import Request, Response
 
@@ -365,6 +365,10 @@ class OpenAIModel(StreamingModel):
         resp = raw.parse()
         text = answer_text(resp, endpoint=self.endpoint, content_type=raw.headers.get("content-type", ""),
                            max_tokens=request.settings.max_new_tokens, source=self.base_url)
+        if request.settings.stop_after and text is not None:
+            # The API cannot keep a stop string in the answer, so answer-contract stops are not sent:
+            # the answer is cut here, to the text the other backends return (no tokens saved).
+            text = cut_at_stops(text, (), request.settings.stop_after)
         fp = getattr(resp, "system_fingerprint", None)
         if fp:
             with self._lock:

@@ -29,7 +29,16 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
+from pytest_tom.models._common import (
+    Option,
+    Spec,
+    cut_at_stops,
+    loglikelihood_response,
+    parse_spec,
+    require_existing,
+    too_long,
+)
+from pytest_tom.models._prefix import sharing_order
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -57,6 +66,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("trust_remote_code", kind="bool", default=False),
     Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
     Option("system", default="auto", choices=SYSTEM_MODES, help="auto, fold or keep (see hf:)"),
+    Option("prefix_caching", kind="bool", default=True,
+           help="vLLM's automatic prefix caching, with requests ordered so shared prefixes run together"),
     Option("batch_size", kind="int", default=256, help="prompts per llm.generate call (the resume granularity)"),
     Option("fingerprint", default="sampled", choices=("sampled", "full")),
 )
@@ -88,8 +99,11 @@ def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
         "top_p": float(settings.top_p) if settings.temperature > 0 else 1.0,
         "skip_special_tokens": True,
     }
-    if settings.stop:
-        kw["stop"] = list(settings.stop)
+    if settings.stop or settings.stop_after:
+        kw["stop"] = [*settings.stop, *settings.stop_after]
+    if settings.stop_after:
+        # Answer-contract stops stay in the answer; `run_items` then cuts the excluded ones itself.
+        kw["include_stop_str_in_output"] = True
     if settings.seed is not None:
         kw["seed"] = int(settings.seed)
     return kw
@@ -108,7 +122,8 @@ def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict
     for it, out in zip(items, outputs, strict=False):  # a count mismatch is reported below
         if it["kind"] == "generate":
             comp = out.outputs[0]
-            results.append({"text": comp.text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
+            text = cut_at_stops(comp.text, *it["cut"]) if it.get("cut") else comp.text
+            results.append({"text": text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
             continue
         ids, n_ctx = it["ids"], it["n_ctx"]
         plp = out.prompt_logprobs
@@ -206,6 +221,8 @@ class VLLMModel(StreamingModel):
         for name in optional:
             if o[name] is not None:
                 kw[name] = o[name]
+        if o["prefix_caching"]:
+            kw["enable_prefix_caching"] = True
         return kw
 
     # -- identity --------------------------------------------------------------------------------
@@ -257,7 +274,10 @@ class VLLMModel(StreamingModel):
                     ids = list(self.chat.encode_prompt(r.messages))
                     if limit and len(ids) + r.settings.max_new_tokens > limit:
                         raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
-                    items.append((i, -1, {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}))
+                    item: dict[str, Any] = {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}
+                    if r.settings.stop_after:
+                        item["cut"] = (list(r.settings.stop), list(r.settings.stop_after))
+                    items.append((i, -1, item))
                 elif r.kind == "loglikelihood":
                     ctx, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
                     for k, cont in enumerate(conts):
@@ -278,6 +298,13 @@ class VLLMModel(StreamingModel):
         for i, _, _ in items:
             expected[i] = expected.get(i, 0) + 1
         partial: dict[int, dict[int, Any]] = {}
+        if self.options["prefix_caching"]:
+            # Prompts that share a prefix go out together, so the cached blocks are hit before eviction.
+            order = sharing_order([it["ids"] for _, _, it in items])
+            items = [items[k] for k in order]
+        else:
+            # Longest first, so a too-small KV cache shows up at once; vLLM batches inside each call.
+            items = sorted(items, key=lambda x: -len(x[2]["ids"]))
         engine = self._get_engine()
         for chunk, results in engine.run(items, max(1, self.batch_size)):
             for (i, k, item), result in zip(chunk, results, strict=False):
@@ -324,8 +351,7 @@ class _LocalEngine:
         self.llm = vllm.LLM(**llm_kwargs)
 
     def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
-        # Longest first, so a too-small KV cache shows up at once; vLLM batches inside each call.
-        order = sorted(items, key=lambda x: -len(x[2]["ids"]))
+        order = items  # in the order `stream` chose
         for start in range(0, len(order), max(1, chunk_size)):
             chunk = order[start : start + chunk_size]
             try:
@@ -364,7 +390,7 @@ class _DataParallelEngine:
     def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
         from multiprocessing.connection import wait
 
-        order = sorted(items, key=lambda x: -len(x[2]["ids"]))
+        order = items  # in the order `stream` chose
         chunks = [order[s : s + chunk_size] for s in range(0, len(order), max(1, chunk_size))]
         pending = list(reversed(chunks))
         busy: dict[Any, list[Any]] = {}

@@ -34,6 +34,20 @@ def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
     return labels[0], False
 
 
+def bracketed_stops(mode: str, labels: str = "ABCD") -> tuple[str, ...]:
+    """Answer-contract stops for `bracketed_label`: strings after which no continuation changes its reading.
+
+    `official` and `lenient` try ``[[X]]`` for each label in label order before
+    anything else, so a text containing ``[[A]]`` (the first label) reads A
+    whatever follows. No other string settles it: after ``[[B]]`` a later
+    ``[[A]]`` still wins, after ``[A]`` a later ``[[B]]`` does, and the last-capital
+    fallback reads the end of the text. `strict` takes the last ``[[X]]``, which
+    any continuation can change, so it has none. (Upstream's rule is priority by
+    label, not "the first match": stopping at the first ``[[X]]`` would be unsafe.)
+    """
+    return (f"[[{labels[0]}]]",) if mode in ("official", "lenient") else ()
+
+
 def bracketed_label(text: str | None, mode: str, n_options: int, labels: str = "ABCD") -> str | None:
     """The displayed label a response chose, or None when it cannot be read.
 

@@ -21,7 +21,8 @@ GENERATE_CALLS: list[int] = []
 FAIL_ON_LENGTH: set[int] = set()
 """Prompt lengths whose generate call raises (to test error handling)."""
 
-_FIELDS = {"n", "max_tokens", "temperature", "top_p", "seed", "stop", "skip_special_tokens", "prompt_logprobs", "detokenize"}
+_FIELDS = {"n", "max_tokens", "temperature", "top_p", "seed", "stop", "skip_special_tokens", "prompt_logprobs", "detokenize",
+           "include_stop_str_in_output"}
 
 
 class SamplingParams:

@@ -146,6 +146,7 @@ class TestGeneration:
             return original(items)
 
         monkeypatch.setattr(tiny_model, "_generate_batch", spy)
+        monkeypatch.setattr(tiny_model, "prefix_cache", False)  # the plain path; prefix reuse orders by sharing
         tiny_model.batch_size = 4
         shuffled = [PROMPTS[i] for i in (3, 0, 8, 5, 1, 7, 2, 6, 4)]
         out = tiny_model.generate([req(p) for p in shuffled])

@@ -62,8 +62,9 @@ def test_uri_options_become_llm_arguments(tiny: Path) -> None:
         f"vllm:{tiny}?tensor_parallel_size=2&dtype=bfloat16&max_model_len=4096&gpu_memory_utilization=0.8&enforce_eager=true")
     assert m.llm_kwargs() == {
         "model": str(tiny), "tensor_parallel_size": 2, "dtype": "bfloat16", "seed": 0, "trust_remote_code": False,
-        "max_model_len": 4096, "gpu_memory_utilization": 0.8, "enforce_eager": True,
+        "max_model_len": 4096, "gpu_memory_utilization": 0.8, "enforce_eager": True, "enable_prefix_caching": True,
     }
+    assert "enable_prefix_caching" not in make_model(f"vllm:{tiny}?prefix_caching=false").llm_kwargs()
     assert not fake_vllm.CONSTRUCTED, "the engine starts on first use, not when the URI is parsed"
     with pytest.raises(TomConfigError, match="unknown option 'tp'"):
         make_model(f"vllm:{tiny}?tp=2")
@@ -78,6 +79,10 @@ def test_settings_to_sampling_params() -> None:
         "n": 1, "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "skip_special_tokens": True, "stop": ["\n"], "seed": 5,
     }
     fake_vllm.SamplingParams(**sampled)
+    # Answer-contract stops are sent as stops kept in the output; the excluded ones are cut afterwards.
+    kept = sampling_kwargs(GenerationSettings(max_new_tokens=8, stop=("\n",), stop_after=("[[A]]",)))
+    assert kept["stop"] == ["\n", "[[A]]"] and kept["include_stop_str_in_output"] is True
+    fake_vllm.SamplingParams(**kept)
     fake_vllm.SamplingParams(**LOGLIK_KWARGS)
 
 

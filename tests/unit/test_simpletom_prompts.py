@@ -179,12 +179,13 @@ def test_every_setting_changes_the_cache_key_of_what_it_changes() -> None:
 
 def test_the_options_are_the_benchmark_settings() -> None:
     names = [o.name for o in OPTIONS]
-    assert names == ["intervention", "persona", "layout", "max_new_tokens"]
+    assert names == ["intervention", "persona", "layout", "max_new_tokens", "stop_at_answer"]
     by = {o.name: o for o in OPTIONS}
     assert by["intervention"].choices == ("none", "reminder", "system_generic", "system_tom", "cot", "cot_tom",
                                           "cot_tom_reminder")
     assert by["persona"].choices == ("none", "lawyer", "worker", "atheist", "psychology_student", "psychologist")
-    assert all(o.default == config_from({}).__getattribute__(o.name).__str__() for o in OPTIONS)
+    assert all(o.default == config_from({}).__getattribute__(o.name).__str__() for o in OPTIONS[:-1])
+    assert config_from({}).stop_at_answer is True and by["stop_at_answer"].default == "true"
 
 
 @pytest.mark.parametrize(("settings", "message"), [

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import BenchmarkOption
+from pytest_tom.evals.base import BenchmarkOption, stop_at_answer_option
+from pytest_tom.fetch import parse_flag
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Choice
 
@@ -125,7 +126,19 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
         "as the reference code.",
         kind=int,
     ),
+    stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '
+                          "(chain-of-thought answers, read after the last \"the answer is\", never stop)"),
 )
+DIRECT_STOPS = ("(A)",)
+"""Answer-contract stops of a direct answer.
+
+`parse_answer(text, cot=False)` first removes every "answer" (optional colon),
+which can neither create nor break a "(A)" (the three characters hold no part of
+"answer"), then returns the first label of A-D whose "(X)" occurs: a text with
+"(A)" reads A whatever follows. After "(B)" a later "(A)" would still win, and
+the fallbacks count labels over the whole text, so nothing else settles it. The
+mental-state reminder shows a readable answer as "(A)", so it is unchanged too.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +149,7 @@ class PromptConfig:
     persona: str = "none"
     layout: str = "paper"
     max_new_tokens: int = 0
+    stop_at_answer: bool = True
 
     @property
     def reminder(self) -> bool:
@@ -187,7 +201,9 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
         raise TomConfigError(f"simpletom setting max_new_tokens={settings.get('max_new_tokens')!r}: expected int") from exc
     if tokens < 0:
         raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
-    return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens)
+    stop = parse_flag("simpletom", "stop_at_answer", settings.get("stop_at_answer", "true"))
+    return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens,
+                        stop_at_answer=stop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +261,8 @@ def build_request(
     cot = config.cot(question_type) is not None
     return Request(
         messages=build_messages(story, question, choices, config, question_type, reminder),
-        settings=GenerationSettings(max_new_tokens=config.budget(question_type), temperature=0.0),
+        settings=GenerationSettings(max_new_tokens=config.budget(question_type), temperature=0.0,
+                                    stop_after=DIRECT_STOPS if config.stop_at_answer and not cot else ()),
         answer_labels=tuple(c.label for c in choices),
         answer_format="Therefore, the answer is: ({})" if cot else "({})",
     )

@@ -93,6 +93,7 @@ class ToMATO(Benchmark[ToMATOExtra]):
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
+        self.settings["stop_at_answer"] = "true" if self.config.stop_at_answer else "false"
         self.partial = parse_flag(self.name, "partial", self.settings["partial"])
         self.settings["partial"] = "true" if self.partial else "false"
         self.settings["sha256"] = str(self.settings["sha256"] or "").strip()

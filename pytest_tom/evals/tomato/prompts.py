@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import BenchmarkOption
+from pytest_tom.evals.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
+from pytest_tom.fetch import parse_flag
 from pytest_tom.request import GenerationSettings, Message, Request
 
 SYSTEM = (
@@ -80,6 +81,8 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
     BenchmarkOption("max_new_tokens", "0",
                     f"Token budget per answer; 0 means {DIRECT_TOKENS} (the authors') or {COT_TOKENS} with cot.",
                     kind=int),
+    stop_at_answer_option("its first [A]-[D] (official extraction: also [,]): the first match settles the answer "
+                          "(last extraction never stops)"),
 )
 
 
@@ -98,6 +101,22 @@ class PromptConfig:
     top_p: float = 1.0
     seed: int = 42
     max_new_tokens: int = 0
+    stop_at_answer: bool = True
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        """Answer-contract stops of the extraction: its first match settles the answer.
+
+        `first` and `official` read the first match of a three-character
+        pattern (``[A]``-``[D]``; `official` also ``[,]``). A match in a text
+        stays the first match of every extension: an earlier one would end before
+        it, inside the text, and would have been found. So generation may stop as
+        soon as one is complete. `last` reads the last match: no stop.
+        """
+        if not self.stop_at_answer or self.extraction == "last":
+            return ()
+        letters = tuple(f"[{x}]" for x in LETTERS)
+        return (*letters, "[,]") if self.extraction == "official" else letters
 
     @property
     def budget(self) -> int:
@@ -106,7 +125,8 @@ class PromptConfig:
     def settings(self, run: int) -> GenerationSettings:
         """Decoding of run `run` (0-based): a seed per run whenever sampling, so runs are distinct cache entries."""
         seed = self.seed + run if self.temperature > 0 else None
-        return GenerationSettings(max_new_tokens=self.budget, temperature=self.temperature, top_p=self.top_p, seed=seed)
+        return GenerationSettings(max_new_tokens=self.budget, temperature=self.temperature, top_p=self.top_p, seed=seed,
+                                  stop_after=self.stops)
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
@@ -116,6 +136,7 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
         cot_placement=settings["cot_placement"], extraction=settings["extraction"], scoring=settings["scoring"],
         runs=int(settings["runs"]), temperature=float(settings["temperature"]), top_p=float(settings["top_p"]),
         seed=int(settings["seed"]), max_new_tokens=int(settings["max_new_tokens"]),
+        stop_at_answer=parse_flag("tomato", "stop_at_answer", settings.get("stop_at_answer", "true")),
     )
     if c.runs < 1:
         raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")

@@ -25,7 +25,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program, slug
+from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,
@@ -79,6 +79,7 @@ class ToMBench(Benchmark[ToMBenchExtra]):
             "ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the continuation's UTF-8 length).",
             choices=("none", "bytes"),
         ),
+        stop_at_answer_option("[[A]]: upstream reads [[A]] before any other answer (strict extraction never stops)"),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
         BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
         BenchmarkOption(
@@ -119,8 +120,10 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         self.settings["partial"] = "true" if self.partial else "false"
         self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
         release.parse_setting(self.settings["sha256"])  # a 'name=sha256' list fails here; a manifest is read by load()
+        stop = parse_flag(self.name, "stop_at_answer", self.settings["stop_at_answer"])
+        self.settings["stop_at_answer"] = "true" if stop else "false"
         s = self.settings
-        self.config = Config(
+        self.config = Config(stop_at_answer=stop,
             prompt=s["prompt"], tries=s["tries"], permutations=s["permutations"], shuffle_seed=s["shuffle_seed"],
             extraction=s["extraction"], scoring=s["scoring"], ll_target=s["ll_target"], ll_normalise=s["ll_normalise"],
             max_new_tokens=s["max_new_tokens"],

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pytest_tom.evals.tombench.data import LETTERS, ToMBenchSample
 from pytest_tom.request import GenerationSettings, Message, Request
+from pytest_tom.scoring.choice import bracketed_stops
 
 # Official prompts, byte-for-byte from the ToMBench repository's prompts.py (typo "serveral" kept).
 SYSTEM_ZH = '下面给你提供一段故事，一个问题和若干答案选项，请你根据故事内容和给定的问题，按照常理推测，选择一个最可能的答案选项，并输出答案序号。\n注意：\n（1）请只输出最可能的答案序号，格式为：[[答案序号]]，例如，最可能的答案选项为“A. 手提包”，则输出“[[A]]”；\n（2）请必须从给定的答案选项“A、B、C、D”中选择一个做为最可能的答案作为输出，无论故事中是否提供足够的信息，如果你认为故事里没有足够的信息选出答案，请随机输出“[[A]]”，“[[B]]”，“[[C]]”，“[[D]]”其中之一；\n（3）请只输出在给定的信息下最可能的答案序号，不要输出其他内容。'  # noqa: E501
@@ -42,6 +43,12 @@ class Config:
     ll_target: str = "letter"
     ll_normalise: str = "none"
     max_new_tokens: int = 0
+    stop_at_answer: bool = True
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        """Answer-contract stops of the extraction (`bracketed_stops`), when stopping there is on."""
+        return bracketed_stops(self.extraction, LETTERS) if self.stop_at_answer else ()
 
     @property
     def budget(self) -> int:
@@ -91,7 +98,7 @@ def tries(sample: ToMBenchSample, config: Config, kind: str = "generate") -> lis
     """The requests of every try, generation or log-likelihood, in try order."""
     system = SYSTEM_PROMPTS[(sample.extra.language, config.prompt)]
     n = len(sample.choices)
-    settings = GenerationSettings(max_new_tokens=config.budget, temperature=0.0)
+    settings = GenerationSettings(max_new_tokens=config.budget, temperature=0.0, stop_after=config.stops)
     out = []
     for trial in range(config.tries):
         order = permutation(n, config.shuffle_seed, item_key(sample), trial, config.permutations)

@@ -1,0 +1,204 @@
+"""Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
+
+Benchmark prompts share long prefixes: every ToMBench prompt of a language starts
+with the same system prompt, the questions of a story share the story, and the
+shuffled tries of a question share everything up to the options. A plain batch
+recomputes all of it for every row. Here a batch is planned in up to three levels:
+
+1. the prefix every row of the batch shares (computed once, one row);
+2. each group's own prefix beyond it (one row per group: a story, a question);
+3. each row's own suffix, from which `model.generate` continues.
+
+Each level runs on the cache of the level before, expanded to its rows
+(`DynamicCache.batch_select_indices`-style indexing, done on the layer tensors).
+Rows of different lengths are padded *inside* the sequence, before each level's
+segment, with the attention mask zero there and position ids counted from the
+mask, so every real token sees exactly the tokens and positions it would see
+unpadded: greedy outputs equal the plain path's (tested on tiny random models).
+
+The planner is pure (token ids in, a plan out) and is tested on its own; it keeps
+the plain path whenever sharing would not save computed positions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MIN_SHARED = 16
+"""A prefix shorter than this is not worth an extra forward pass."""
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How one batch is computed: a shared base, group prefixes, row suffixes (all lengths in tokens)."""
+
+    base: int
+    """Tokens every row shares, computed once (0: no base level)."""
+    groups: tuple[tuple[int, tuple[int, ...]], ...]
+    """(prefix length, row indices) per group; prefix length >= base and < every member's length."""
+    cost: int
+    """Positions computed (padding included): what the planner minimises."""
+    plain_cost: int
+
+
+def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
+    """An order that puts rows sharing long prefixes next to each other, longest clusters first.
+
+    Lexicographic order of the token ids makes rows with a common prefix
+    adjacent; a cluster is a run of rows that share at least half their tokens
+    with the previous row (a question's tries, a story's questions). Clusters are
+    ordered by their longest row, longest first, so batches keep similar lengths
+    (less padding) and the first batch is the one most likely to run out of memory.
+    """
+    lex = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
+    clusters: list[list[int]] = []
+    for i in lex:
+        if clusters:
+            prev = clusters[-1][-1]
+            shared = common_prefix(seqs[prev], seqs[i])
+            if shared >= MIN_SHARED and 2 * shared >= min(len(seqs[prev]), len(seqs[i])):
+                clusters[-1].append(i)
+                continue
+        clusters.append([i])
+    clusters.sort(key=lambda c: -max(len(seqs[i]) for i in c))
+    return [i for c in clusters for i in c]
+
+
+def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
+    """The cheapest sharing plan for a batch whose rows are in `sharing_order`, or None when plain is as cheap.
+
+    Groups are runs of adjacent rows whose common prefix is at least a threshold;
+    every threshold that occurs between neighbours is tried and the one computing
+    the fewest positions wins (a prefix counted once per group, a suffix once per
+    row, each level padded to its longest segment).
+    """
+    n = len(seqs)
+    width = max((len(s) for s in seqs), default=0)
+    plain_cost = n * width
+    if n < 2 or width < 2:
+        return None
+    lens = [len(s) for s in seqs]
+    adjacent = [common_prefix(seqs[i], seqs[i + 1]) for i in range(n - 1)]
+    base = min(min(adjacent), min(lens) - 1)
+    base = base if base >= MIN_SHARED else 0
+    best: Plan | None = None
+    for threshold in sorted(set(adjacent) | {10**9}):
+        groups: list[tuple[int, tuple[int, ...]]] = []
+        start = 0
+        for i in range(n):
+            if i == n - 1 or adjacent[i] < threshold:
+                members = tuple(range(start, i + 1))
+                shared = min((adjacent[k] for k in range(start, i)), default=lens[i])
+                prefix = min(shared, min(lens[k] for k in members) - 1)
+                groups.append((max(prefix, base), members))
+                start = i + 1
+        if base == 0 and any(p == 0 for p, _ in groups):
+            continue  # a group with nothing to compute before its suffixes: not a plan
+        level2 = max(p for p, _ in groups) - base
+        level3 = max(lens[k] - p for p, members in groups for k in members)
+        cost = base + (len(groups) * level2 if level2 > 0 else 0) + n * level3
+        if best is None or cost < best.cost:
+            best = Plan(base, tuple(groups), cost, plain_cost)
+    if best is None or best.cost >= plain_cost:
+        return None
+    return best
+
+
+class PrefixRunner:
+    """Runs a `Plan` on a causal LM: the prefix levels by forward passes, the last by `model.generate`."""
+
+    def __init__(self, torch: Any, model: Any, pad_id: int) -> None:
+        self.torch = torch
+        self.model = model
+        self.pad_id = pad_id
+
+    def _segment(self, parts: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+        """Left-padded ids and mask of one level's segments (one row per part)."""
+        torch = self.torch
+        width = max(len(p) for p in parts)
+        ids = torch.full((len(parts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(parts), width), dtype=torch.long)
+        for r, p in enumerate(parts):
+            if p:
+                ids[r, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
+                mask[r, width - len(p) :] = 1
+        return ids, mask
+
+    def _extend(self, cache: Any, ids: Any, mask: Any, full_mask: Any) -> Any:
+        """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""
+        torch = self.torch
+        positions = (full_mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
+        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions,
+                              "use_cache": True}
+        if cache is not None:
+            kw["past_key_values"] = cache
+        with torch.inference_mode():
+            try:
+                out = self.model(**kw, logits_to_keep=1)
+            except TypeError:  # models without logits_to_keep
+                out = self.model(**kw)
+        return out.past_key_values
+
+    def _select(self, cache: Any, rows: Sequence[int]) -> Any:
+        """The cache expanded or reordered to `rows` (indices into its batch)."""
+        index = self.torch.tensor(list(rows), dtype=self.torch.long, device=self._device)
+        if hasattr(cache, "reorder_cache"):
+            cache.reorder_cache(index)
+            return cache
+        raise TypeError(f"cannot reuse a prefix with a {type(cache).__name__} cache")
+
+    @property
+    def _device(self) -> Any:
+        return self.model.get_input_embeddings().weight.device
+
+    def generate(self, seqs: Sequence[Sequence[int]], p: Plan, **generate_kwargs: Any) -> tuple[Any, int]:
+        """`model.generate` over the rows of `seqs` following `p`; returns (output ids, prompt width)."""
+        torch = self.torch
+        device = self._device
+        group_of = {k: g for g, (_, members) in enumerate(p.groups) for k in members}
+        cols_ids: list[Any] = []
+        cols_mask: list[Any] = []
+        cache = None
+        if p.base:
+            ids = torch.tensor([list(seqs[0][: p.base])], dtype=torch.long, device=device)
+            mask = torch.ones_like(ids)
+            cache = self._extend(None, ids, mask, mask)
+            cols_ids.append(ids)
+            cols_mask.append(mask)
+        level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
+        if any(level2):
+            ids, mask = (t.to(device) for t in self._segment(level2))
+            if cache is not None:
+                cache = self._select(cache, [0] * len(p.groups))
+                cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
+                cols_mask = [c.expand(len(p.groups), -1) for c in cols_mask]
+            full_mask = torch.cat([*cols_mask, mask], dim=1)
+            cache = self._extend(cache, ids, mask, full_mask)
+            cols_ids.append(ids)
+            cols_mask.append(mask)
+            rows = [group_of[k] for k in range(len(seqs))]
+        else:  # only the base level is shared
+            rows = [0] * len(seqs)
+        assert cache is not None, "a plan shares at least one level"
+        cache = self._select(cache, rows)
+        index = torch.tensor(rows, dtype=torch.long, device=device)
+        cols_ids = [c.index_select(0, index) for c in cols_ids]
+        cols_mask = [c.index_select(0, index) for c in cols_mask]
+        suffixes = [seqs[k][p.groups[group_of[k]][0] :] for k in range(len(seqs))]
+        ids, mask = (t.to(device) for t in self._segment(suffixes))
+        full_ids = torch.cat([*cols_ids, ids], dim=1)
+        full_mask = torch.cat([*cols_mask, mask], dim=1)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=full_ids, attention_mask=full_mask, past_key_values=cache,
+                                      **generate_kwargs)
+        return out, full_ids.shape[1]
