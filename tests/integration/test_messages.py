@@ -260,7 +260,9 @@ tombench_quick = pytest_tom.suite("tombench", data_dir=DATA, languages="en", tri
 
 def test_failure_headers_name_the_suite_and_one_try_is_no_vote(pytester: pytest.Pytester, fixtures_dir: Path) -> None:
     pytester.makepyfile(test_tom=TWO_SUITES.format(data=str(fixtures_dir)))
-    result = pytester.runpytest("--tom-model=random", "--tom-no-cache", "--tom-progress=off", "-p", "no:cacheprovider",
+    # random:1 answers this question wrongly in both suites (the draw hashes each request's key: if the keys of
+    # ToMBench's requests change, pick another seed that fails both)
+    result = pytester.runpytest("--tom-model=random:1", "--tom-no-cache", "--tom-progress=off", "-p", "no:cacheprovider",
                                 "-k", "false_belief_task-0004", "--tom-detail=full")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines([
