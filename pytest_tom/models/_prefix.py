@@ -114,6 +114,19 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
     return best
 
 
+
+def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """Token ids left-padded to one width, and their attention mask: the layout batched generation continues from."""
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, s in enumerate(seqs):
+        if s:
+            ids[row, width - len(s) :] = torch.tensor(list(s), dtype=torch.long)
+            mask[row, width - len(s) :] = 1
+    return ids, mask
+
+
 class PrefixRunner:
     """Runs a `Plan` on a causal LM: the prefix levels by forward passes, the last by `model.generate`."""
 
@@ -124,15 +137,7 @@ class PrefixRunner:
 
     def _segment(self, parts: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Left-padded ids and mask of one level's segments (one row per part)."""
-        torch = self.torch
-        width = max(len(p) for p in parts)
-        ids = torch.full((len(parts), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(parts), width), dtype=torch.long)
-        for r, p in enumerate(parts):
-            if p:
-                ids[r, width - len(p) :] = torch.tensor(list(p), dtype=torch.long)
-                mask[r, width - len(p) :] = 1
-        return ids, mask
+        return pad_left(self.torch, parts, self.pad_id)
 
     def _extend(self, cache: Any, ids: Any, mask: Any, full_mask: Any) -> Any:
         """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""

@@ -38,7 +38,7 @@ from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
 from pytest_tom.models._decode import decode_rows
 from pytest_tom.models._gguf import resolve_checkpoint
-from pytest_tom.models._prefix import PrefixRunner, plan, sharing_order
+from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -371,14 +371,7 @@ class HFModel(StreamingModel):
             torch.cuda.empty_cache()
 
     def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
-        torch = self._torch
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for row, s in enumerate(seqs):
-            if s:
-                ids[row, width - len(s) :] = torch.tensor(s, dtype=torch.long)
-                mask[row, width - len(s) :] = 1
+        ids, mask = pad_left(self._torch, seqs, self.pad_id)
         device = self._input_device
         return ids.to(device), mask.to(device)
 
