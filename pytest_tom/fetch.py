@@ -422,3 +422,30 @@ def parse_flag(benchmark: str, name: str, value: object) -> bool:
     if text in ("false", "0", "no", "off", ""):
         return False
     raise TomConfigError(f"{benchmark} setting {name}={value!r}: expected true or false")
+
+
+def cached_or_fetched(present: bool, check: Callable[[], None], fetch: Callable[[], None], *, download: bool) -> bool:
+    """Use the download cache if its copy still checks out, else fetch when allowed; False when neither applies.
+
+    A cached copy that fails its check is an error offline (it changed since it was verified)
+    and is fetched again with --tom-download, never used silently.
+    """
+    if present:
+        try:
+            check()
+            return True
+        except TomDataError:
+            if not download:
+                raise
+    if download:
+        fetch()
+        return True
+    return False
+
+
+def release_flags(benchmark: str, settings: dict[str, object]) -> bool:
+    """Normalise a release's `partial` and `sha256` settings in place (the report records them); returns partial."""
+    partial = parse_flag(benchmark, "partial", settings["partial"])
+    settings["partial"] = "true" if partial else "false"
+    settings["sha256"] = str(settings["sha256"] or "").strip()
+    return partial

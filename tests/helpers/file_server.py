@@ -8,7 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Server:
-    """Serves `files` by path; `/trickle` sends one byte every 5 ms; counts every request."""
+    """Serves `files` by URL path relative to the server's root ("data/a.json"); "trickle" sends one byte every 5 ms.
+
+    Keys and the recorded `requests` carry no leading slash: they are paths under `url`, not places on a disk.
+    """
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
@@ -20,8 +23,9 @@ class Server:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                outer.requests.append(self.path)
-                if self.path.startswith("/trickle"):
+                path = self.path.lstrip("/")
+                outer.requests.append(path)
+                if path.startswith("trickle"):
                     self.send_response(200)
                     self.send_header("Content-Length", "1000")
                     self.end_headers()
@@ -33,7 +37,7 @@ class Server:
                     except OSError:
                         return  # the client gave up, as it should
                     return
-                body = outer.files.get(self.path)
+                body = outer.files.get(path)
                 if body is None:
                     self.send_error(404)
                     return

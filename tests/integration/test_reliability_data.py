@@ -280,7 +280,7 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
 ) -> None:
     files = {p.name: p.read_bytes() for p in (FIXTURES / "tombench" / "data").glob("*.jsonl")}
     for name, body in files.items():
-        server.files["/mirror/data/" + name.replace(" ", "%20")] = body
+        server.files["mirror/data/" + name.replace(" ", "%20")] = body
     manifest = tmp_path / "SHA256SUMS"
     manifest.write_text("".join(f"{sha(body)}  data/{name}\n" for name, body in files.items()), encoding="utf-8")
     args = ["--tom-benchmark=tombench", f"--tom-data-dir={empty_dir(tmp_path)}", f"--tom-cache-dir={tmp_path / 'cache'}",
@@ -301,7 +301,7 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
     # --tom-download fetches the damaged file again (one request), the others are kept
     again = pytester.runpytest(*args, "--tom-download")
     assert asked(again) == 21 and calls() == 42
-    assert server.requests[5:] == ["/mirror/data/False%20Belief%20Task.jsonl"]
+    assert server.requests[5:] == ["mirror/data/False%20Belief%20Task.jsonl"]
     # a checksum list on the command line works too, and a wrong one is refused before anything is used
     wrong = ",".join(f"{name}={'0' * 64 if name == FBT else sha(body)}" for name, body in files.items())
     refused = pytester.runpytest(*[a for a in args if not a.startswith("--tom-tombench-sha256")], f"--tom-tombench-sha256={wrong}",
@@ -334,7 +334,7 @@ def test_a_fantom_mirror_with_its_own_checksum_then_a_damaged_cache(
     pytester: pytest.Pytester, server: Server, tmp_path: Path, calls: Callable[[], int]
 ) -> None:
     archive = tar_gz({"fantom/fantom_v1.json": (FIXTURES / "fantom" / "fantom_v1.json").read_bytes()})
-    server.files["/fantom.tar.gz"] = archive
+    server.files["fantom.tar.gz"] = archive
     args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", f"--tom-cache-dir={tmp_path / 'cache'}",
             "--tom-fantom-embedder=none", f"--tom-fantom-source-url={server.url}/fantom.tar.gz", "-m", "choice", *RUN]
     refused = pytester.runpytest(*args, "--tom-download")  # the pinned official checksum guards the mirror
@@ -352,7 +352,7 @@ def test_a_fantom_mirror_with_its_own_checksum_then_a_damaged_cache(
     assert damaged.ret == pytest.ExitCode.INTERRUPTED and calls() == 11 and len(server.requests) == 2
     again = pytester.runpytest(*args, "--tom-download")
     assert asked(again) == 11 and calls() == 22
-    assert server.requests == ["/fantom.tar.gz"] * 3
+    assert server.requests == ["fantom.tar.gz"] * 3
 
 
 @pytest.fixture
@@ -370,7 +370,7 @@ def test_a_trickling_server_hits_the_download_deadline(
                                 f"--tom-fantom-source-url={server.url}/trickle", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([f"pytest-tom: file *fantom_v1.json: download of {server.url}/trickle took longer than its "
                                  "deadline of 0.05 s (* bytes received): the server is stalled or too slow*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and server.requests == ["/trickle"]
+    assert result.ret == pytest.ExitCode.INTERRUPTED and server.requests == ["trickle"]
     assert [p.name for p in (tmp_path / "cache" / "data" / "fantom").rglob("*") if p.is_file()] == []  # no partial file left
 
 
@@ -379,7 +379,7 @@ def test_an_oversized_download_and_an_archive_bomb_are_refused(
     pytester: pytest.Pytester, server: Server, tmp_path: Path, small_limits: fetch.Limits
 ) -> None:
     big = b"[" + b" " * 10_000 + b"]"
-    server.files["/big.json"] = big
+    server.files["big.json"] = big
     args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-fantom-embedder=none",
             f"--tom-cache-dir={tmp_path / 'cache'}", "--tom-download", "-p", "no:cacheprovider"]
     result = pytester.runpytest(*args, f"--tom-fantom-source-url={server.url}/big.json", f"--tom-fantom-sha256={sha(big)}")
@@ -387,7 +387,7 @@ def test_an_oversized_download_and_an_archive_bomb_are_refused(
     # 1 MiB of zeros compresses to about 1 KiB: under the download cap, far over the expansion cap
     bomb = tar_gz({"fantom/fantom_v1.json": b"\0" * (1 << 20)})
     assert len(bomb) < small_limits.max_bytes
-    server.files["/bomb.tar.gz"] = bomb
+    server.files["bomb.tar.gz"] = bomb
     result = pytester.runpytest(*args, f"--tom-fantom-source-url={server.url}/bomb.tar.gz", f"--tom-fantom-sha256={sha(bomb)}")
     result.stdout.fnmatch_lines(["*refusing to extract: the archive expands to more than 1.0 MiB, over the cap of 8192 bytes*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED

@@ -146,3 +146,11 @@ def test_bad_robustness_options_are_usage_errors(pytester: pytest.Pytester, call
                                 "--tom-simpletom-partial=true", "--tom-model=random", "--tom-robustness=rename", flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*pytest-tom: {message}"])
+
+
+def test_a_sample_keeps_the_robustness_items_of_its_questions_only(pytester: pytest.Pytester, calls: Path) -> None:
+    result = run(pytester, "always_a", "--tom-robustness=permute", "--tom-sample=4", "--collect-only", "-q")
+    questions = sorted(line.split("[", 1)[1].rstrip("]") for line in result.outlines if "::simpletom[" in line)
+    robust = sorted(line.split("[", 1)[1].removesuffix("-permute]") for line in result.outlines
+                    if "::simpletom_robustness[" in line)
+    assert len(questions) == 4 and robust == questions

@@ -199,7 +199,7 @@ def test_a_constant_answerer_fails_the_letter_balance_checks(pytester: pytest.Py
 
 def expected_nodeids(mark: str) -> set[str]:
     bench = SimpleToM({"partial": "true"})
-    samples = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("/nonexistent")))
+    samples = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("unused-cache")))
     ids = {f"simpletom::simpletom[{s.id}]" for s in samples if mark in s.marks}
     ids |= {f"simpletom::simpletom_{d.kind}[{d.id}]" for d in bench.derived(samples) if mark in d.marks}
     return ids
@@ -222,7 +222,7 @@ def test_the_real_release_collects_3441_items_and_1147_chains(pytester: pytest.P
     assert len(items) == 3441 and len(chains) == 1147
     assert len([line for line in lines if line.startswith("simpletom::simpletom_letter_balance[")]) == 3
     bench = SimpleToM()
-    samples = bench.load(DataSource(root=real_data_dir, download=False, cache_dir=Path("/nonexistent")))
+    samples = bench.load(DataSource(root=real_data_dir, download=False, cache_dir=Path("unused-cache")))
     marks = Counter(m for s in samples for m in s.marks)
     assert marks["simpletom"] == 3441
     assert marks["mental_state"] == marks["behavior"] == marks["judgment"] == 1147

@@ -165,7 +165,7 @@ def test_loglikelihood_scoring(pytester: pytest.Pytester) -> None:
 
 def expected_nodeids(mark: str, subset: str = "all") -> set[str]:
     bench = ToMATO({"partial": "true", "subset": subset})
-    samples = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("/nonexistent")))
+    samples = bench.load(DataSource(root=FIXTURES, download=False, cache_dir=Path("unused-cache")))
     ids = {f"tomato::tomato[{s.id}]" for s in samples if mark in s.marks}
     ids |= {f"tomato::tomato_{d.kind}[{d.id}]" for d in bench.derived(samples) if mark in d.marks}
     return ids

@@ -44,7 +44,7 @@ Fantom = Sample[FantomExtra]
 
 
 def source(root: Path | None = FIXTURE.parent.parent, **kw: Any) -> DataSource:
-    return DataSource(root=root, download=kw.get("download", False), cache_dir=kw.get("cache_dir", Path("/nonexistent")))
+    return DataSource(root=root, download=kw.get("download", False), cache_dir=kw.get("cache_dir", Path("unused-cache")))
 
 
 def loaded(**settings: Any) -> tuple[FANToM, list[Fantom]]:

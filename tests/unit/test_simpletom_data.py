@@ -199,7 +199,7 @@ def test_bad_checksum_settings_are_refused(value: str, message: str, tmp_path: P
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
     monkeypatch.setattr(release, "OFFICIAL_ROWS", SMALL_ROWS)  # the fixtures stand in for the pinned release
     s = Server()
-    s.files.update({f"/rev/{c}/test.jsonl": (FIXTURES / c / "test.jsonl").read_bytes() for c in CONFIGS})
+    s.files.update({f"rev/{c}/test.jsonl": (FIXTURES / c / "test.jsonl").read_bytes() for c in CONFIGS})
     s.url += "/rev/"
     yield s
     s.close()
@@ -227,8 +227,8 @@ def test_a_download_is_checked_recorded_and_reused_offline(server: Server, tmp_p
 
 
 def test_a_download_that_is_not_the_release_is_refused_and_not_recorded(server: Server, tmp_path: Path) -> None:
-    body = server.files["/rev/behavior-qa/test.jsonl"]
-    server.files["/rev/behavior-qa/test.jsonl"] = b"".join(body.splitlines(keepends=True)[:5])
+    body = server.files["rev/behavior-qa/test.jsonl"]
+    server.files["rev/behavior-qa/test.jsonl"] = b"".join(body.splitlines(keepends=True)[:5])
     cache = tmp_path / "cache"
     with pytest.raises(TomDataError, match=r"not the pinned SimpleToM release .*has 5 rows, not 10"):
         load(tmp_path / "empty", download=True, cache=cache, source_url=server.url)
@@ -250,7 +250,7 @@ def test_a_download_is_checked_against_given_checksums(server: Server, tmp_path:
 
 
 def test_a_missing_file_on_the_server_is_a_clear_error(server: Server, tmp_path: Path) -> None:
-    del server.files["/rev/story-data/test.jsonl"]
+    del server.files["rev/story-data/test.jsonl"]
     with pytest.raises(TomDataError, match=r"download of .*story-data/test.jsonl failed"):
         load(tmp_path / "empty", download=True, cache=tmp_path / "c", source_url=server.url)
 

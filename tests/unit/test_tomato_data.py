@@ -178,7 +178,7 @@ def test_download_checks_the_git_blob_id_and_rechecks_the_cache(tmp_path: Path, 
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     srv, url = server
     body = (DATASET / "tomato_first.json").read_bytes()
-    srv.files["/dataset/tomato_first.json"] = body
+    srv.files["dataset/tomato_first.json"] = body
     blob = rel.git_blob_id(DATASET / "tomato_first.json")
     monkeypatch.setitem(rel.OFFICIAL_GIT_BLOBS, "tomato_first.json", blob)  # type: ignore[index]
     source = DataSource(None, True, tmp_path / "cache")
@@ -191,7 +191,7 @@ def test_download_checks_the_git_blob_id_and_rechecks_the_cache(tmp_path: Path, 
     with pytest.raises(TomDataError, match="no longer matches the sha256 recorded"):
         rel.locate(DataSource(None, False, tmp_path / "cache"), "first", url, {})
     # a server with other bytes is refused: its blob id is not the pinned one
-    srv.files["/dataset/tomato_first.json"] = body + b"\n"
+    srv.files["dataset/tomato_first.json"] = body + b"\n"
     with pytest.raises(TomDataError, match="git blob id is"):
         rel.locate(DataSource(None, True, tmp_path / "cache2"), "first", url, {})
     assert not (tmp_path / "cache2" / "tomato" / rel.OFFICIAL_REVISION / "tomato_first.json").exists()

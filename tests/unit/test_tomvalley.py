@@ -293,8 +293,8 @@ def mirror() -> Any:
 
     server = Server()
     record = raw_release()["trial7002"]
-    server.files["/data/trial7002/story.json"] = json.dumps(record["stage"]).encode()
-    server.files["/data/trial7002/question_new.json"] = json.dumps(record["question"]).encode()
+    server.files["data/trial7002/story.json"] = json.dumps(record["stage"]).encode()
+    server.files["data/trial7002/question_new.json"] = json.dumps(record["question"]).encode()
     yield server
     server.close()
 

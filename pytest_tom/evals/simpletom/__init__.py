@@ -33,7 +33,7 @@ from pytest_tom.evals.simpletom.data import (
     severity_mark,
 )
 from pytest_tom.evals.simpletom.metrics import aggregate, metric_lines
-from pytest_tom.fetch import parse_flag, parse_pins
+from pytest_tom.fetch import parse_pins, release_flags
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
@@ -81,9 +81,7 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
         self.settings["stop_at_answer"] = "true" if self.config.stop_at_answer else "false"
-        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
-        self.settings["partial"] = "true" if self.partial else "false"
-        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        self.partial = release_flags(self.name, self.settings)
         if "=" in self.settings["sha256"]:
             parse_pins(self.settings["sha256"])  # a 'config=sha256' list fails here; a manifest is read by load()
 

@@ -34,7 +34,7 @@ from pytest_tom.evals.simpletom.data import (
     read_release,
     samples,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, parse_pins, read_pins, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, parse_pins, read_pins, sha256_file
 
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
@@ -84,15 +84,9 @@ def locate(source: DataSource, source_url: str, pins: Mapping[str, str] | None,
         if any(path_of(c, config).is_file() for config in CONFIGS):
             return c, False
     cached = source.cache_dir / "simpletom" / cache_key(pins)
-    if (cached / MANIFEST).is_file() or any(path_of(cached, c).exists() for c in CONFIGS):
-        try:
-            check_manifest(cached, pins)
-            return cached, True
-        except TomDataError:
-            if not source.download:
-                raise
-    if source.download:
-        download(source_url, cached, pins, limits=limits)
+    present = (cached / MANIFEST).is_file() or any(path_of(cached, c).exists() for c in CONFIGS)
+    if cached_or_fetched(present, lambda: check_manifest(cached, pins),
+                         lambda: download(source_url, cached, pins, limits=limits), download=source.download):
         return cached, True
     where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
     raise TomDataError(

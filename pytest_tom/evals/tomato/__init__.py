@@ -35,7 +35,7 @@ from pytest_tom.evals.tomato.data import (
     ToMATOSample,
 )
 from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
-from pytest_tom.fetch import parse_flag, parse_pins
+from pytest_tom.fetch import parse_pins, release_flags
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
@@ -94,9 +94,7 @@ class ToMATO(Benchmark[ToMATOExtra]):
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
         self.settings["stop_at_answer"] = "true" if self.config.stop_at_answer else "false"
-        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
-        self.settings["partial"] = "true" if self.partial else "false"
-        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        self.partial = release_flags(self.name, self.settings)
         self.pins = dict(OFFICIAL_SHA256)
         if self.settings["sha256"]:
             self.pins.update(parse_pins(self.settings["sha256"]))

@@ -31,7 +31,7 @@ from pytest_tom.evals.tomato.data import (
     expected_counts,
     read_file,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
@@ -68,15 +68,8 @@ def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, 
         if (folder / name).is_file():
             return folder / name, False
     cached = source.cache_dir / "tomato" / OFFICIAL_REVISION / name
-    if cached.exists():
-        try:
-            check_manifest(cached, pins)
-            return cached, True
-        except TomDataError:
-            if not source.download:
-                raise
-    if source.download:
-        download(source_url, cached, pins, limits=limits)
+    if cached_or_fetched(cached.exists(), lambda: check_manifest(cached, pins),
+                         lambda: download(source_url, cached, pins, limits=limits), download=source.download):
         return cached, True
     where = ", ".join(str(c) for c in candidates(source)) or "(no --tom-data-dir given)"
     present = sorted({p.name for c in candidates(source) for p in c.glob("tomato*.json")})

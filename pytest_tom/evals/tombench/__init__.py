@@ -39,7 +39,7 @@ from pytest_tom.evals.tombench.data import (
 )
 from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
 from pytest_tom.evals.tombench.prompts import Config
-from pytest_tom.fetch import parse_flag
+from pytest_tom.fetch import parse_flag, release_flags
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -116,9 +116,7 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         if self.settings["tries"] < 1:
             raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
         self.settings["languages"] = ",".join(self.languages)
-        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
-        self.settings["partial"] = "true" if self.partial else "false"
-        self.settings["sha256"] = str(self.settings["sha256"] or "").strip()
+        self.partial = release_flags(self.name, self.settings)
         release.parse_setting(self.settings["sha256"])  # a 'name=sha256' list fails here; a manifest is read by load()
         stop = parse_flag(self.name, "stop_at_answer", self.settings["stop_at_answer"])
         self.settings["stop_at_answer"] = "true" if stop else "false"

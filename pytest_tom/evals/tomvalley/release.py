@@ -28,7 +28,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.base import DataSource, read_json
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
 
 OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"
@@ -134,15 +134,8 @@ def locate(source: DataSource, label: str, wanted: Sequence[int], base_url: str,
         if c.is_dir() and (any(c.glob("*.json")) or any(c.rglob("trial*/story.json"))):
             return c
     cached = source.cache_dir / "tomvalley" / OFFICIAL_REVISION[:12] / _set_dir(label)
-    if (cached / MANIFEST).is_file():
-        try:
-            check_cached(cached)
-            return cached
-        except TomDataError:
-            if not source.download:
-                raise
-    if source.download:
-        download(base_url, cached, label, wanted, limits=limits)
+    if cached_or_fetched((cached / MANIFEST).is_file(), lambda: check_cached(cached),
+                         lambda: download(base_url, cached, label, wanted, limits=limits), download=source.download):
         return cached
     where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
     raise TomDataError(
