@@ -22,6 +22,7 @@ the plain path whenever sharing would not save computed positions.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -114,6 +115,28 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
     return best
 
 
+def cache_argument(model: Any) -> str:
+    """The keyword a model's forward pass and `generate` take a key/value cache by.
+
+    transformers 5.x renamed `past_key_values` to `cache` and warns on the old
+    name (a FutureWarning that would reach every user's output); 4.x knows only
+    `past_key_values`. The forward signature says which one this install has
+    (`inspect.signature` follows the deprecation decorator's `__wrapped__`).
+    """
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError, AttributeError):
+        return "past_key_values"
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def output_cache(out: Any) -> Any:
+    """The cache a forward pass returned: `out.cache` on transformers 5.x, `out.past_key_values` before."""
+    fields = out.keys() if hasattr(out, "keys") else ()
+    if "cache" in fields:
+        return out["cache"]
+    return out["past_key_values"] if "past_key_values" in fields else getattr(out, "past_key_values", None)
+
 
 def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
     """Token ids left-padded to one width, and their attention mask: the layout batched generation continues from."""
@@ -134,6 +157,7 @@ class PrefixRunner:
         self.torch = torch
         self.model = model
         self.pad_id = pad_id
+        self.cache_kw = cache_argument(model)
 
     def _segment(self, parts: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         """Left-padded ids and mask of one level's segments (one row per part)."""
@@ -146,13 +170,13 @@ class PrefixRunner:
         kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions,
                               "use_cache": True}
         if cache is not None:
-            kw["past_key_values"] = cache
+            kw[self.cache_kw] = cache
         with torch.inference_mode():
             try:
                 out = self.model(**kw, logits_to_keep=1)
             except TypeError:  # models without logits_to_keep
                 out = self.model(**kw)
-        return out.past_key_values
+        return output_cache(out)
 
     def _select(self, cache: Any, rows: Sequence[int]) -> Any:
         """The cache expanded or reordered to `rows` (indices into its batch)."""
@@ -204,6 +228,6 @@ class PrefixRunner:
         full_ids = torch.cat([*cols_ids, ids], dim=1)
         full_mask = torch.cat([*cols_mask, mask], dim=1)
         with torch.inference_mode():
-            out = self.model.generate(input_ids=full_ids, attention_mask=full_mask, past_key_values=cache,
+            out = self.model.generate(input_ids=full_ids, attention_mask=full_mask, **{self.cache_kw: cache},
                                       **generate_kwargs)
         return out, full_ids.shape[1]
