@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy  # noqa: F401 - see below
@@ -14,6 +15,25 @@ import scipy.special  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+
+from helpers.heartbeat import Heartbeat  # noqa: E402 - tests/ is on sys.path (rootdir conftest)
+
+_HEARTBEAT = Heartbeat()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _HEARTBEAT.open()  # pytest's capture is suspended here: stderr is the terminal (or CI's log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _HEARTBEAT.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    """Long tests (setup, call and teardown) say they are still running (see helpers/heartbeat.py)."""
+    with _HEARTBEAT.around(item.nodeid):
+        return (yield)
 
 
 @pytest.fixture

@@ -136,12 +136,14 @@ def convert(gguf: Path, out: Path) -> None:
     f32 = dtype_kwarg(transformers, torch.float32)
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **f32)
     config = loaded.config
-    for attr in ("quantization_config", "_name_or_path"):
-        if hasattr(config, attr):
-            try:
-                delattr(config, attr)
-            except AttributeError:
-                setattr(config, attr, None)
+    if hasattr(config, "quantization_config"):
+        try:
+            delattr(config, "quantization_config")
+        except AttributeError:
+            config.quantization_config = None
+    # Not the package's path (the folder must not depend on where the GGUF lies); "" rather than deleted, since
+    # transformers 4.x reads the attribute again when saving.
+    config._name_or_path = ""
     auto: Any = AutoModelForCausalLM  # from_config is untyped
     fresh = auto.from_config(config, **f32)
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)

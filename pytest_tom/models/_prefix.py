@@ -130,12 +130,33 @@ def cache_argument(model: Any) -> str:
     return "cache" if "cache" in params else "past_key_values"
 
 
+def takes_cache_objects(model: Any) -> bool:
+    """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one).
+
+    transformers before 4.47 marks architectures that take only the legacy tuple
+    format with `_supports_cache_class = False` (GPT-2 in 4.45); those use the
+    plain path. Later releases dropped the attribute: every model takes one.
+    """
+    return bool(getattr(model, "_supports_cache_class", True))
+
+
 def output_cache(out: Any) -> Any:
-    """The cache a forward pass returned: `out.cache` on transformers 5.x, `out.past_key_values` before."""
+    """The cache a forward pass returned, as a `Cache` object that can be reordered.
+
+    transformers 5.x returns it as `out.cache` (reading `out.past_key_values`
+    logs a deprecation); 4.x as `out.past_key_values`, and releases before 4.47
+    as the legacy tuple of per-layer tensors when no cache object was passed in,
+    which is wrapped in a `DynamicCache` here.
+    """
     fields = out.keys() if hasattr(out, "keys") else ()
     if "cache" in fields:
         return out["cache"]
-    return out["past_key_values"] if "past_key_values" in fields else getattr(out, "past_key_values", None)
+    cache = out["past_key_values"] if "past_key_values" in fields else getattr(out, "past_key_values", None)
+    if isinstance(cache, tuple):
+        from transformers import DynamicCache
+
+        cache = DynamicCache.from_legacy_cache(cache)
+    return cache
 
 
 def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:

@@ -38,7 +38,7 @@ from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
 from pytest_tom.models._decode import decode_rows
 from pytest_tom.models._gguf import resolve_checkpoint
-from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order
+from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
@@ -215,6 +215,8 @@ class HFModel(StreamingModel):
                     model.to(self.device)
         except ImportError as exc:  # device_map needs accelerate, GGUF needs gguf
             raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
+        if self.gguf_file and getattr(model.config, "tie_word_embeddings", False):
+            model.tie_weights()  # transformers < 4.46 leaves a GGUF's tied lm_head newly initialised (random)
         model.eval()
         self.model = model
         self.load_seconds = time.perf_counter() - start
@@ -424,7 +426,7 @@ class HFModel(StreamingModel):
             kwargs["tokenizer"] = self.tokenizer
         if self.probe is not None and self.batches.grow is not None:
             self.probe.before(len(items), max(len(q) for q in seqs), s.max_new_tokens)
-        sharing = plan(seqs) if self.prefix_cache and len(items) > 1 else None
+        sharing = plan(seqs) if self.prefix_cache and len(items) > 1 and takes_cache_objects(self.model) else None
         if sharing is not None:
             out, width = PrefixRunner(torch, self.model, self.pad_id).generate(seqs, sharing, **kwargs)
             self.shared_prefix_tokens += sharing.plain_cost - sharing.cost

@@ -82,3 +82,15 @@ def test_the_main_command_prints_what_the_readme_promises(tmp_path: Path) -> Non
             assert any(o.strip("= ").startswith(line) for o in out), line
         else:
             assert line in out, f"the README promises {line!r}; the run printed:\n" + "\n".join(out[:40])
+
+
+def test_every_table_row_of_the_readme_renders_inside_a_table() -> None:
+    """A row cut off from its table by a blank line renders as a paragraph of pipes: every `|` row must be a table's."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(README)
+    in_tables = {line for t in tokens if t.type == "table_open" and t.map for line in range(*t.map)}
+    in_code = {line for t in tokens if t.type in ("fence", "code_block") and t.map for line in range(*t.map)}
+    stray = [f"README.md:{i + 1}: {row[:60]}" for i, row in enumerate(README.splitlines())
+             if row.lstrip().startswith("|") and i not in in_tables | in_code]
+    assert not stray, "rows outside any table:\n" + "\n".join(stray)
