@@ -86,8 +86,9 @@ def baseline_words(result: GateResult) -> str:
     if small is not None:
         alpha = float(result.details.get("alpha", DEFAULT_ALPHA))
         direction = "drop" if result.details.get("higher_is_better", True) else "rise"
-        return (f"not testable ({small}): {values} ({_points(c.diff.point)} points) on {_units(result, c.n_pairs)}, "
-                f"too few for the test to show a {direction} at alpha {alpha:g}; {flip_words(result, c)}")
+        unit = str(result.details.get("unit", "question"))
+        return (f"not testable ({small}): {values} ({_points(c.diff.point)} points), too few {unit}s to show a "
+                f"{direction} at alpha {alpha:g}; {flip_words(result, c)}")
     return f"{values} ({change_words(result, c)}); {flip_words(result, c)}"
 
 

@@ -40,7 +40,7 @@ def test_too_few_units_is_not_testable_instead_of_a_degenerate_interval() -> Non
     assert gate.passed  # the decision is unchanged: two questions cannot show a drop at alpha 0.05
     assert untestable(gate) == "n=2"
     assert line(gate) == ("PASS tombench.ability.x:baseline: not testable (n=2): 0.0% now vs 100.0% in the baseline "
-                          "(-100.0 points) on 2 questions, too few for the test to show a drop at alpha 0.05; "
+                          "(-100.0 points), too few questions to show a drop at alpha 0.05; "
                           "2 questions went right->wrong, 0 wrong->right")
     assert "interval" not in line(gate)
     assert verdict(gate) == "pass: not testable (n=2)"
