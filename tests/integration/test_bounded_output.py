@@ -83,3 +83,11 @@ def test_tb_no_and_r_keep_their_meaning(pytester: pytest.Pytester, tom_args: lis
     assert not _short(nothing) and "not shown" not in nothing.stdout.str()
     lines = pytester.runpytest(*tom_args, *EN, "--tb=line")
     assert sum("fixtures" in line or ".jsonl:" in line for line in lines.outlines) == 17
+
+
+def test_under_xdist_the_controller_bounds_the_listing(pytester: pytest.Pytester, tom_args: list[str], failing: None) -> None:
+    pytest.importorskip("xdist")
+    result = pytester.runpytest(*tom_args, *EN, "-n", "2")
+    result.assert_outcomes(failed=21)
+    assert len(_short(result)) == 17
+    result.stdout.fnmatch_lines([MORE])
