@@ -88,12 +88,17 @@ class TomHooks:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
-        """Print accuracies with intervals and parse rates per benchmark and facet (not on xdist workers).
+        """Around pytest's own summary: bound its failure listing, then print the accuracies (not on xdist workers).
 
-        Around pytest's own summary, after it: a run with thousands of failures lists
-        them all in the short test summary, and the accuracies must still close the run.
+        Before it, the failures beyond the first few per group are left out of what
+        pytest's FAILURES section and short summary list (`run.bounded`); after it they
+        are put back and counted per group, and the accuracies close the run.
         """
-        yield
+        hidden = setup.bound_failures(terminalreporter, self.tom)
+        try:
+            yield
+        finally:
+            setup.restore_failures(terminalreporter, self.tom, hidden)
         setup.terminal_summary(terminalreporter, self.tom)
 
     @pytest.hookimpl(trylast=True)

@@ -321,7 +321,8 @@ def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, 
     old_n, new_n = p.base.metrics[p.metric].n, p.run.metrics[p.metric].n
     details: dict[str, Any] = {
         "rule": p.rule.text, "margin": c.margin, "relative_drop": p.rule.drop if p.rule.relative else None,
-        "higher_is_better": higher, "noise_source": p.noise_source or None,
+        "higher_is_better": higher, "noise_source": p.noise_source or None, "alpha": alpha, "holm_over": m,
+        "unit": "group" if p.metric in {d.kind for d in p.run.derived} else "question",
         "coverage": {"paired": c.n_pairs, "only_in_baseline": old_n - c.n_pairs, "only_in_run": new_n - c.n_pairs},
         "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
         "baseline": {"path": baseline.path, "created": baseline.created, "model_uri": baseline.model_uri,

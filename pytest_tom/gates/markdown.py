@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.gates.result import GateResult
+from pytest_tom.gates.wording import untestable, verdict
 from pytest_tom.stats import Estimate
 
 FLIP_CAP = 20
@@ -110,7 +111,13 @@ def _difference(r: GateResult) -> str:
     if c is None:
         return "—"
     d = c.diff
-    text = f"{_pts(d.point)} pts ({_pts(d.low)} to {_pts(d.high)})"
+    small = untestable(r)
+    if small is not None:  # no interval: with so few units it would mean nothing
+        text = f"{_pts(d.point)} pts, not testable ({small})"
+    elif d.low == d.high:
+        text = f"{_pts(d.point)} pts (no interval: every unit changed alike)"
+    else:
+        text = f"{_pts(d.point)} pts ({_pts(d.low)} to {_pts(d.high)})"
     if c.margin:
         text += f", margin {c.margin * 100:.1f} pts"
     if c.noise_flip_rate is not None:
@@ -126,11 +133,10 @@ def _p(r: GateResult) -> str:
 
 
 def _verdict(r: GateResult) -> str:
-    if r.passed:
-        return "✅ pass"
-    if r.comparison is not None and r.comparison.regressed:
-        return "❌ regressed"
-    return "❌ fail"
+    """The terminal's verdict words (`gates.wording`), with a mark: not testable is a pass that decided nothing."""
+    words = verdict(r)
+    mark = "❌" if not r.passed else "⚪" if untestable(r) else "✅"
+    return f"{mark} {_text(words)}"
 
 
 # -- flipped items --------------------------------------------------------------------------------

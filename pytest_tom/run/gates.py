@@ -200,26 +200,14 @@ def teststatus(report: pytest.TestReport, tom: TomSession) -> tuple[str, str, st
 
 
 def summary_lines(results: Sequence[GateResult]) -> list[str]:
-    """One line per gate for the terminal; the failure section and the report have the whole message."""
+    """One line per gate for the terminal, in words (`gates.wording`); the failure section and report hold the rest."""
     if not results:
         return []
+    from pytest_tom.gates.wording import line
+
     failed = sum(not r.passed for r in results)
-    lines = [f"gates: all {len(results)} passed" if not failed else f"gates: {failed} of {len(results)} failed"]
-    for r in results:
-        est = r.estimate
-        if r.comparison is not None:
-            c = r.comparison
-            what = (f"{c.base:.1%} -> {c.new:.1%} ({c.diff.point * 100:+.1f} pts, interval {c.diff.low * 100:+.1f} to "
-                    f"{c.diff.high * 100:+.1f}; p={c.p_adjusted:.3f} Holm; {c.right_to_wrong} right->wrong)")
-        elif est is not None and r.threshold is not None:
-            what = (f"{est.point:.1%} [{est.low:.1%}-{est.high:.1%}] n={est.n}, {est.clusters} clusters; "
-                    f"needs {r.bound} {r.op} {r.threshold:.1%}")
-        else:
-            what = r.message.splitlines()[0]
-        if r.details.get("updated"):
-            what += " [--tom-baseline-update: not failing]"
-        lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}: {what}")
-    return lines
+    head = f"gates: all {len(results)} passed" if not failed else f"gates: {failed} of {len(results)} failed"
+    return [head] + [f"  {line(r)}" for r in results]
 
 
 def check_paths(paths: Sequence[Path | None]) -> None:

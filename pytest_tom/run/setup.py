@@ -166,6 +166,25 @@ _SUMMARY_CODES = frozenset({0, 1, 2, 4, 5, 6})
 """Exit statuses after which pytest calls pytest_terminal_summary (see _pytest.terminal)."""
 
 
+def bound_failures(terminalreporter: Any, tom: TomSession) -> Any:
+    """Show the first few failures per group only (see `run.bounded`); what to hand `restore_failures`."""
+    if tom.worker is not None:
+        return None
+    from pytest_tom.run import bounded
+
+    return bounded.hide(terminalreporter, tom)
+
+
+def restore_failures(terminalreporter: Any, tom: TomSession, hidden: Any) -> None:
+    """Every failure back for the final counts, and one line per group whose failures were not shown."""
+    if hidden is None:
+        return
+    from pytest_tom.run import bounded
+
+    bounded.restore(terminalreporter, hidden)
+    bounded.write(terminalreporter, hidden, tom)
+
+
 def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
     if tom.worker is not None:
         return

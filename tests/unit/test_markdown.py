@@ -61,7 +61,7 @@ def test_failing_baseline_gate_first_with_diff_p_and_flips() -> None:
     rows = table_rows(text)
     assert rows[0] == ("| `tombench.ability.faux_pas:0.05` | 61.0% (55.0% – 66.0%), n=200, 40 clusters | 70.0% → 61.0% "
                        "| −9.0 pts (−14.1 to −3.9), margin 5.0 pts; 25 right→wrong, 7 wrong→right of 200 | 0.004 "
-                       "| ❌ regressed |")
+                       "| ❌ significant drop |")
     assert rows[1].endswith("| ✅ pass |")
     assert "- `tombench.ability.faux_pas:0.05`: faux_pas fell from 70.0% to 61.0%" in lines
     start = lines.index("<details><summary>tombench.ability.faux_pas:0.05: 2 flipped items</summary>")
