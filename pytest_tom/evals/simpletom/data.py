@@ -292,7 +292,8 @@ def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tup
         if found is None:
             out.append((path, None, "is missing"))
         elif expect_rows is not None and found != expect_rows[config]:
-            more = "" if found < expect_rows[config] else " (another revision? give its checksums with --tom-set simpletom.sha256)"
+            more = ("" if found < expect_rows[config]
+                    else " (another revision? give its checksums with --tom-set simpletom.sha256)")
             out.append((path, None, f"has {found} rows, not {expect_rows[config]}{more}"))
     if rel.rows.get(STORY_CONFIG) is not None:
         for config in QA_CONFIGS:
