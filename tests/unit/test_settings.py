@@ -97,3 +97,8 @@ def test_a_deprecation_notice_names_the_replacement() -> None:
         "use --tom-set tombench.max_new_tokens=64")
     assert deprecation("fantom", "prompt", "cot", ini=True).endswith("write it as a line of tom_set: fantom.prompt=cot")
     assert Setting("a", "b", "c", "x").origin == "x"
+
+
+def test_a_misspelt_suite_keyword_names_the_nearest_setting_too() -> None:
+    with pytest.raises(TomConfigError, match=r"tombench has no setting 'promt' \(did you mean 'prompt'\?\); known settings: "):
+        REGISTRY.get("tombench")({"promt": "cot"})
