@@ -136,7 +136,7 @@ def test_a_partial_copy_must_say_so(copy: Path) -> None:
     with pytest.raises(TomDataError) as info:
         load(copy.parent, partial=False)
     text = str(info.value)
-    assert "incomplete" in text and "has 10 rows, not 1147" in text and "--tom-set=simpletom.partial=true" in text
+    assert "incomplete" in text and "has 10 rows, not 1147" in text and "--tom-set simpletom.partial=true" in text
     assert len(load(copy.parent)) == 30
 
 
