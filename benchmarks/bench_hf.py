@@ -20,7 +20,7 @@ float32), same batch size, greedy decoding, in one process:
   strongest hand-written baseline;
 * plugin: `make_model("hf:smollm2")` + the engine driving ToMBench's programs
   (rendering, sorting, batching, OOM guard, scoring), no response cache;
-* with --pytest, also a full `pytest --tom-model=hf:smollm2 --tom-tombench-tries=1`
+* with --pytest, also a full `pytest --tom-model=hf:smollm2 --tom-set tombench.tries=1`
   run in a subprocess on the same sample (imports and collection included).
 
 Model load time is excluded from every side (the plugin's is reported apart).
@@ -204,8 +204,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ, TOM_CACHE_DIR=str(Path(tmp) / "cache"))
             cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no", "--tom-model=hf:smollm2",
-                   "--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-tombench-tries=1",
-                   f"--tom-tombench-languages={args.languages}", f"--tom-sample={args.items}",
+                   "--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-set=tombench.tries=1",
+                   f"--tom-set=tombench.languages={args.languages}", f"--tom-sample={args.items}",
                    f"--tom-batch-size={args.batch_size}"]
             start = time.perf_counter()
             proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)

@@ -66,7 +66,7 @@ def main() -> None:
         (work / "tom").mkdir()
         (work / "tom" / "conftest.py").write_text(CONFTEST.format(tests=str(REPO / "tests"), data=str(data)))
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=no"]
-        tom = [*base, "--tom-benchmark=tombench", f"--tom-data-dir={data}", f"--tom-tombench-languages={args.languages}"]
+        tom = [*base, "--tom-benchmark=tombench", f"--tom-data-dir={data}", f"--tom-set=tombench.languages={args.languages}"]
 
         t0 = time.perf_counter()
         out = subprocess.run([*tom, "--collect-only"], cwd=work / "tom", env=env, capture_output=True, text=True)

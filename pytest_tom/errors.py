@@ -56,3 +56,13 @@ class TomCacheError(TomConfigError):
 
 class TomCacheWarning(UserWarning):
     """The response cache cannot be written: answers stay in memory for this run only."""
+
+
+class TomDeprecationWarning(UserWarning):
+    """A spelling pytest-tom still accepts but will remove in the next release (e.g. `--tom-tombench-prompt`).
+
+    Not a `DeprecationWarning`: a user's run (and this project's own tests, whose
+    filters turn deprecations from pytest_tom into errors) must keep working on
+    the old spelling for one release, with the notice shown, not hidden or raised.
+    Filter it as `ignore::pytest_tom.errors.TomDeprecationWarning`.
+    """

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 @pytest.hookspec(historic=True)
 def pytest_tom_add_benchmarks(registry: Registry) -> None:
-    """Register benchmark classes with ``registry.add(cls)``; their ``--tom-<name>-*`` options are added for you."""
+    """Register benchmark classes with ``registry.add(cls)``; their settings work with ``--tom-set <name>.<setting>=...``."""
 
 
 @pytest.hookspec(historic=True)

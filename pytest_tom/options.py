@@ -1,12 +1,17 @@
 """Command-line options and ini keys, parsed once into `TomOptions`.
 
-Every `--tom-*` flag has an ini twin (`tom_*`), defaults are plain strings so
-pytest-xdist can ship them to workers, and benchmark-specific settings are
-generated from each benchmark's declared options as `--tom-<benchmark>-<name>`.
+Every `--tom-*` flag has an ini twin (`tom_*`, whose help only points to the
+flag, so `--help` says each thing once), defaults are plain strings so
+pytest-xdist can ship them to workers, and benchmark-specific settings are given
+as `--tom-set BENCH.NAME=VALUE` (ini `tom_set`; `pytest_tom.settings`). The
+settings' former flags `--tom-<benchmark>-<name>` and ini keys
+`tom_<benchmark>_<name>` still work for one release, hidden from `--help`, with
+a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -16,9 +21,10 @@ from typing import Any
 import pytest
 
 from pytest_tom import constants as C
-from pytest_tom.errors import TomConfigError
+from pytest_tom import settings as S
+from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark, BenchmarkOption
+from pytest_tom.evals.base import Benchmark
 from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes
@@ -109,62 +115,72 @@ def benchmark_help(registry: Registry) -> str:
             "(e.g. tombench,fantom; each runs once).")
 
 
+SET_HELP = (f"A benchmark setting, e.g. tombench.prompt=cot; repeatable (a later one wins), "
+            f"the ini key {S.SET_INI} takes one per line. `pytest {S.SET_OPTION} {S.LIST_WORD}` lists every "
+            "benchmark's settings with their choices and defaults.")
+
+
+def _ini_help(flag: str, kw: Mapping[str, Any]) -> str:
+    """An ini twin's help: a pointer to its flag, so `--help` does not print every text twice."""
+    return f"Same as {flag}" + (", one per line." if kw.get("action") == "append" else ".")
+
+
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
-    """The general --tom-* options and those of every benchmark the registry can import now."""
+    """The general --tom-* options, --tom-set, and the hidden deprecated flags of each benchmark the registry imports now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
     generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
     for flag, dest, text, kw in _GENERAL:
         help_text = generated.get(dest, text)
         metavar = METAVARS.get(dest, dest.removeprefix("tom_").upper())
         group.addoption(flag, dest=dest, default=None, metavar=metavar, help=help_text, **kw)
-        parser.addini(dest, help=help_text, default=None)
+        parser.addini(dest, help=_ini_help(flag, kw), default=None)
+    group.addoption(S.SET_OPTION, dest=S.SET_INI, action="append", default=None, metavar="BENCH.NAME=VALUE", help=SET_HELP)
+    parser.addini(S.SET_INI, help=_ini_help(S.SET_OPTION, {"action": "append"}), type="linelist", default=[])
     for flag, dest, help_text in _FLAGS:
         group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=help_text, type="bool", default=False)
+        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
     gates = parser.getgroup("tom-gates", "pytest-tom regression gates: thresholds and baselines")
     for flag, dest, text, kw in _GATES:
         # argparse %-formats help texts; the ini help is shown as written.
         gates.addoption(flag, dest=dest, default=None, metavar=METAVARS.get(dest, "PATH"), help=text.replace("%", "%%"), **kw)
         if kw.get("action") == "append":
-            parser.addini(dest, help=text, type="linelist", default=[])
+            parser.addini(dest, help=_ini_help(flag, kw), type="linelist", default=[])
         else:
-            parser.addini(dest, help=text, default=None)
+            parser.addini(dest, help=_ini_help(flag, kw), default=None)
     for flag, dest, help_text in _GATE_FLAGS:
         gates.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=help_text, type="bool", default=False)
+        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
 
 
 def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
-    """`--tom-<benchmark>-<setting>` and its ini twin for each of a benchmark's settings (once per name)."""
+    """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name).
+
+    They are still parsed for one release (see `legacy_settings`); their ini
+    twins are registered apart, by `add_legacy_ini`, only when no help is shown.
+    """
     group = parser.getgroup("tom")
-    name = cls.name
     for opt in cls.options:
-        dest = f"tom_{name}_{opt.name}"
-        flag = f"--tom-{name}-{opt.name.replace('_', '-')}"
+        flag = S.legacy_flag(cls.name, opt.name)
         if any(flag in o.names() for o in group.options):
             continue  # registered twice (entry point and hook): the first one wins
-        default = f" Default: {opt.default or '(empty)'}."
-        choices = f" Choices: {', '.join(opt.choices)}." if opt.choices else ""
-        # The flag's metavar shows the choices (--tom-tombench-prompt=vanilla|cot); the ini help has no metavar.
-        group.addoption(flag, dest=dest, default=None, metavar=benchmark_metavar(opt), help=f"[{name}] {opt.help}{default}")
-        parser.addini(dest, help=f"[{name}] {opt.help}{choices}{default}", default=None)
+        group.addoption(flag, dest=S.legacy_ini(cls.name, opt.name), default=None, help=argparse.SUPPRESS)
 
 
-def benchmark_metavar(opt: BenchmarkOption) -> str:
-    """What a benchmark setting takes: its choices (`vanilla|cot`), `N`, `X`, `URL`, `true|false`, else its name."""
-    if opt.choices:
-        return "|".join(opt.choices)
-    if opt.kind is int:
-        return "N"
-    if opt.kind is float:
-        return "X"
-    if opt.name.endswith("url"):
-        return "URL"
-    if opt.default in ("true", "false"):
-        return "true|false"
-    return opt.name.upper()
+def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
+    """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
+
+    Registered after the command line is known and only when it asks for no
+    help (pytest lists every registered ini key in `--help`, and there is no
+    public way to hide one); a run validates ini keys after collection, so they
+    are known in time and no "Unknown config option" warning appears.
+    """
+    for opt in cls.options:
+        key = S.legacy_ini(cls.name, opt.name)
+        if key not in done:
+            done.add(key)
+            parser.addini(key, help=f"Deprecated: {S.SET_INI} = {cls.name}.{opt.name}=VALUE.", default=None)
 
 
 def _value(config: pytest.Config, dest: str) -> Any:
@@ -291,12 +307,7 @@ class TomOptions:
         report = root_dir / Path(str(raw_report)).expanduser() if raw_report else None
         if report is not None:
             check_report_path(report)
-        settings: dict[str, dict[str, str]] = {}
-        for bench in registry.loadable():
-            for opt in bench.options:
-                v = _value(config, f"tom_{bench.name}_{opt.name}")
-                if v is not None:
-                    settings.setdefault(bench.name, {})[opt.name] = str(v)
+        settings = benchmark_settings(config, registry)
         return cls(
             gates=gate_config(config, root_dir),
             model=_value(config, "tom_model"),
@@ -318,6 +329,44 @@ class TomOptions:
             benchmark_settings=settings,
             node_ids=dict(node_ids or {}),
         )
+
+
+def benchmark_settings(config: pytest.Config, registry: Registry) -> dict[str, dict[str, str]]:
+    """Per benchmark, the settings of the command line over those of the ini file, each checked now.
+
+    In each place the deprecated spelling comes first and `tom_set`/`--tom-set`
+    after it, so the new spelling wins where both name one setting.
+    """
+    ini_legacy, flag_legacy = legacy_settings(config, registry)
+    entries = [*ini_legacy, *S.parse_entries(config.getini(S.SET_INI) or [], f"ini {S.SET_INI}"),
+               *flag_legacy, *S.parse_entries(config.getoption(S.SET_INI, default=None) or [], S.SET_OPTION)]
+    return S.resolve(entries, registry.get, registry.names())
+
+
+def legacy_settings(config: pytest.Config, registry: Registry) -> tuple[list[S.Setting], list[S.Setting]]:
+    """The settings given by the deprecated ini keys and flags, each use warned once (on the xdist controller only)."""
+    on_worker = hasattr(config, "workerinput")
+    ini: list[S.Setting] = []
+    flags: list[S.Setting] = []
+    for bench in registry.loadable():
+        for opt in bench.options:
+            dest = S.legacy_ini(bench.name, opt.name)
+            for is_ini, raw in ((False, config.getoption(dest, default=None)), (True, _ini(config, dest))):
+                if raw is None or raw == "":
+                    continue
+                origin = f"ini {dest}" if is_ini else S.legacy_flag(bench.name, opt.name)
+                (ini if is_ini else flags).append(S.Setting(bench.name, opt.name, str(raw), origin))
+                if not on_worker:
+                    message = S.deprecation(bench.name, opt.name, str(raw), ini=is_ini)
+                    config.issue_config_time_warning(TomDeprecationWarning(message), stacklevel=2)
+    return ini, flags
+
+
+def _ini(config: pytest.Config, name: str) -> Any:
+    try:
+        return config.getini(name)
+    except ValueError:  # not registered: `--help` runs, or the plugin was loaded too late to register it
+        return None
 
 
 def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str]:

@@ -28,6 +28,18 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     setup.add_options(parser, pluginmanager)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    """After the initial conftests (and the benchmarks they register): the deprecated ini keys, unless for --help."""
+    yield
+    setup.initial_conftests_loaded(early_config)
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """`pytest --tom-set list` prints every benchmark's settings, then exits."""
+    return setup.show_settings(config)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session."""
     setup.configure(config)

@@ -21,7 +21,7 @@ class Suite:
     benchmark: str
     """Registry name, e.g. "tombench"."""
     settings: dict[str, Any] = field(default_factory=dict)
-    """Benchmark settings (the same names as its --tom-<benchmark>-* options)."""
+    """Benchmark settings (the same names as in `--tom-set <benchmark>.<name>=...`)."""
     sample: int | None = None
     """Stratified sample size; None runs every selected question (or --tom-sample)."""
     seed: int | None = None

@@ -60,7 +60,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 @pytest.fixture
 def tom_args(fixtures_dir: Path) -> list[str]:
     """Arguments that run ToMBench on the bundled fixtures without a test file (a deliberately partial release)."""
-    return ["--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-tombench-partial=true", "-p", "no:cacheprovider"]
+    return ["--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-set=tombench.partial=true", "-p", "no:cacheprovider"]
 
 
 ORACLE_CONFTEST = """

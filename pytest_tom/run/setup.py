@@ -12,21 +12,41 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
 from pytest_tom.evals.base import Benchmark
 from pytest_tom.models import SchemeRegistry
-from pytest_tom.options import TomOptions, add_benchmark_options
+from pytest_tom.options import TomOptions, add_benchmark_options, add_legacy_ini
 from pytest_tom.options import add_options as _add_general_options
 from pytest_tom.run.select import take_node_id_args
 from pytest_tom.run.session import SESSION_KEY, TomSession
 from pytest_tom.run.xdist import OUTPUT_KEY, make_scheduler
+from pytest_tom.settings import LIST_WORD, SET_INI, listing
 
 REGISTRY_PLUGIN = "pytest-tom-registry"
 
 
 class _RegistryHolder:
-    """Carries the registries from pytest_addoption to pytest_configure as a named plugin."""
+    """Carries the registries from pytest_addoption to pytest_configure as a named plugin.
 
-    def __init__(self, registry: Registry, backends: SchemeRegistry) -> None:
-        self.registry = registry
-        self.backends = backends
+    Each benchmark registered gets its (hidden, deprecated) `--tom-<name>-*`
+    flags at once, and its deprecated ini keys once the command line is known
+    (`command_line_known`), unless that asks for `--help`, which lists every ini key.
+    """
+
+    def __init__(self, parser: pytest.Parser) -> None:
+        self.parser = parser
+        self.registry = Registry(on_add=self.added)
+        self.backends = SchemeRegistry()
+        self.legacy_ini: set[str] | None = None
+        """The deprecated ini keys registered; None until they may be (see the class docstring)."""
+
+    def added(self, cls: type[Benchmark[object]]) -> None:
+        add_benchmark_options(self.parser, cls)
+        if self.legacy_ini is not None:
+            add_legacy_ini(self.parser, cls, self.legacy_ini)
+
+    def command_line_known(self, show_help: bool) -> None:
+        if not show_help and self.legacy_ini is None:
+            self.legacy_ini = set()
+            for cls in self.registry.loadable():
+                add_legacy_ini(self.parser, cls, self.legacy_ini)
 
 
 def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -34,14 +54,31 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
 
     `pytest_tom_add_benchmarks` is a historic hook: a conftest.py that implements
     it is called as soon as it is loaded, which for the initial conftests is
-    before the command line is parsed, so their `--tom-<name>-*` options work.
+    before the command line is parsed, so their settings work with `--tom-set`.
     """
-    registry = Registry(on_add=lambda cls: add_benchmark_options(parser, cls))
-    backends = SchemeRegistry()
-    _add_general_options(parser, registry)
-    pluginmanager.register(_RegistryHolder(registry, backends), REGISTRY_PLUGIN)
-    pluginmanager.hook.pytest_tom_add_benchmarks.call_historic(kwargs={"registry": registry})
-    pluginmanager.hook.pytest_tom_add_backends.call_historic(kwargs={"registry": backends})
+    holder = _RegistryHolder(parser)
+    _add_general_options(parser, holder.registry)
+    pluginmanager.register(holder, REGISTRY_PLUGIN)
+    pluginmanager.hook.pytest_tom_add_benchmarks.call_historic(kwargs={"registry": holder.registry})
+    pluginmanager.hook.pytest_tom_add_backends.call_historic(kwargs={"registry": holder.backends})
+
+
+def initial_conftests_loaded(early_config: pytest.Config) -> None:
+    """Register the deprecated ini keys now that the initial conftests' benchmarks are known (not for `--help`)."""
+    holder = early_config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
+    if isinstance(holder, _RegistryHolder):
+        holder.command_line_known(show_help=bool(getattr(early_config.known_args_namespace, "help", False)))
+
+
+def show_settings(config: pytest.Config) -> int | None:
+    """`pytest --tom-set list`: print every benchmark's settings (from the registry) and exit 0; None otherwise."""
+    given = config.getoption(SET_INI, default=None) or []
+    if LIST_WORD not in (str(g).strip() for g in given):
+        return None
+    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
+    registry: Registry = holder.registry if holder is not None else Registry()
+    sys.stdout.write("\n".join(listing(registry.loadable())) + "\n")
+    return 0
 
 
 _MARKS_KEY = pytest.StashKey[set[str]]()

@@ -70,8 +70,8 @@ def _args(fixtures_dir: Path, report: str, *extra: str) -> list[str]:
     # 12 new tokens instead of the official 64: SmolLM2 writes its [[X]] first, and each decoding
     # step of a 135M model costs about a second per batch on a 2-core CI machine.
     return [
-        "--tom-model=hf:smollm2", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-tombench-tries=1",
-        "--tom-tombench-partial=true", "--tom-tombench-languages=en", "--tom-tombench-max-new-tokens=12", "-p", "no:cacheprovider", f"--tom-report={report}",
+        "--tom-model=hf:smollm2", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-set=tombench.tries=1",
+        "--tom-set=tombench.partial=true", "--tom-set=tombench.languages=en", "--tom-set=tombench.max_new_tokens=12", "-p", "no:cacheprovider", f"--tom-report={report}",
         *extra,
     ]
 
@@ -103,7 +103,7 @@ def test_tombench_end_to_end_then_from_the_cache(pytester: pytest.Pytester, smol
 
 def test_loglikelihood_scoring_end_to_end(pytester: pytest.Pytester, smollm2: Path, fixtures_dir: Path) -> None:
     result = pytester.runpytest_subprocess(
-        *_args(fixtures_dir, "ll.json", "-m", "fbt and not coherence", "--tom-sample=4", "--tom-tombench-scoring=loglikelihood"))
+        *_args(fixtures_dir, "ll.json", "-m", "fbt and not coherence", "--tom-sample=4", "--tom-set=tombench.scoring=loglikelihood"))
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 4 and "errors" not in outcomes
     report = json.loads((pytester.path / "ll.json").read_text())

@@ -133,8 +133,8 @@ def test_the_api_key_never_reaches_report_cache_or_output(pytester: pytest.Pytes
         # backoff=0: the retry comes at once (a subprocess cannot be handed the fake clock the unit tests use).
         uri = f"openai:gpt-test?base_url={server.base_url}&api_key_env=TOM_TEST_GATEWAY_KEY&max_retries=1&backoff=0"
         result = pytester.runpytest_subprocess(
-            f"--tom-model={uri}", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-tombench-tries=1",
-            "--tom-tombench-partial=true", "-m", "en", f"--tom-cache-dir={cache}", "--tom-report=report.json", "-p", "no:cacheprovider", "-rA", "--tb=long",
+            f"--tom-model={uri}", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}", "--tom-set=tombench.tries=1",
+            "--tom-set=tombench.partial=true", "-m", "en", f"--tom-cache-dir={cache}", "--tom-report=report.json", "-p", "no:cacheprovider", "-rA", "--tb=long",
         )
         assert server.received and all(r.headers["authorization"] == f"Bearer {KEY}" for r in server.received)
     outcomes = result.parseoutcomes()

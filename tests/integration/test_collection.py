@@ -56,7 +56,7 @@ def test_markers_and_help_explain_themselves(pytester: pytest.Pytester) -> None:
     markers = pytester.runpytest("--markers", "--tom-benchmark=tombench")  # facet marks are registered where pytest-tom runs
     markers.stdout.fnmatch_lines(["@pytest.mark.tombench: ToMBench items*", "@pytest.mark.location_false_beliefs: *", "@pytest.mark.coherence: *"])
     help_ = pytester.runpytest("--help")
-    help_.stdout.fnmatch_lines(["*--tom-model=URI*", "*--tom-sample=N*", "*--tom-tombench-tries=N*", "*tom_report*"])
+    help_.stdout.fnmatch_lines(["*--tom-model=URI*", "*--tom-sample=N*", "*--tom-set=BENCH.NAME=VALUE*", "*tom_report*"])
 
 
 def test_module_suites_carry_their_own_settings(pytester: pytest.Pytester, fixtures_dir: Path) -> None:
@@ -75,8 +75,8 @@ def test_module_suites_carry_their_own_settings(pytester: pytest.Pytester, fixtu
 
 
 def test_ini_options_work_like_flags(pytester: pytest.Pytester, fixtures_dir: Path) -> None:
-    pytester.makeini(f"[pytest]\ntom_benchmark = tombench\ntom_data_dir = {fixtures_dir}\ntom_tombench_languages = zh\n"
-                     "tom_tombench_partial = true\n")
+    pytester.makeini(f"[pytest]\ntom_benchmark = tombench\ntom_data_dir = {fixtures_dir}\ntom_set =\n    tombench.languages=zh\n"
+                     "    tombench.partial=true\n")
     assert len(_ids(pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider"))) == 21 + 5
 
 
@@ -97,7 +97,7 @@ def test_cli_items_are_addressable_by_node_id(pytester: pytest.Pytester, tom_arg
     result = pytester.runpytest(*tom_args, "--collect-only", "-q", *ids)
     assert _ids(result) == ["tombench::tombench[en-false_belief_task-0001]", "tombench::tombench_coherence[en-false_belief_task-story002]",
                             "tombench::tombench[zh-hidden_emotions-0002]"]
-    bare = pytester.runpytest(f"--tom-data-dir={tom_args[1].split('=', 1)[1]}", "--tom-tombench-partial=true", "-p",
+    bare = pytester.runpytest(f"--tom-data-dir={tom_args[1].split('=', 1)[1]}", "--tom-set=tombench.partial=true", "-p",
                               "no:cacheprovider", "--collect-only", "-q", "tombench")
     assert len(_ids(bare)) == 42 + 10
 
@@ -111,8 +111,9 @@ def test_unknown_benchmark_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args, "--tom-sample=0")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result = pytester.runpytest(*tom_args, "--tom-tombench-prompt=fancy", "--collect-only")
-    result.stdout.fnmatch_lines(["*'fancy' is not one of vanilla, cot*"])
+    result = pytester.runpytest(*tom_args, "--tom-set=tombench.prompt=fancy", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # checked before any data is read
+    result.stderr.fnmatch_lines(["*--tom-set: tombench setting prompt='fancy': 'fancy' is not one of vanilla, cot*"])
 
 
 def test_missing_data_is_a_collection_error_that_says_what_to_do(pytester: pytest.Pytester, tmp_path: Path) -> None:

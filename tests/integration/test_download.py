@@ -353,8 +353,8 @@ def test_tom_download_fetches_into_the_cache_and_later_runs_reuse_it(
     empty = tmp_path / "nothing-here"
     empty.mkdir()
     args = ["--tom-benchmark=tombench", f"--tom-data-dir={empty}", f"--tom-cache-dir={tmp_path / 'cache'}",
-            f"--tom-tombench-sha256={manifest}", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    result = pytester.runpytest(*args, "--tom-download", f"--tom-tombench-source-url={url}")
+            f"--tom-set=tombench.sha256={manifest}", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    result = pytester.runpytest(*args, "--tom-download", f"--tom-set=tombench.source_url={url}")
     result.stdout.fnmatch_lines(["*52 tests collected*"])
     [cached] = (tmp_path / "cache" / "data" / "tombench").glob("sha256-*/data")  # not the pinned revision's folder
     assert sorted(p.name for p in cached.glob("*.jsonl")) == sorted(pins)

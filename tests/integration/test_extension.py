@@ -89,7 +89,7 @@ def toy(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def test_a_conftest_benchmark_and_backend_run_end_to_end(toy: pytest.Pytester) -> None:
-    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--tom-toy-count=6", "--tom-report=r.json")
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--tom-set=toy.count=6", "--tom-report=r.json")
     result.assert_outcomes(passed=7)
     result.stdout.fnmatch_lines(["*pytest-tom summary*", "model: adder (fingerprint adder:False)",
                                  "toy (toy, 6 questions)", "*all_even groups: 1/1 passed*"])
@@ -98,12 +98,21 @@ def test_a_conftest_benchmark_and_backend_run_end_to_end(toy: pytest.Pytester) -
     assert report["groups"][0]["members"] == ["q0", "q2", "q4"]
 
 
-def test_its_option_has_an_ini_twin_and_help(toy: pytest.Pytester) -> None:
+def test_its_option_is_set_in_the_ini_file_and_listed(toy: pytest.Pytester) -> None:
+    toy.makeini("[pytest]\ntom_set = toy.count=3\n")
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--collect-only", "-q")
+    assert sum(line.startswith("toy::toy[") for line in result.outlines) == 3
+    listed = toy.runpytest("--tom-set", "list")
+    listed.stdout.fnmatch_lines(["toy:", "  toy.count=N  (default: 4)", "      How many questions."])
+
+
+def test_its_deprecated_flag_and_ini_key_still_work(toy: pytest.Pytester) -> None:
     toy.makeini("[pytest]\ntom_toy_count = 3\n")
     result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--collect-only", "-q")
     assert sum(line.startswith("toy::toy[") for line in result.outlines) == 3
-    help_ = toy.runpytest("--help")
-    help_.stdout.fnmatch_lines(["*--tom-toy-count=N*", "*[[]toy[]] How many questions. Default: 4.*"])
+    result.stdout.fnmatch_lines(["*TomDeprecationWarning: ini key tom_toy_count is deprecated*tom_set: toy.count=3"])
+    result = toy.runpytest(*BASE, "--tom-benchmark=toy", "--tom-model=adder", "--tom-toy-count=2", "--collect-only", "-q")
+    assert sum(line.startswith("toy::toy[") for line in result.outlines) == 2
     markers = toy.runpytest("--markers", "--tom-model=adder")  # facet marks are registered where pytest-tom runs
     markers.stdout.fnmatch_lines(["@pytest.mark.even: Even operands."])
 
@@ -135,7 +144,7 @@ def test_an_unknown_scheme_names_the_registered_ones(toy: pytest.Pytester) -> No
 @pytest.mark.slow
 def test_xdist_splits_the_work_and_the_controller_judges_derived_results(toy: pytest.Pytester) -> None:
     pytest.importorskip("xdist")
-    args = [*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "--tom-toy-count=8"]
+    args = [*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "--tom-set=toy.count=8"]
     single = toy.runpytest_subprocess(*args, "--tom-report=single.json")
     calls = (toy.path / "calls.log").read_text().splitlines()
     (toy.path / "calls.log").unlink()

@@ -104,7 +104,7 @@ def embed(texts):
 def bow(pytester: pytest.Pytester) -> str:
     pytester.makepyfile(fantom_bow=BOW)
     pytester.syspathinsert()
-    return "--tom-fantom-embedder=python:fantom_bow:embed"
+    return "--tom-set=fantom.embedder=python:fantom_bow:embed"
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def minilm() -> str:
 
     model = embedding.load(embedding.resolve("minilm"))
     model.encode(["warm up"])
-    return "--tom-fantom-embedder=minilm"
+    return "--tom-set=fantom.embedder=minilm"
 
 
 def oracle(pytester: pytest.Pytester, overrides: dict[str, str] | None = None,
@@ -167,7 +167,7 @@ def expected_nodeids(mark: str, **settings: Any) -> set[str]:
 @pytest.mark.slow
 def test_random_baseline_runs_both_contexts(pytester: pytest.Pytester, minilm: str) -> None:
     """The default embedder (auto) falls back to the bundled MiniLM, and the report says so."""
-    result = run(pytester, "--tom-model=random:0", "--tom-fantom-contexts=short,full", "--tom-report=report.json", "-q")
+    result = run(pytester, "--tom-model=random:0", "--tom-set=fantom.contexts=short,full", "--tom-report=report.json", "-q")
     outcomes = result.parseoutcomes()
     assert "error" not in outcomes and "errors" not in outcomes
     # 164 questions + 46 set assertions + 94 per-character checks (49 all-correct, 45 consistency)
@@ -207,8 +207,8 @@ def test_random_baseline_runs_both_contexts(pytester: pytest.Pytester, minilm: s
 
 @pytest.mark.parametrize("parsing", ["official", "strict"])
 def test_a_perfect_model_passes_every_item_and_assertion(pytester: pytest.Pytester, parsing: str) -> None:
-    result = run(pytester, oracle(pytester), bow(pytester), "--tom-fantom-contexts=short,full",
-                 f"--tom-fantom-parsing={parsing}", "-q")
+    result = run(pytester, oracle(pytester), bow(pytester), "--tom-set=fantom.contexts=short,full",
+                 f"--tom-set=fantom.parsing={parsing}", "-q")
     result.assert_outcomes(passed=304)
 
 
@@ -227,7 +227,7 @@ def test_free_responses_are_embedded_in_one_batch(pytester: pytest.Pytester) -> 
 
 
 def test_chain_of_thought_makes_two_calls_per_question(pytester: pytest.Pytester) -> None:
-    result = run(pytester, oracle(pytester), bow(pytester), "--tom-fantom-prompt=cot", "-q")
+    result = run(pytester, oracle(pytester), bow(pytester), "--tom-set=fantom.prompt=cot", "-q")
     result.assert_outcomes(passed=140)
     result.stdout.fnmatch_lines(["engine: 77 questions, * requests (154 unique)*"])  # 77 questions x 2 calls
 
@@ -281,7 +281,7 @@ def test_a_free_response_that_leaks_the_fact_fails_all_star_only(pytester: pytes
 
 @pytest.mark.parametrize("mark", sorted(FANToM.mark_docs))
 def test_every_mark_selects_exactly_its_items(pytester: pytest.Pytester, mark: str) -> None:
-    result = run(pytester, "--tom-model=random", "--tom-fantom-contexts=short,full", "--collect-only", "-q", "-m", mark)
+    result = run(pytester, "--tom-model=random", "--tom-set=fantom.contexts=short,full", "--collect-only", "-q", "-m", mark)
     collected = {line for line in result.outlines if line.startswith("fantom")}
     expected = expected_nodeids(mark, contexts="short,full")
     assert expected, f"no item carries {mark}"
@@ -339,7 +339,7 @@ def test_suite_declared_in_a_test_module(pytester: pytest.Pytester) -> None:
 
 
 def test_embedder_none_drops_free_response_questions(pytester: pytest.Pytester) -> None:
-    result = run(pytester, "--tom-model=random", "--tom-fantom-embedder=none", "--tom-report=r.json", "-q")
+    result = run(pytester, "--tom-model=random", "--tom-set=fantom.embedder=none", "--tom-report=r.json", "-q")
     report = json.loads((pytester.path / "r.json").read_text())
     types = Counter(i["facets"]["question_type"] for i in report["items"])
     assert "belief_free" not in types and types["belief_choice"] == 11
@@ -355,7 +355,7 @@ def test_missing_data_and_bad_settings_are_reported(pytester: pytest.Pytester) -
     result = run(pytester, "--tom-model=random", data_dir=empty)
     result.stdout.fnmatch_lines(["*FANToM data not found; looked in *empty/fantom/fantom_v1.json*"])
     assert result.ret != 0
-    result = run(pytester, "--tom-model=random", "--tom-fantom-aggregation=conversation")
+    result = run(pytester, "--tom-model=random", "--tom-set=fantom.aggregation=conversation")
     result.stdout.fnmatch_lines(["*aggregation=conversation needs contexts=full*"])
     assert result.ret != 0
 
@@ -363,8 +363,8 @@ def test_missing_data_and_bad_settings_are_reported(pytester: pytest.Pytester) -
 def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*QUIET, "--markers", "--tom-model=random")  # facet marks are registered where pytest-tom runs
     result.stdout.fnmatch_lines(["@pytest.mark.yes_no: *", "@pytest.mark.all_star: FANToM ALL* assertion*"])
-    result = pytester.runpytest(*QUIET, "--help")
-    result.stdout.fnmatch_lines(["*--tom-fantom-contexts*", "*--tom-fantom-embedder*"])
+    result = pytester.runpytest(*QUIET, "--tom-set", "list")
+    result.stdout.fnmatch_lines(["*fantom.contexts=short|full*", "*fantom.embedder=*"])
 
 
 # --- metrics equal to the official evaluator ------------------------------------------------------
@@ -519,7 +519,7 @@ def test_metrics_equal_the_official_evaluator_on_hand_computed_answers(
         "    errors: answerability list excluded_aware_character 1; yes/no false_positive 1, irrelevant_response 1",
         "  control (accessible): ALL* 50.0 | ALL 50.0 | belief choice 100.0, dist. 66.7, token F1 100.0",
     ])
-    result = run(pytester, oracle(pytester, HAND_OVERRIDES), option, "--tom-fantom-aggregation=part",
+    result = run(pytester, oracle(pytester, HAND_OVERRIDES), option, "--tom-set=fantom.aggregation=part",
                  "--tom-report=p.json", "-q")
     part = json.loads((pytester.path / "p.json").read_text())["suites"][0]["metrics"]["contexts"]["short"]
     assert_report(part["fantom"], HAND_PART)
@@ -540,7 +540,7 @@ def test_real_sample_counts_and_a_full_random_run(pytester: pytest.Pytester, rea
                (("answerability", "answerabilityQAs_binary"), ("info_accessibility", "infoAccessibilityQAs_binary"))}
     expected = {"fact": n_sets, "belief_free": beliefs, "belief_choice": beliefs,
                 "answerability_list": n_sets, "info_accessibility_list": n_sets}
-    result = run(pytester, "--tom-model=random", "--tom-fantom-contexts=short,full", "--tom-report=r.json", "-q",
+    result = run(pytester, "--tom-model=random", "--tom-set=fantom.contexts=short,full", "--tom-report=r.json", "-q",
                  data_dir=real_data_dir)
     outcomes = result.parseoutcomes()
     assert "error" not in outcomes and "errors" not in outcomes

@@ -160,7 +160,7 @@ def test_a_missing_baseline_fails_and_says_how_to_make_one(run) -> None:
 
 
 def test_a_baseline_of_other_settings_is_refused_unless_forced(run) -> None:
-    assert run("--tom-baseline-save=base.json", "--tom-tombench-tries=1").ret == 0
+    assert run("--tom-baseline-save=base.json", "--tom-set=tombench.tries=1").ret == 0
     refused = run("--tom-baseline=base.json")
     assert refused.ret == 1
     refused.stdout.fnmatch_lines(["*tries: 1 -> 5*"])

@@ -53,11 +53,35 @@ def test_help_lists_every_scheme_every_benchmark_and_says_what_each_option_takes
     assert "available: fantom, simpletom, tomato, tombench, tomvalley" in group
     for flag in ("--tom-model=URI", "--tom-benchmark=NAMES", "--tom-sample=N", "--tom-seed=N", "--tom-report=PATH",
                  "--tom-data-dir=DIR", "--tom-cache-dir=DIR", "--tom-batch-size=N", "--tom-max-errors=N",
-                 "--tom-tombench-prompt=vanilla|cot", "--tom-tombench-tries=N", "--tom-fantom-contexts=short|full",
-                 "--tom-fantom-partial=true|false", "--tom-fantom-fact-f1-threshold=X", "--tom-tombench-source-url=URL"):
+                 "--tom-set=BENCH.NAME=VALUE", "`pytest --tom-set list` lists every benchmark's settings"):
         assert flag in group, flag
     assert not re.search(r"--tom-[a-z-]+=(MODEL|BENCHMARK|SAMPLE|SEED|REPORT|DATA_DIR|CACHE_DIR|BATCH_SIZE|MAX_ERRORS)\b", group)
-    assert "Default: ." not in group  # an empty default reads "Default: (empty)."
+
+
+def test_help_shows_few_pytest_tom_options_and_no_per_benchmark_flag(pytester: pytest.Pytester) -> None:
+    """Issue 19: 85 `--tom-*` options and 404 lines of ini twins made `pytest --help` 1,298 lines long."""
+    result = pytester.runpytest(*QUIET, "--help")
+    options = [line.split()[0] for line in result.outlines if line.startswith("  --tom-")]
+    ini_keys = [line.split()[0] for line in result.outlines if line.startswith("  tom_")]
+    assert 20 <= len(options) <= 26, options
+    assert len(ini_keys) == len(options), ini_keys  # the deprecated ini keys are not registered for --help
+    for bench in ("tombench", "fantom", "simpletom", "tomato", "tomvalley"):
+        assert f"--tom-{bench}-" not in result.stdout.str() and f"tom_{bench}_" not in result.stdout.str(), bench
+    text = _flat(result)
+    ini = text[text.index("tom_model (string):"):]
+    assert "Same as --tom-model." in ini and "Schemes:" not in ini  # the ini twin points to its flag
+
+
+def test_tom_set_list_shows_what_each_setting_takes_and_its_default(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*QUIET, "--tom-set", "list")
+    assert result.ret == 0
+    text = result.stdout.str()
+    for setting in ("tombench.prompt=vanilla|cot  (default: vanilla)", "tombench.tries=N", "fantom.contexts=short|full",
+                    "fantom.partial=true|false", "fantom.fact_f1_threshold=X", "tombench.source_url=URL",
+                    "tomato.subset=", "simpletom.intervention=", "tomvalley.protocol="):
+        assert setting in text, setting
+    assert "(default: )" not in text  # an empty default reads "(default: (empty))"
+    assert "collected" not in text  # it lists and exits, as --markers does
 
 
 # --- marks --------------------------------------------------------------------------------------------
@@ -143,7 +167,7 @@ def test_a_suite_in_a_test_module_registers_its_marks_without_any_flag(pytester:
 
 
 def test_the_summary_says_how_each_aggregate_is_computed(pytester: pytest.Pytester, tom_args: list[str]) -> None:
-    result = pytester.runpytest(*tom_args, "--tom-model=random:0", "-q", "--tom-tombench-languages=en")
+    result = pytester.runpytest(*tom_args, "--tom-model=random:0", "-q", "--tom-set=tombench.languages=en")
     result.stdout.fnmatch_lines([
         "  group (acc %: % of the group's questions right)*n  acc %*",
         "tombench en (paper aggregation): task AVG * | ability AVG * | coherent AVG * (unweighted means of the task, "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-FBT = ["-m", "en and fbt and not coherence", "--tom-tombench-tries=1", "--tom-progress=off", "--tom-no-cache"]
+FBT = ["-m", "en and fbt and not coherence", "--tom-set=tombench.tries=1", "--tom-progress=off", "--tom-no-cache"]
 """12 English false-belief questions, one try each: 12 requests, one batch of the user's callable (batch size 16)."""
 
 USER_MODELS = r'''

@@ -182,7 +182,7 @@ def test_the_bundled_model_is_converted_and_loaded_with_a_word_and_no_captured_b
     pytester.makepyfile(test_first="def test_fails_after_the_conversion(tom_model):\n    assert False\n")
     # -rA: the captured output of every test is printed, so a bar captured anywhere would show.
     result = pytester.runpytest_subprocess(*tom_args, "--tom-model=hf:smollm2", "--tom-no-cache", "-rA",
-                                           "--tom-tombench-tries=1", "-k", "first or en-false_belief_task-0001")
+                                           "--tom-set=tombench.tries=1", "-k", "first or en-false_belief_task-0001")
     result.stdout.fnmatch_lines([
         f"pytest-tom: converting the bundled SmolLM2-135M-Instruct GGUF once into {target} (about a minute)…",
         "pytest-tom: converted the bundled SmolLM2-135M-Instruct GGUF in *",

@@ -84,7 +84,7 @@ def release(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def tombench(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-tombench-tries=1", *RUN, *args)
+    return pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-set=tombench.tries=1", *RUN, *args)
 
 
 def test_the_whole_release_runs_without_any_flag(pytester: pytest.Pytester, release: Path, calls: Callable[[], int]) -> None:
@@ -115,7 +115,7 @@ def test_a_short_or_missing_release_file_is_one_clear_error(
 ) -> None:
     damage(release / "tombench" / "data")
     result = tombench(pytester, release)
-    result.stdout.fnmatch_lines([expected + "--tom-tombench-partial=true (suite keyword partial=True)*"])
+    result.stdout.fnmatch_lines([expected + "--tom-set tombench.partial=true (suite keyword partial=True)*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
     assert "no tests ran" not in result.stdout.str()
 
@@ -125,7 +125,7 @@ def test_a_deliberately_partial_copy_runs_what_it_has_with_the_flag(
     pytester: pytest.Pytester, release: Path, calls: Callable[[], int]
 ) -> None:
     (release / "tombench" / "data" / FBT).unlink()  # 12 of the 21 English questions
-    result = tombench(pytester, release, "--tom-tombench-partial=true", "-m", "en and not coherence")
+    result = tombench(pytester, release, "--tom-set=tombench.partial=true", "-m", "en and not coherence")
     assert asked(result) == 9 and calls() == 9
     pytester.makepyfile(test_tom=f"""
         import pytest_tom
@@ -138,7 +138,7 @@ def test_a_deliberately_partial_copy_runs_what_it_has_with_the_flag(
 def test_a_partial_copy_with_no_rows_at_all_still_fails(pytester: pytest.Pytester, release: Path, calls: Callable[[], int]) -> None:
     for p in (release / "tombench" / "data").iterdir():
         p.write_text("")
-    result = tombench(pytester, release, "--tom-tombench-partial=true")
+    result = tombench(pytester, release, "--tom-set=tombench.partial=true")
     result.stdout.fnmatch_lines(["*data: no ToMBench rows: every release file in this folder is empty*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
 
@@ -192,7 +192,7 @@ def fantom_copy(tmp_path: Path, mutate: Callable[[list[dict[str, Any]]], object]
 
 
 def fantom(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--tom-benchmark=fantom", f"--tom-data-dir={root}", "--tom-fantom-embedder=none", *RUN, *args)
+    return pytester.runpytest("--tom-benchmark=fantom", f"--tom-data-dir={root}", "--tom-set=fantom.embedder=none", *RUN, *args)
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def fantom(pytester: pytest.Pytester, root: Path, *args: str) -> pytest.RunResul
         (lambda d: d.clear(), "fantom_v1.json: no question sets: the file holds an empty list"),
         (lambda d: d[3].update(beliefQAs=[]),
          "fantom_v1.json, record #3 (set_id 1-0-1), field 'beliefQAs': no belief questions: every set of the release has "
-         "some, *--tom-fantom-partial=true*"),
+         "some, *--tom-set fantom.partial=true*"),
         (lambda d: d[1].update(infoAccessibilityQAs_binary=[]),
          "fantom_v1.json, record #1 (set_id 0-0-1), field 'infoAccessibilityQAs_binary': no yes/no info-accessibility "
          "questions*"),
@@ -236,7 +236,7 @@ def test_a_trimmed_fantom_copy_needs_the_flag_and_then_asks_what_is_left(
     whole = fantom(pytester, fantom_copy(tmp_path / "a", lambda d: None), "-m", "choice")
     trimmed = fantom_copy(tmp_path / "b", lambda d: d[3].update(beliefQAs=[]))
     assert fantom(pytester, trimmed, "-m", "choice").ret == pytest.ExitCode.INTERRUPTED
-    result = fantom(pytester, trimmed, "-m", "choice", "--tom-fantom-partial=true")
+    result = fantom(pytester, trimmed, "-m", "choice", "--tom-set=fantom.partial=true")
     # set 1-0-1 had 2 belief questions: 11 choice questions become 9, each asked once
     assert asked(whole) == 11
     assert asked(result) == 9
@@ -244,7 +244,7 @@ def test_a_trimmed_fantom_copy_needs_the_flag_and_then_asks_what_is_left(
 
 
 def test_a_bad_partial_value_is_a_usage_error(pytester: pytest.Pytester, release: Path) -> None:
-    result = tombench(pytester, release, "--tom-tombench-partial=maybe")
+    result = tombench(pytester, release, "--tom-set=tombench.partial=maybe")
     result.stdout.fnmatch_lines(["*tombench setting partial='maybe': expected true or false*"])
     assert result.ret != pytest.ExitCode.OK
 
@@ -284,7 +284,7 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
     manifest = tmp_path / "SHA256SUMS"
     manifest.write_text("".join(f"{sha(body)}  data/{name}\n" for name, body in files.items()), encoding="utf-8")
     args = ["--tom-benchmark=tombench", f"--tom-data-dir={empty_dir(tmp_path)}", f"--tom-cache-dir={tmp_path / 'cache'}",
-            f"--tom-tombench-sha256={manifest}", f"--tom-tombench-source-url={server.url}/mirror/", "--tom-tombench-tries=1",
+            f"--tom-set=tombench.sha256={manifest}", f"--tom-set=tombench.source_url={server.url}/mirror/", "--tom-set=tombench.tries=1",
             "-m", "en and not coherence", *RUN]
     first = pytester.runpytest(*args, "--tom-download")
     assert asked(first) == 21 and calls() == 21
@@ -304,7 +304,7 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
     assert server.requests[5:] == ["mirror/data/False%20Belief%20Task.jsonl"]
     # a checksum list on the command line works too, and a wrong one is refused before anything is used
     wrong = ",".join(f"{name}={'0' * 64 if name == FBT else sha(body)}" for name, body in files.items())
-    refused = pytester.runpytest(*[a for a in args if not a.startswith("--tom-tombench-sha256")], f"--tom-tombench-sha256={wrong}",
+    refused = pytester.runpytest(*[a for a in args if not a.startswith("--tom-set=tombench.sha256")], f"--tom-set=tombench.sha256={wrong}",
                                  "--tom-download")
     refused.stdout.fnmatch_lines([f"*{FBT}: checksum mismatch for {server.url}/mirror/data/False%20Belief%20Task.jsonl: "
                                   f"expected sha256 {'0' * 64}, got {sha(files[FBT])}*"])
@@ -317,15 +317,15 @@ def test_a_local_copy_is_checked_against_custom_checksums(pytester: pytest.Pytes
     pins = ",".join(f"{name}={sha(body)}" for name, body in files.items())
     root = tmp_path / "copy"
     shutil.copytree(FIXTURES / "tombench", root / "tombench")
-    ok = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", f"--tom-tombench-sha256={pins}",
+    ok = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", f"--tom-set=tombench.sha256={pins}",
                             "--collect-only", "-q", "-p", "no:cacheprovider")
     ok.stdout.fnmatch_lines(["*52 tests collected*"])
     _edit_row(root / "tombench" / "data" / FBT, 1, STORY="Another story.")
-    bad = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", f"--tom-tombench-sha256={pins}",
+    bad = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", f"--tom-set=tombench.sha256={pins}",
                              "--collect-only", "-q", "-p", "no:cacheprovider")
     bad.stdout.fnmatch_lines([f"pytest-tom: file *{FBT}: the ToMBench release is incomplete: this file has sha256 *, not the "
-                              f"{sha(files[FBT])} given in --tom-tombench-sha256*"])
-    usage = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-tombench-sha256=x.jsonl=abc")
+                              f"{sha(files[FBT])} given in --tom-set tombench.sha256*"])
+    usage = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-set=tombench.sha256=x.jsonl=abc")
     usage.stdout.fnmatch_lines(["*checksum of 'x.jsonl': expected a sha256 of 64 hex digits, got 'abc'*"])
 
 
@@ -336,11 +336,11 @@ def test_a_fantom_mirror_with_its_own_checksum_then_a_damaged_cache(
     archive = tar_gz({"fantom/fantom_v1.json": (FIXTURES / "fantom" / "fantom_v1.json").read_bytes()})
     server.files["fantom.tar.gz"] = archive
     args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", f"--tom-cache-dir={tmp_path / 'cache'}",
-            "--tom-fantom-embedder=none", f"--tom-fantom-source-url={server.url}/fantom.tar.gz", "-m", "choice", *RUN]
+            "--tom-set=fantom.embedder=none", f"--tom-set=fantom.source_url={server.url}/fantom.tar.gz", "-m", "choice", *RUN]
     refused = pytester.runpytest(*args, "--tom-download")  # the pinned official checksum guards the mirror
     refused.stdout.fnmatch_lines([f"*checksum mismatch for {server.url}/fantom.tar.gz: expected sha256 "
                                   f"{fantom_data.OFFICIAL_SHA256}, got {sha(archive)}*"])
-    args.append(f"--tom-fantom-sha256={sha(archive)}")
+    args.append(f"--tom-set=fantom.sha256={sha(archive)}")
     first = pytester.runpytest(*args, "--tom-download")
     assert asked(first) == 11 and calls() == 11
     cached = tmp_path / "cache" / "data" / "fantom" / sha(archive)[:16] / "fantom_v1.json"
@@ -365,9 +365,9 @@ def small_limits(monkeypatch: pytest.MonkeyPatch) -> fetch.Limits:
 def test_a_trickling_server_hits_the_download_deadline(
     pytester: pytest.Pytester, server: Server, tmp_path: Path, small_limits: fetch.Limits
 ) -> None:
-    result = pytester.runpytest("--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-fantom-embedder=none",
+    result = pytester.runpytest("--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-set=fantom.embedder=none",
                                 f"--tom-cache-dir={tmp_path / 'cache'}", "--tom-download",
-                                f"--tom-fantom-source-url={server.url}/trickle", "-p", "no:cacheprovider")
+                                f"--tom-set=fantom.source_url={server.url}/trickle", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines([f"pytest-tom: file *fantom_v1.json: download of {server.url}/trickle took longer than its "
                                  "deadline of 0.05 s (* bytes received): the server is stalled or too slow*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED and server.requests == ["trickle"]
@@ -380,15 +380,15 @@ def test_an_oversized_download_and_an_archive_bomb_are_refused(
 ) -> None:
     big = b"[" + b" " * 10_000 + b"]"
     server.files["big.json"] = big
-    args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-fantom-embedder=none",
+    args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-set=fantom.embedder=none",
             f"--tom-cache-dir={tmp_path / 'cache'}", "--tom-download", "-p", "no:cacheprovider"]
-    result = pytester.runpytest(*args, f"--tom-fantom-source-url={server.url}/big.json", f"--tom-fantom-sha256={sha(big)}")
+    result = pytester.runpytest(*args, f"--tom-set=fantom.source_url={server.url}/big.json", f"--tom-set=fantom.sha256={sha(big)}")
     result.stdout.fnmatch_lines([f"*download of {server.url}/big.json announces 10002 bytes, over the cap of 4096 bytes*"])
     # 1 MiB of zeros compresses to about 1 KiB: under the download cap, far over the expansion cap
     bomb = tar_gz({"fantom/fantom_v1.json": b"\0" * (1 << 20)})
     assert len(bomb) < small_limits.max_bytes
     server.files["bomb.tar.gz"] = bomb
-    result = pytester.runpytest(*args, f"--tom-fantom-source-url={server.url}/bomb.tar.gz", f"--tom-fantom-sha256={sha(bomb)}")
+    result = pytester.runpytest(*args, f"--tom-set=fantom.source_url={server.url}/bomb.tar.gz", f"--tom-set=fantom.sha256={sha(bomb)}")
     result.stdout.fnmatch_lines(["*refusing to extract: the archive expands to more than 1.0 MiB, over the cap of 8192 bytes*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert [p for p in (tmp_path / "cache" / "data" / "fantom").rglob("*") if p.is_file()] == []
@@ -402,7 +402,7 @@ def test_an_oversized_download_and_an_archive_bomb_are_refused(
 def test_the_real_releases_pass_without_a_flag_and_a_cut_copy_does_not(
     pytester: pytest.Pytester, real_data_dir: Path, tmp_path: Path
 ) -> None:
-    whole = pytester.runpytest("--tom-benchmark=tombench,fantom", f"--tom-data-dir={real_data_dir}", "--tom-fantom-embedder=none",
+    whole = pytester.runpytest("--tom-benchmark=tombench,fantom", f"--tom-data-dir={real_data_dir}", "--tom-set=fantom.embedder=none",
                                "--collect-only", "-q", "-p", "no:cacheprovider")
     whole.stdout.fnmatch_lines(["*8557 tests collected*"])  # ToMBench 5,720 + 1,868 stories; the FANToM sample's 969
     copy = tmp_path / "real"

@@ -60,7 +60,7 @@ def n_calls(log: Path) -> int:
 
 def run(pytester: pytest.Pytester, model: str, *args: str) -> pytest.RunResult:
     return pytester.runpytest(*QUIET, "--tom-benchmark=simpletom", f"--tom-data-dir={FIXTURES}",
-                              "--tom-simpletom-partial=true", f"--tom-model=python:rb_models:{model}",
+                              "--tom-set=simpletom.partial=true", f"--tom-model=python:rb_models:{model}",
                               "--tom-robustness-profile=tom-ci", "--tom-report=report.json", *args)
 
 
@@ -124,7 +124,7 @@ def test_failing_examples_are_saved_and_replayed_first(pytester: pytest.Pytester
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
     monkeypatch.delenv("CI", raising=False)
-    args = (*QUIET, "--tom-benchmark=simpletom", f"--tom-data-dir={FIXTURES}", "--tom-simpletom-partial=true",
+    args = (*QUIET, "--tom-benchmark=simpletom", f"--tom-data-dir={FIXTURES}", "--tom-set=simpletom.partial=true",
             "--tom-model=python:rb_models:knows_names", "--tom-robustness=rename", "--tom-no-cache",
             "--tom-robustness-profile=tom-dev", "simpletom_robustness[jam_jar_sev1-ms-rename]")
     first = pytester.runpytest_subprocess(*args)
@@ -143,7 +143,7 @@ def test_failing_examples_are_saved_and_replayed_first(pytester: pytest.Pytester
 ])
 def test_bad_robustness_options_are_usage_errors(pytester: pytest.Pytester, calls: Path, flag: str, message: str) -> None:
     result = pytester.runpytest(*QUIET, "--tom-benchmark=simpletom", f"--tom-data-dir={FIXTURES}",
-                                "--tom-simpletom-partial=true", "--tom-model=random", "--tom-robustness=rename", flag)
+                                "--tom-set=simpletom.partial=true", "--tom-model=random", "--tom-robustness=rename", flag)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*pytest-tom: {message}"])
 

@@ -110,7 +110,7 @@ def test_report_validates_and_replay_reproduces_the_run(pytester: pytest.Pyteste
 
 def test_replay_of_changed_prompts_errors_instead_of_guessing(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     pytester.runpytest(*tom_args, "--tom-model=random:9", "--tom-report=run1.json", "--tom-no-cache", "-q", "--tb=no")
-    result = pytester.runpytest(*tom_args, "--tom-model=replay:run1.json", "--tom-tombench-prompt=cot", "--tom-no-cache", "-q", "--tb=no")
+    result = pytester.runpytest(*tom_args, "--tom-model=replay:run1.json", "--tom-set=tombench.prompt=cot", "--tom-no-cache", "-q", "--tb=no")
     assert result.parseoutcomes().get("errors") == 42 + 10
 
 
@@ -121,5 +121,5 @@ def test_partial_story_selection_skips_the_coherence_test(pytester: pytest.Pytes
 
 
 def test_loglikelihood_scoring_and_disagreement(pytester: pytest.Pytester, tom_args: list[str]) -> None:
-    result = pytester.runpytest(*tom_args, "--tom-model=random:2", "--tom-tombench-scoring=both", "-q", "--tb=no")
+    result = pytester.runpytest(*tom_args, "--tom-model=random:2", "--tom-set=tombench.scoring=both", "-q", "--tb=no")
     result.stdout.fnmatch_lines(["*log-likelihood scoring: % of questions right *, disagrees with generation on *% of items"])

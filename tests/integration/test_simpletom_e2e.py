@@ -99,7 +99,7 @@ QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-marker
 
 def run(pytester: pytest.Pytester, *args: str, data_dir: Path = FIXTURES) -> pytest.RunResult:
     return pytester.runpytest(*QUIET, "--tom-benchmark=simpletom", f"--tom-data-dir={data_dir}",
-                              "--tom-simpletom-partial=true", "--tom-report=report.json", *args)
+                              "--tom-set=simpletom.partial=true", "--tom-report=report.json", *args)
 
 
 def suite_of(pytester: pytest.Pytester) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -165,7 +165,7 @@ def test_baseline_metrics_equal_the_hand_computed_ones(pytester: pytest.Pytester
 
 
 def test_reminder_metrics_equal_the_hand_computed_ones(pytester: pytest.Pytester) -> None:
-    run(pytester, table(pytester), "--tom-simpletom-intervention=reminder", "-q")
+    run(pytester, table(pytester), "--tom-set=simpletom.intervention=reminder", "-q")
     suite, _ = suite_of(pytester)
     m = suite["metrics"]
     assert m["intervention"] == "reminder" and suite["settings"]["intervention"] == "reminder"

@@ -75,7 +75,7 @@ class Work:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TOM_TEST_"))}
         base.update(PYTHONPATH=str(self.root), TOM_TEST_CALL_LOG=str(self.log), **env)
         command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tom-benchmark=simpletom",
-                   f"--tom-data-dir={FIXTURES}", "--tom-simpletom-partial=true", "--tom-simpletom-intervention=reminder",
+                   f"--tom-data-dir={FIXTURES}", "--tom-set=simpletom.partial=true", "--tom-set=simpletom.intervention=reminder",
                    "--tom-model=python:resume_model:answer", "--tom-batch-size=1", "-q", "--tb=short", "-rN", *args]
         return subprocess.run(command, cwd=self.root, env=base, capture_output=True, text=True, timeout=300, check=False)
 

@@ -69,7 +69,7 @@ def table(pytester: pytest.Pytester, *plans: dict[str, str]) -> str:
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest(*QUIET, "--tom-benchmark=tomato", f"--tom-data-dir={FIXTURES}",
-                              "--tom-tomato-partial=true", "--tom-report=report.json", *args)
+                              "--tom-set=tomato.partial=true", "--tom-report=report.json", *args)
 
 
 def report(pytester: pytest.Pytester) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
@@ -118,7 +118,7 @@ def test_metrics_checks_and_messages_equal_the_hand_computed_ones(pytester: pyte
 
 
 def test_official_extraction_keeps_the_comma_quirk(pytester: pytest.Pytester) -> None:
-    run(pytester, table(pytester), "-q", "--tom-tomato-extraction=official")
+    run(pytester, table(pytester), "-q", "--tom-set=tomato.extraction=official")
     suite, _, data = report(pytester)
     m = suite["metrics"]
     assert (m["all"]["correct"], m["all"]["unparseable"]) == (12, 3)  # "[,] ... [D]" is no answer
@@ -127,8 +127,8 @@ def test_official_extraction_keeps_the_comma_quirk(pytester: pytest.Pytester) ->
 
 def test_sampled_runs_are_distinct_cache_entries_and_report_mean_and_std(pytester: pytest.Pytester) -> None:
     every, none = {s: "cccc" for s in TABLE}, {s: "wwww" for s in TABLE}
-    args = (table(pytester, TABLE, every, none), "-q", "--tom-tomato-runs=3", "--tom-tomato-temperature=0.6",
-            "--tom-tomato-top-p=0.9", "--tom-cache-dir=cache")
+    args = (table(pytester, TABLE, every, none), "-q", "--tom-set=tomato.runs=3", "--tom-set=tomato.temperature=0.6",
+            "--tom-set=tomato.top_p=0.9", "--tom-cache-dir=cache")
     run(pytester, *args)
     suite, _, data = report(pytester)
     m = suite["metrics"]
@@ -145,11 +145,11 @@ def test_sampled_runs_are_distinct_cache_entries_and_report_mean_and_std(pyteste
 
 
 def test_replayed_answers_reproduce_the_metrics(pytester: pytest.Pytester) -> None:
-    run(pytester, table(pytester), "-q", "--tom-tomato-layout=reference", "--tom-tomato-system-prompt=none")
+    run(pytester, table(pytester), "-q", "--tom-set=tomato.layout=reference", "--tom-set=tomato.system_prompt=none")
     first = report(pytester)[0]["metrics"]
     (pytester.path / "report.json").rename(pytester.path / "recorded.json")
-    result = run(pytester, "--tom-model=replay:recorded.json", "-q", "--tom-tomato-layout=reference",
-                 "--tom-tomato-system-prompt=none")
+    result = run(pytester, "--tom-model=replay:recorded.json", "-q", "--tom-set=tomato.layout=reference",
+                 "--tom-set=tomato.system_prompt=none")
     result.assert_outcomes(passed=13 + 6, failed=7 + 1)
     assert report(pytester)[0]["metrics"] == first
     # another prompt is not in the recording: an error, never a guess
@@ -158,7 +158,7 @@ def test_replayed_answers_reproduce_the_metrics(pytester: pytest.Pytester) -> No
 
 
 def test_loglikelihood_scoring(pytester: pytest.Pytester) -> None:
-    run(pytester, "--tom-model=mock:first", "-q", "--tom-tomato-scoring=loglikelihood")
+    run(pytester, "--tom-model=mock:first", "-q", "--tom-set=tomato.scoring=loglikelihood")
     suite, _, _ = report(pytester)
     assert suite["metrics"]["all"]["correct"] == 6  # "[A]" is always the likeliest; 6 golds are A
 
@@ -182,7 +182,7 @@ def test_every_mark_selects_its_items(pytester: pytest.Pytester, mark: str) -> N
 def test_neuroticism_high_and_the_false_belief_file(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--collect-only", "-q", "-m", "tomato and neuroticism_high")
     assert len([line for line in result.outlines if line.startswith("tomato::tomato[")]) == 8
-    result = run(pytester, "--collect-only", "-q", "--tom-tomato-subset=fb")
+    result = run(pytester, "--collect-only", "-q", "--tom-set=tomato.subset=fb")
     lines = [line for line in result.outlines if line.startswith("tomato::")]
     assert len([x for x in lines if x.startswith("tomato::tomato[")]) == 6
     assert [x for x in lines if not x.startswith("tomato::tomato[")] == [
@@ -192,15 +192,15 @@ def test_neuroticism_high_and_the_false_belief_file(pytester: pytest.Pytester) -
 @pytest.mark.realdata
 def test_the_real_false_belief_file_collects_806_items(pytester: pytest.Pytester, real_data_dir: Path) -> None:
     result = pytester.runpytest(*QUIET, "--tom-benchmark=tomato", f"--tom-data-dir={real_data_dir}",
-                                "--tom-tomato-subset=fb", "--collect-only", "-q", "-m", "tomato and neuroticism_high")
+                                "--tom-set=tomato.subset=fb", "--collect-only", "-q", "-m", "tomato and neuroticism_high")
     items = [line for line in result.outlines if line.startswith("tomato::tomato[")]
     assert len(items) == 204
     result = pytester.runpytest(*QUIET, "--tom-benchmark=tomato", f"--tom-data-dir={real_data_dir}",
-                                "--tom-tomato-subset=fb", "--collect-only", "-q")
+                                "--tom-set=tomato.subset=fb", "--collect-only", "-q")
     lines = [line for line in result.outlines if line.startswith("tomato::")]
     assert len([x for x in lines if x.startswith("tomato::tomato[")]) == 806
     assert [x for x in lines if not x.startswith("tomato::tomato[")] == [
         "tomato::tomato_personality_robustness[second_order]"]
     # without a subset the whole release is asked for, and the message says what this folder holds
     result = pytester.runpytest(*QUIET, "--tom-benchmark=tomato", f"--tom-data-dir={real_data_dir}", "--collect-only")
-    result.stdout.fnmatch_lines(["*no tomato.json (subset 'all')*choose it with --tom-tomato-subset=fb*"])
+    result.stdout.fnmatch_lines(["*no tomato.json (subset 'all')*choose it with --tom-set tomato.subset=fb*"])

@@ -40,7 +40,7 @@ def sent(log: Path) -> int:
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest(*QUIET, "--tom-benchmark=tomvalley", f"--tom-data-dir={FIXTURES}",
-                              "--tom-tomvalley-contexts=7001-7002", "--tom-model=python:tv_model:counted",
+                              "--tom-set=tomvalley.contexts=7001-7002", "--tom-model=python:tv_model:counted",
                               "--tom-report=report.json", *args)
 
 
@@ -65,7 +65,7 @@ def test_the_official_protocol_sends_one_request_per_context(pytester: pytest.Py
 
 
 def test_marks_select_items_and_the_question_protocol_asks_each_alone(pytester: pytest.Pytester, calls: Path) -> None:
-    result = run(pytester, "-q", "-m", "tomvalley and belief and transformation1", "--tom-tomvalley-protocol=question")
+    result = run(pytester, "-q", "-m", "tomvalley and belief and transformation1", "--tom-set=tomvalley.protocol=question")
     result.assert_outcomes(passed=4, failed=3)  # 3 + 4 belief T1 questions: wrong in 7001, right in 7002
     assert sent(calls) == 7
     collected = run(pytester, "--collect-only", "-q", "-m", "span1_5 or scenario4 and influence")
@@ -97,7 +97,7 @@ def test_the_context_length_is_checked_before_sending(pytester: pytest.Pytester)
                     "from tests.helpers.tiny_models import build_tiny_model; build_tiny_model(Path(sys.argv[2]))",
                     str(HELPERS.parent), str(model_dir)], check=True, capture_output=True)
     result = pytester.runpytest_subprocess(*QUIET, "--tom-benchmark=tomvalley", f"--tom-data-dir={FIXTURES}",
-                                "--tom-tomvalley-contexts=7001", f"--tom-model=hf:{model_dir}", "-q")
+                                "--tom-set=tomvalley.contexts=7001", f"--tom-model=hf:{model_dir}", "-q")
     result.assert_outcomes(errors=56 + 1)  # and the composition item: an outage is never a failed assertion
     result.stdout.fnmatch_lines(["*model error: ValueError: prompt of * tokens + 8,192 new tokens exceeds the model's "
                                  "* positions; not sent, because truncating it would silently drop part of the prompt*"])

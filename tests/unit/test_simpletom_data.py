@@ -136,7 +136,7 @@ def test_a_partial_copy_must_say_so(copy: Path) -> None:
     with pytest.raises(TomDataError) as info:
         load(copy.parent, partial=False)
     text = str(info.value)
-    assert "incomplete" in text and "has 10 rows, not 1147" in text and "--tom-simpletom-partial=true" in text
+    assert "incomplete" in text and "has 10 rows, not 1147" in text and "--tom-set simpletom.partial=true" in text
     assert len(load(copy.parent)) == 30
 
 
@@ -178,7 +178,7 @@ def test_custom_checksums_check_a_local_copy(copy: Path) -> None:
     manifest.write_text("".join(f"{v}  simpletom/{c}/test.jsonl\n" for c, v in sums.items()))
     assert len(load(copy.parent, partial=False, sha256=str(manifest))) == 30
     rewrite(copy / "behavior-qa" / "test.jsonl", 1, {"question": "What now?"})
-    with pytest.raises(TomDataError, match=r"not the one given in --tom-simpletom-sha256"):
+    with pytest.raises(TomDataError, match=r"not the one given in --tom-set simpletom.sha256"):
         load(copy.parent, partial=False, sha256=pins)
 
 

@@ -137,7 +137,7 @@ def test_local_copy_must_be_whole_unless_partial(tmp_path: Path) -> None:
     with pytest.raises(TomDataError, match="not the whole pinned ToMATO file") as exc:
         load("fb", partial=False)
     assert "first belief: 2 of 551" not in str(exc.value)  # the fb file holds no first-order questions
-    assert "second belief: 2 of 237" in str(exc.value) and "--tom-tomato-partial=true" in str(exc.value)
+    assert "second belief: 2 of 237" in str(exc.value) and "--tom-set tomato.partial=true" in str(exc.value)
     assert len(load("fb", partial=True)) == 6
 
 
@@ -155,7 +155,7 @@ def test_missing_file_says_which_subsets_are_there(tmp_path: Path) -> None:
     with pytest.raises(TomDataError) as exc:
         load("all", root=root)
     text = str(exc.value)
-    assert "no tomato.json (subset 'all')" in text and "choose it with --tom-tomato-subset=fb" in text
+    assert "no tomato.json (subset 'all')" in text and "choose it with --tom-set tomato.subset=fb" in text
     assert "--tom-download" in text
 
 

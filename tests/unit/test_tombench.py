@@ -324,13 +324,13 @@ class TestLoader:
         assert len(release.load(folder, ["en"], whole, verified=False, partial=False)) == 21
         more = release.Release(pins, {**rows, "Hidden Emotions.jsonl": 1}, "test")
         with pytest.raises(TomDataError, match=r"Hidden Emotions.jsonl, record row 2: .* this file has 2 rows, not 1 \(another "
-                                               r"revision\? give its checksums with --tom-tombench-sha256\)"):
+                                               r"revision\? give its checksums with --tom-set tombench.sha256\)"):
             release.load(folder, ["en"], more, verified=False, partial=False)
         assert len(release.load(folder, ["en"], more, verified=True, partial=False)) == 21  # a checksum-verified copy
         assert len(release.load(folder, ["en"], more, verified=False, partial=True)) == 21
         by_sum = release.Release({**pins, "Hidden Emotions.jsonl": "0" * 64}, None, "test")
         with pytest.raises(TomDataError, match=f"Hidden Emotions.jsonl: .* this file has sha256 {pins['Hidden Emotions.jsonl']}, "
-                                               f"not the {'0' * 64} given in --tom-tombench-sha256"):
+                                               f"not the {'0' * 64} given in --tom-set tombench.sha256"):
             release.load(folder, ["en"], by_sum, verified=False, partial=False)
 
     def test_the_checksum_setting_picks_the_release(self, tmp_path: Path) -> None:

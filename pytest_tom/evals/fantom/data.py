@@ -361,7 +361,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
 
 PARTIAL_ADVICE = (
     "restore the official file (or remove the local copy and pass --tom-download for a verified one), or pass "
-    "--tom-fantom-partial=true (suite keyword partial=True) to run a deliberately trimmed copy"
+    "--tom-set fantom.partial=true (suite keyword partial=True) to run a deliberately trimmed copy"
 )
 
 

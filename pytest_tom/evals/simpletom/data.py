@@ -276,7 +276,7 @@ def _join(rel: Release, q: Question, path: Path) -> None:
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a fresh one), or "
-    "pass --tom-simpletom-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+    "pass --tom-set simpletom.partial=true (suite keyword partial=True) to run a deliberately partial copy"
 )
 
 
@@ -292,7 +292,8 @@ def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tup
         if found is None:
             out.append((path, None, "is missing"))
         elif expect_rows is not None and found != expect_rows[config]:
-            more = "" if found < expect_rows[config] else " (another revision? give its checksums with --tom-simpletom-sha256)"
+            more = ("" if found < expect_rows[config]
+                    else " (another revision? give its checksums with --tom-set simpletom.sha256)")
             out.append((path, None, f"has {found} rows, not {expect_rows[config]}{more}"))
     if rel.rows.get(STORY_CONFIG) is not None:
         for config in QA_CONFIGS:

@@ -149,7 +149,7 @@ def check_manifest(folder: Path, pins: Mapping[str, str] | None) -> None:
         want = recorded.get(f"{config}/{FILE}")
         if pins is not None and want != pins[config]:
             raise TomDataError(f"this downloaded copy was not checked against the sha256 {pins[config]} given in "
-                               f"--tom-simpletom-sha256; {REFETCH}", path=path)
+                               f"--tom-set simpletom.sha256; {REFETCH}", path=path)
         if not path.is_file():
             raise TomDataError(f"this file of a verified download is missing; {REFETCH}", path=path)
         got = sha256_file(path)
@@ -172,7 +172,7 @@ def load(folder: Path, pins: Mapping[str, str] | None, *, verified: bool, partia
             for config in CONFIGS:
                 got = sha256_file(path_of(folder, config))
                 if got != pins[config]:
-                    raise TomDataError(f"the SimpleToM release is not the one given in --tom-simpletom-sha256: this file "
+                    raise TomDataError(f"the SimpleToM release is not the one given in --tom-set simpletom.sha256: this file "
                                        f"has sha256 {got}, not {pins[config]}: {PARTIAL_ADVICE}",
                                        path=path_of(folder, config))
     return samples(rel)

@@ -144,8 +144,8 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
         raise TomConfigError(f"tomato temperature must be >= 0 and top_p in (0, 1], got {c.temperature}, {c.top_p}")
     if c.runs > 1 and c.temperature == 0:
         raise TomConfigError(f"tomato runs={c.runs} at temperature 0 would ask the same greedy question {c.runs} "
-                             f"times; repeated runs need sampling (the paper: --tom-tomato-temperature="
-                             f"{PAPER_TEMPERATURE} --tom-tomato-top-p={PAPER_TOP_P})")
+                             f"times; repeated runs need sampling (the paper: --tom-set tomato.temperature="
+                             f"{PAPER_TEMPERATURE} --tom-set tomato.top_p={PAPER_TOP_P})")
     if c.scoring == "loglikelihood" and (c.prompt == "cot" or c.runs > 1):
         raise TomConfigError("tomato scoring=loglikelihood reads no generated text, so it takes neither prompt=cot "
                              "nor runs > 1")

@@ -35,7 +35,7 @@ from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, downl
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-tomato-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+    "pass --tom-set tomato.partial=true (suite keyword partial=True) to run a deliberately partial copy"
 )
 
 
@@ -73,7 +73,7 @@ def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, 
         return cached, True
     where = ", ".join(str(c) for c in candidates(source)) or "(no --tom-data-dir given)"
     present = sorted({p.name for c in candidates(source) for p in c.glob("tomato*.json")})
-    hint = (f"; this folder holds {', '.join(present)}: choose it with --tom-tomato-subset="
+    hint = (f"; this folder holds {', '.join(present)}: choose it with --tom-set tomato.subset="
             f"{'|'.join(k for k, v in SUBSETS.items() if v in present)}") if present else ""
     raise TomDataError(
         f"ToMATO data not found: no {name} (subset {subset!r}) in {where}{hint}. Point --tom-data-dir (or "
@@ -145,7 +145,7 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
     if want is not None and want != OFFICIAL_SHA256.get(path.name):
         got = sha256_file(path)
         if got != want:
-            raise TomDataError(f"this file has sha256 {got}, not the {want} given in --tom-tomato-sha256: "
+            raise TomDataError(f"this file has sha256 {got}, not the {want} given in --tom-set tomato.sha256: "
                                f"{PARTIAL_ADVICE}", path=path)
         return samples
     found, expected = counts(samples), expected_counts(subset)

@@ -356,7 +356,7 @@ def load_file(path: Path, languages: Sequence[str]) -> list[ToMBenchSample]:
     """Parse one release JSONL file into samples, one per row and language, in row order.
 
     Both languages of a row are validated even when one is asked for, so a broken
-    row fails the same way whatever `--tom-tombench-languages` says.
+    row fails the same way whatever `tombench.languages` says.
     """
     stem = path.name[: -len(".jsonl")]
     task = TASK_FILES.get(stem, "extra")

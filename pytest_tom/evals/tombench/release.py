@@ -24,7 +24,7 @@ from pytest_tom.fetch import check_pinned, fetch_pinned, parse_pins, read_pins, 
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-tombench-partial=true (suite keyword partial=True) to run a deliberately partial copy"
+    "pass --tom-set tombench.partial=true (suite keyword partial=True) to run a deliberately partial copy"
 )
 
 
@@ -127,12 +127,12 @@ def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Se
             elif found > expected:
                 problems.append((path, _lines(expected + 1, found),
                                  f"has {found} rows, not {expected} (another revision? give its checksums with "
-                                 "--tom-tombench-sha256)"))
+                                 "--tom-set tombench.sha256)"))
         else:
             got = sha256_file(path)
             if got != rel.pins[name]:
                 problems.append((path, None, f"has sha256 {got}, not the {rel.pins[name]} given in "
-                                             "--tom-tombench-sha256"))
+                                             "--tom-set tombench.sha256"))
     if not problems:
         return
     hint = _misnamed(unknown)

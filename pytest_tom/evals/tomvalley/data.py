@@ -78,7 +78,7 @@ class ScenarioLayout:
     groups: tuple[int, ...] = dataclasses.field(metadata=KEEP)
     """Turns per dict of a "list" dialogue; for "dict" and "str", one group of all the scenario's turns."""
     background: str = ""
-    """Shown only with --tom-tomvalley-backgrounds=true: it states the mental states outright."""
+    """Shown only with --tom-set tomvalley.backgrounds=true: it states the mental states outright."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ def load_folder(folder: Path, wanted: Sequence[int], label: str) -> list[ToMVall
         have = sorted(found, key=lambda c: _trial_number(c) or 0)
         raise TomDataError(
             f"no ToMValley context of the selected set ({label}) is here"
-            + (f"; it holds {len(have)} others ({have[0]}..{have[-1]}): choose them with --tom-tomvalley-contexts"
+            + (f"; it holds {len(have)} others ({have[0]}..{have[-1]}): choose them with --tom-set tomvalley.contexts=..."
                if have else "; expected trial<N>/story.json + question_new.json folders or a DynToM.json file"),
             path=folder)
     out: list[ToMValleySample] = []
