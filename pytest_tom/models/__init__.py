@@ -17,7 +17,8 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.models.python import as_model
 
-__all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt", "schemes"]
+__all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
+           "schemes"]
 
 Factory = Callable[[str], Model]
 """Builds a model from the part of the URI after "scheme:"."""

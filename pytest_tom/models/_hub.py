@@ -18,6 +18,7 @@ the missing dependency.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -49,6 +50,8 @@ def check_vllm(spec: str, *, uri: str) -> None:
     from pytest_tom.models.vllm import OPTIONS
 
     parsed = parse_spec("vllm", spec, OPTIONS)
+    if parsed["tokenizer"]:
+        require_existing(str(parsed["tokenizer"]), uri=uri)
     if os.environ.get("VLLM_USE_MODELSCOPE", "").lower() in ("1", "true"):
         return  # ids then name ModelScope models, which this check does not know
     check_target(parsed.target, uri=uri, scheme="vllm")
@@ -118,7 +121,7 @@ def hub_cache_dir() -> Path:
 def cached_model_ids(cache: Path) -> list[str]:
     """The model repo ids in the hub cache `cache` (none when it does not exist)."""
     from huggingface_hub import scan_cache_dir
-    from huggingface_hub.utils import CacheNotFound
+    from huggingface_hub.utils import CacheNotFound  # type: ignore[attr-defined]  # see _ask_hub
 
     try:
         info = scan_cache_dir(cache)
@@ -150,16 +153,39 @@ def ask_hub(repo_id: str) -> tuple[str, str]:
     """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try).
 
     `HfApi.model_info` makes one request with a timeout and no retries; HF_ENDPOINT
-    and the token are honoured as for a download.
+    and the token are honoured as for a download. A name lookup that hangs is
+    not covered by an HTTP timeout, so the request runs in a daemon thread that
+    gets `HUB_TIMEOUT` seconds in all.
     """
+    answer: list[tuple[str, str]] = []
+    thread = threading.Thread(target=lambda: answer.append(_ask_hub(repo_id)), name="pytest-tom-hub-check", daemon=True)
+    thread.start()
+    thread.join(HUB_TIMEOUT + 0.5)
+    if answer:
+        return answer[0]
+    return "unreachable", (f"the hub ({_endpoint()}) did not answer within {HUB_TIMEOUT:g} s; for a hub model check "
+                           "the network, or set HF_HUB_OFFLINE=1 to use the cache only")
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _ask_hub(repo_id: str) -> tuple[str, str]:
+    # huggingface_hub.utils has exported these in every release transformers >= 4.45 accepts (`errors` came later).
     from huggingface_hub import HfApi
-    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, validate_repo_id
+    from huggingface_hub.utils import (  # type: ignore[attr-defined]
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        validate_repo_id,
+    )
 
     try:
         validate_repo_id(repo_id)
     except ValueError:
         return "missing", "it is no valid hub id (NAME or ORG/NAME) either"
-    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    endpoint = _endpoint()
     try:
         HfApi(endpoint=endpoint).model_info(repo_id, timeout=HUB_TIMEOUT)
     except GatedRepoError:
