@@ -67,9 +67,13 @@ class TomHooks:
     def __init__(self, tom: TomSession) -> None:
         self.tom = tom
 
+    def pytest_sessionstart(self) -> None:
+        """Check --tom-model before collection: a misspelled model id is a usage error in a second."""
+        setup.check_model(self.tom)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Draw --tom-sample after -m/-k; on an xdist worker, hand derived items to the controller."""
+        """Draw --tom-sample after -m/-k (and say when -m names no mark); on an xdist worker, hand derived items over."""
         setup.select(config, self.tom, items)
 
     def pytest_report_collectionfinish(self) -> list[str]:

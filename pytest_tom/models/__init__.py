@@ -17,7 +17,8 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.models.python import as_model
 
-__all__ = ["BUILTIN", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt", "schemes"]
+__all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
+           "schemes"]
 
 Factory = Callable[[str], Model]
 """Builds a model from the part of the URI after "scheme:"."""
@@ -45,6 +46,12 @@ USAGE: dict[str, str] = {
 }
 """How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 
+CHECKS: dict[str, str] = {
+    "hf": "pytest_tom.models._hub:check_hf",
+    "vllm": "pytest_tom.models._hub:check_vllm",
+}
+"""Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item)."""
+
 
 class SchemeRegistry:
     """URI scheme -> model factory: BUILTIN, then entry points, then hook registrations."""
@@ -70,6 +77,18 @@ class SchemeRegistry:
             loaded: Factory = getattr(importlib.import_module(module), attr)
             return loaded
         return target
+
+    def check(self, uri: str) -> None:
+        """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
+
+        Only schemes still bound to their built-in factory are checked: a scheme a
+        third party registered again is theirs to judge. Nothing is built or loaded.
+        """
+        scheme, _, spec = uri.partition(":")
+        if scheme not in CHECKS or self._targets.get(scheme) != BUILTIN.get(scheme):
+            return
+        module, _, attr = CHECKS[scheme].partition(":")
+        getattr(importlib.import_module(module), attr)(spec, uri=uri)
 
     def make(self, uri: str) -> Model:
         """Resolve a model URI such as ``random:42`` or ``python:mypkg.model:generate``."""

@@ -187,7 +187,10 @@ class HFModel(StreamingModel):
         return kw
 
     def _load_tokenizer(self) -> Any:
-        tok = self._transformers.AutoTokenizer.from_pretrained(self.path, **self._common_kwargs())
+        try:
+            tok = self._transformers.AutoTokenizer.from_pretrained(self.path, **self._common_kwargs())
+        except OSError as exc:  # no such model or no connection: one usage error, not a traceback on every item
+            raise TomConfigError(f"--tom-model {self.uri}: {exc}") from None
         tok.padding_side = "left"
         return tok
 

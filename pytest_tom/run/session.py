@@ -82,6 +82,17 @@ class TomSession:
         made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
         return as_model(made, uri=uri) if made is not None else self.backends.make(uri)
 
+    def check_model(self) -> None:
+        """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
+
+        Not on an xdist worker (the controller checked), and not when a
+        pytest_tom_make_model hook may build the model from the URI itself.
+        """
+        uri = self.options.model
+        if not uri or self.worker is not None or self.config.hook.pytest_tom_make_model.get_hookimpls():
+            return
+        self.backends.check(uri)
+
     # -- selection ---------------------------------------------------------------------------------------
     def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""

@@ -18,6 +18,7 @@ from pytest_tom.run.select import take_node_id_args
 from pytest_tom.run.session import SESSION_KEY, TomSession
 from pytest_tom.run.xdist import OUTPUT_KEY, make_scheduler
 from pytest_tom.settings import LIST_WORD, SET_INI, listing
+from pytest_tom.suggest import mark_name, unknown_marks_line
 
 REGISTRY_PLUGIN = "pytest-tom-registry"
 
@@ -146,20 +147,62 @@ def configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
 
 
+def check_model(tom: TomSession) -> None:
+    """At session start, before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
+    try:
+        tom.check_model()
+    except TomConfigError as exc:
+        raise pytest.UsageError(f"pytest-tom: {exc}") from None
+
+
+_BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
+"""The items -m/-k chose from, kept from the first to the last collection_modifyitems hook."""
+
+
 def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.Item]) -> None:
     """Collect the --tom-benchmark suites (only the addressed items when node ids were given)."""
-    if not tom.active:
-        return
-    from pytest_tom.run.collect import SuiteCollector
-    from pytest_tom.suite import Suite
+    if tom.active:
+        from pytest_tom.run.collect import SuiteCollector
+        from pytest_tom.suite import Suite
 
-    for name in tom.options.benchmarks:
-        node = SuiteCollector.from_parent(session, name=name, nodeid=name, declaration=Suite(name),
-                                          wanted=tom.options.node_ids.get(name))
-        items.extend(session.genitems(node))
+        for name in tom.options.benchmarks:
+            node = SuiteCollector.from_parent(session, name=name, nodeid=name, declaration=Suite(name),
+                                              wanted=tom.options.node_ids.get(name))
+            items.extend(session.genitems(node))
+    session.config.stash[_BEFORE_SELECTION] = list(items)
+
+
+def _is_tom_item(item: pytest.Item) -> bool:
+    from pytest_tom.run.suites import LoadedSuite
+
+    return isinstance(getattr(item, "suite", None), LoadedSuite)
+
+
+def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: Iterable[pytest.Item]) -> str | None:
+    """A line when `-m` left none of the collected pytest-tom items and names a word that is no mark; else None.
+
+    Known marks are the registered ones (pytest's `markers` ini, which holds the
+    facet marks pytest-tom registers) and, only when a word is none of those, the
+    marks the collected items carry (an unregistered mark is still a mark).
+    """
+    expression = str(config.getoption("markexpr", "") or "")
+    before = list(before)
+    if not expression or any(_is_tom_item(it) for it in after) or not any(_is_tom_item(it) for it in before):
+        return None
+    known = {mark_name(line) for line in config.getini("markers")}
+    if unknown_marks_line(expression, known) is None:
+        return None
+    known.update(mark.name for it in before for mark in it.iter_markers())
+    return unknown_marks_line(expression, known)
 
 
 def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> None:
+    before = config.stash.get(_BEFORE_SELECTION, None)
+    if before is not None:
+        del config.stash[_BEFORE_SELECTION]
+        note = mark_typo_note(config, before, items)
+        if note is not None:
+            tom.notes.append(note)
     kept, deselected = tom.sample(items)
     if deselected:
         config.hook.pytest_deselected(items=deselected)

@@ -470,3 +470,15 @@ def test_the_tokenizer_free_renderer_matches_transformers(tiny: Path, template: 
     messages = [{"role": "user", "content": 'Say "hi"\nplease'}]
     expected = tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True)
     assert jinja_renderer(template, {"bos_token": tok.bos_token, "eos_token": tok.eos_token})(messages, False) == expected
+
+
+def test_a_tokenizer_that_cannot_be_loaded_is_one_configuration_error(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """transformers' OSError (no connection, no such model) stops the run once instead of failing every item."""
+    import transformers
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", refuse)
+    with pytest.raises(TomConfigError, match=rf"^--tom-model hf:{tiny}: We couldn't connect to 'https://huggingface.co'"):
+        make_model(f"hf:{tiny}")
