@@ -44,7 +44,7 @@ class ProgressCallback(Protocol):
     one). The pass is over when answered + errors == total.
     """
 
-    def __call__(self, answered: int, total: int, *, errors: int = 0, retries: int = 0) -> None: ...
+    def __call__(self, answered: int, total: int, /, *, errors: int = 0, retries: int = 0) -> None: ...
 
 
 def _retries(model: Model) -> int:
