@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_tom.engine.cache import ResponseCache
 from pytest_tom.evals.base import Program
@@ -33,9 +33,25 @@ from pytest_tom.record import Outcome, Record
 from pytest_tom.request import MODEL_UNDER_TEST, Request, Response
 from pytest_tom.sample import Sample
 
-ProgressCallback = Callable[[int, int], None]
-"""Called with (answered, total) model requests: (0, total) before the first request goes out, then as each
-answer arrives, and (total, total) last; the callback throttles its own drawing."""
+
+class ProgressCallback(Protocol):
+    """Told how a pass of model requests goes; throttles its own drawing.
+
+    Called with (0, total) before the first request goes out, then as each
+    response arrives: `answered` counts answers, `errors` the requests that got
+    none (they are not retried by the engine), `retries` the attempts the backend
+    made again so far in this pass (from its `stats["retries"]`, where it keeps
+    one). The pass is over when answered + errors == total.
+    """
+
+    def __call__(self, answered: int, total: int, /, *, errors: int = 0, retries: int = 0) -> None: ...
+
+
+def _retries(model: Model) -> int:
+    """The backend's retry counter (`openai:` keeps one in `stats`), 0 for a backend without one."""
+    stats = getattr(model, "stats", None)
+    value = stats.get("retries", 0) if isinstance(stats, Mapping) else 0
+    return value if isinstance(value, int) else 0
 ModelResolver = Callable[[str], Model]
 """Builds the scoring model a `Request.model` name stands for."""
 
@@ -245,9 +261,10 @@ class Engine:
         total = len(misses)
         seconds = 0.0
         if misses:
-            done = 0
+            done = failed = 0
             start = time.perf_counter()
             progress = self.progress if main else None
+            retried = _retries(model)
             if progress:
                 progress(0, total)
             try:
@@ -259,12 +276,15 @@ class Engine:
                     answers[req.key] = response
                     if self.cache is not None:
                         self.cache.store(fingerprint, req.key, response)
-                    done += 1
+                    if response.error is None:
+                        done += 1
+                    else:
+                        failed += 1
                     if main:
                         for k, v in response.usage.items():
                             self.stats.usage[k] = self.stats.usage.get(k, 0) + int(v)
-                    if progress:
-                        progress(done, total)  # as each answer arrives, never a batch late
+                    if progress:  # as each answer arrives, never a batch late
+                        progress(done, total, errors=failed, retries=_retries(model) - retried)
             except Exception as exc:  # a crashing backend must not lose what it answered
                 message = f"{type(exc).__name__}: {exc}"
                 for r in misses:
@@ -273,8 +293,8 @@ class Engine:
                 if self.cache is not None:
                     self.cache.flush()  # on Ctrl-C too: every answer received is in the cache
                 seconds = time.perf_counter() - start
-            if progress and done != total:
-                progress(total, total)  # a crashed backend: its unanswered requests are errors now
+            if progress and done + failed != total:  # a crashed backend: its unanswered requests are errors now
+                progress(done, total, errors=total - done, retries=_retries(model) - retried)
         return self._account(name, requests, answers, total=total, seconds=seconds)
 
     def _account(self, name: str, requests: list[Request], answers: dict[str, Response], *, total: int,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -111,3 +111,41 @@ def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> f
     [0, 1): clients that failed together do not all retry at the same instant.
     """
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
+
+
+def echoed_logprobs(choices: Sequence[Any], prompts: Sequence[str], ctx: str, labels: Sequence[str], *,
+                    source: str) -> tuple[list[float], list[int], int]:
+    """(log-probability sums, token counts) of each choice, and the context's tokens, from echoed prompt logprobs.
+
+    `choices` are a completions response's choices for `prompts` (`ctx` + each of
+    `labels`); a token belongs to a choice when its character span reaches past `ctx`.
+    """
+    by_index = {int(c.index): c for c in choices}
+    if len(by_index) != len(prompts):
+        raise BadAnswer(f"{len(by_index)} scored prompts for {len(prompts)} choices")
+    sums: list[float] = []
+    counts: list[int] = []
+    prompt_tokens = 0
+    for i, full in enumerate(prompts):
+        lp = by_index[i].logprobs
+        if lp is None or not lp.token_logprobs or not lp.text_offset:
+            raise Permanent(f"{source} returned no prompt logprobs; it cannot score log-likelihood requests")
+        offsets = list(lp.text_offset)
+        total, n = 0.0, 0
+        for j, value in enumerate(lp.token_logprobs):
+            start = offsets[j]
+            end = offsets[j + 1] if j + 1 < len(offsets) else start + len(lp.tokens[j] or "")
+            if start >= len(full):
+                break  # the generated token after the echoed prompt
+            if end > len(ctx):
+                if value is None:
+                    raise BadAnswer(f"no log-probability for choice {i}'s token at offset {start}")
+                total += float(value)
+                n += 1
+            elif i == 0:
+                prompt_tokens += 1
+        if n == 0:
+            raise Permanent(f"choice {i} ({labels[i]!r}) covers no token")
+        sums.append(total)
+        counts.append(n)
+    return sums, counts, prompt_tokens

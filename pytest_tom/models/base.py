@@ -28,9 +28,9 @@ class Model(ABC):
 
     `hf:` sequences per forward pass (halved on out-of-memory), `vllm:` prompts
     per `llm.generate` call (both count a log-likelihood request once per
-    choice), `openai:` HTTP requests in flight (its `concurrency=` option),
-    any other `Model`: requests per `generate` call (`Model.stream` chunks by
-    it). A URI option sets it; `--tom-batch-size` overrides that (the engine
+    choice), `openai:` the most HTTP requests in flight (its `concurrency=`
+    option, the ceiling of its adaptive limit), any other `Model`: requests
+    per `generate` call (`Model.stream` chunks by it). A URI option sets it; `--tom-batch-size` overrides that (the engine
     sets this attribute once, before the first request). It trades memory for
     throughput and sets how often answers reach the cache, so it is never part
     of a fingerprint.

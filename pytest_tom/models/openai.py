@@ -1,15 +1,30 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 
-Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`
-plus a semaphore of `batch_size` permits: the requests in flight, set by
-`concurrency=` in the URI or by `--tom-batch-size`), and `stream` hands each
-answer to the engine the moment it arrives, so the engine caches it at once and
-an interrupted run resumes where it stopped. Retries are ours, not the
-client's (its own are switched off): we retry 408/409/425/429/5xx, timeouts,
-dropped connections and malformed bodies with exponential back-off, wait
-exactly as long as a `Retry-After` (or `retry-after-ms`) header asks, and after
-the last attempt return `Response(error=...)` so the engine records an item
-ERROR, never a wrong answer.
+Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`),
+and `stream` hands each answer to the engine the moment it arrives, so the
+engine caches it at once and an interrupted run resumes where it stopped.
+Retries are ours, not the client's (its own are switched off): we retry
+408/409/425/429/5xx, timeouts, dropped connections and malformed bodies with
+exponential back-off, wait exactly as long as a `Retry-After` (or
+`retry-after-ms`) header asks, and after the last attempt return
+`Response(error=...)` so the engine records an item ERROR, never a wrong answer.
+
+How many requests are in flight adapts to the server (`_pressure.py`): it
+starts at `concurrency_start` (4), halves on a timeout, a 429/503/504 or an
+answer slower than half its timeout, and grows back while answers come fast,
+up to `concurrency` (32; `--tom-batch-size` overrides it), the ceiling. Each
+attempt waits for a slot of its own (back-offs hold none), and a request that
+timed out is sent again with its timeout doubled (at most `MAX_TIMEOUT_FACTOR`
+times `timeout`), after the limit was halved: never again at the same pressure.
+The defaults suit both ends. A CPU inference server (`transformers serve`,
+llama.cpp) works on one or a few requests at a time and queues the rest: four
+at once answered 60-120 s each come back within 480 s, inside the 600 s
+timeout (the openai client's own default), answers queued later and later stop
+the growth, and half the timeout reached halves the limit before anything
+times out. A hosted API answers in seconds whatever the load, so the limit
+doubles per round trip to 32 within a few dozen answers, and the long timeout
+costs nothing unless a request hangs (an unreachable server still fails within
+the `CONNECT_TIMEOUT`).
 
 The retry loop is a dozen lines of our own rather than tenacity or the client's
 retries: which failures are retried, the server's Retry-After, the per-kind
@@ -62,25 +77,35 @@ from pytest_tom.models._api import (
     Withheld,
     answer_text,
     backoff_delay,
+    echoed_logprobs,
     retry_after_seconds,
     snippet,
 )
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
 from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
+from pytest_tom.models._pressure import OVERLOAD_STATUS, Pressure, Slots
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import Request, Response
 
 BACKEND_VERSION = 1
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+MAX_TIMEOUT_FACTOR = 4
+"""A request that timed out is retried with its timeout doubled, up to this many times `timeout=`."""
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection: a server that is down fails fast, however long an answer may take."""
 
 OPTIONS: tuple[Option, ...] = (
     Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
     Option("endpoint", default="chat", help="chat (/chat/completions) or completions (/completions)",
            choices=("chat", "completions")),
-    Option("concurrency", kind="int", default=16,
-           help="requests in flight at once (the model's batch_size; --tom-batch-size overrides it)"),
-    Option("timeout", kind="float", default=60.0, help="seconds per HTTP attempt"),
+    Option("concurrency", kind="int", default=32,
+           help="most requests in flight at once, the ceiling adaptive concurrency grows to (the model's batch_size; "
+                "--tom-batch-size overrides it)"),
+    Option("concurrency_start", kind="int", default=4,
+           help="requests in flight at first; halved on timeouts and 429/503, grown while answers come fast"),
+    Option("timeout", kind="float", default=600.0,
+           help=f"seconds for an answer to a first attempt; doubled on a retry after a timeout (at most x{MAX_TIMEOUT_FACTOR})"),
     Option("max_retries", kind="int", default=6, help="retries after the first attempt"),
     Option("backoff", kind="float", default=1.0, help="first back-off in seconds; doubles per retry (with jitter)"),
     Option("max_backoff", kind="float", default=60.0, help="cap of the exponential back-off"),
@@ -116,8 +141,8 @@ class OpenAIModel(StreamingModel):
         o = dict(spec.options)
         self.options = o
         self.endpoint: str = o["endpoint"]
-        if int(o["concurrency"]) < 1:
-            raise TomConfigError(f"--tom-model {uri}: concurrency must be at least 1")
+        if int(o["concurrency"]) < 1 or int(o["concurrency_start"]) < 1:
+            raise TomConfigError(f"--tom-model {uri}: concurrency and concurrency_start must be at least 1")
         if o["max_retries"] < 0 or o["timeout"] <= 0:
             raise TomConfigError(f"--tom-model {uri}: max_retries must be >= 0 and timeout > 0")
         self.batch_size = int(o["concurrency"])
@@ -142,8 +167,10 @@ class OpenAIModel(StreamingModel):
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
         self.stats: dict[str, int] = {
             "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
-            "timeouts": 0, "connection_errors": 0, "malformed": 0, "content_filter": 0, "empty": 0,
+            "timeouts": 0, "connection_errors": 0, "malformed": 0, "content_filter": 0, "empty": 0, "slowdowns": 0,
         }
+        self.pressure: Pressure | None = None
+        """The in-flight limit of the last `stream` (its `limit` at the end is in `describe()`)."""
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
         self.waits: list[float] = []
@@ -158,7 +185,7 @@ class OpenAIModel(StreamingModel):
 
     @property
     def concurrency(self) -> int:
-        """Requests in flight at once: this backend's `batch_size`."""
+        """The most requests in flight at once: this backend's `batch_size`, the ceiling of the adaptive limit."""
         return self.batch_size
 
     # -- identity --------------------------------------------------------------------------------
@@ -180,6 +207,8 @@ class OpenAIModel(StreamingModel):
             "endpoint": self.endpoint,
             "batch_size": self.batch_size,
             "concurrency": self.concurrency,
+            "concurrency_start": self.options["concurrency_start"],
+            "concurrency_reached": self.pressure.limit if self.pressure is not None else None,
             "timeout": self.options["timeout"],
             "max_retries": self.options["max_retries"],
             "api_key_env": self.api_key_env,
@@ -246,13 +275,15 @@ class OpenAIModel(StreamingModel):
         holder["task"] = asyncio.current_task()
         started.set()
         client = self._openai.AsyncOpenAI(
-            api_key=self._key, base_url=self.base_url, timeout=float(self.options["timeout"]), max_retries=0,
+            api_key=self._key, base_url=self.base_url, timeout=self._http_timeout(float(self.options["timeout"])),
+            max_retries=0,
         )
-        semaphore = asyncio.Semaphore(max(1, self.batch_size))
+        ceiling = max(1, self.batch_size)
+        self.pressure = Pressure(start=min(int(self.options["concurrency_start"]), ceiling), ceiling=ceiling)
+        slots = Slots(self.pressure)
 
         async def one(index: int, request: Request) -> None:
-            async with semaphore:
-                response = await self._answer(client, request)
+            response = await self._answer(client, request, slots)
             inbox.put(("item", (index, response)))
 
         tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
@@ -268,14 +299,40 @@ class OpenAIModel(StreamingModel):
         with self._lock:
             self.stats[key] = self.stats.get(key, 0) + n
 
-    async def _answer(self, client: Any, request: Request) -> Response:
+    def _http_timeout(self, seconds: float) -> Any:
+        return self._openai.Timeout(seconds, connect=min(seconds, CONNECT_TIMEOUT))
+
+    async def _attempt(self, client: Any, request: Request, slots: Slots, timeout: float, *, retry: bool) -> Response:
+        """One attempt in a slot of its own; its outcome tells the pressure controller how the server copes."""
+        ticket = await slots.acquire(first=retry)
+        start = time.monotonic()
+        try:
+            response = await self._call(client, request, timeout)
+        except Exception as exc:
+            oa = self._openai
+            if isinstance(exc, oa.APITimeoutError) or (
+                    isinstance(exc, oa.APIStatusError) and int(exc.status_code) in OVERLOAD_STATUS):
+                if slots.pressure.overloaded(ticket):
+                    self._bump("slowdowns")
+            raise
+        else:
+            before = slots.pressure.decreases
+            slots.pressure.answered(ticket, time.monotonic() - start, timeout)
+            if slots.pressure.decreases != before:
+                self._bump("slowdowns")  # an answer near its timeout
+            return response
+        finally:
+            slots.release()
+
+    async def _answer(self, client: Any, request: Request, slots: Slots) -> Response:
         self._bump("requests")
         retries = int(self.options["max_retries"])
         message = "no attempt made"
+        timeout = first_timeout = float(self.options["timeout"])
         for attempt in range(retries + 1):
             self._bump("attempts")
             try:
-                response = await self._call(client, request)
+                response = await self._attempt(client, request, slots, timeout, retry=attempt > 0)
             except Permanent as exc:
                 if isinstance(exc, Withheld):
                     self._bump("content_filter")
@@ -284,7 +341,9 @@ class OpenAIModel(StreamingModel):
                 message = str(exc)
                 break
             except Exception as exc:
-                retryable, wait, message = self._classify(exc)
+                retryable, wait, message = self._classify(exc, timeout)
+                if isinstance(exc, self._openai.APITimeoutError):
+                    timeout = min(2 * timeout, MAX_TIMEOUT_FACTOR * first_timeout)
                 if not retryable or attempt == retries:
                     if retryable:
                         message += f" (gave up after {attempt + 1} attempts)"
@@ -306,7 +365,7 @@ class OpenAIModel(StreamingModel):
         self._bump("errors")
         return Response(error=self.scrub(message))
 
-    def _classify(self, exc: Exception) -> tuple[bool, float | None, str]:
+    def _classify(self, exc: Exception, timeout: float) -> tuple[bool, float | None, str]:
         """(retry?, server-requested wait, message) for one failed attempt."""
         oa = self._openai
         if isinstance(exc, oa.APIStatusError):
@@ -321,7 +380,7 @@ class OpenAIModel(StreamingModel):
             return code in RETRYABLE_STATUS or code >= 500, wait, f"HTTP {code} from {self.base_url}: {detail}"
         if isinstance(exc, oa.APITimeoutError):
             self._bump("timeouts")
-            return True, None, f"timed out after {self.options['timeout']}s waiting for {self.base_url}"
+            return True, None, f"timed out after {timeout:g}s waiting for {self.base_url}"
         if isinstance(exc, oa.APIConnectionError):
             self._bump("connection_errors")
             cause = exc.__cause__ or exc
@@ -352,12 +411,12 @@ class OpenAIModel(StreamingModel):
             kw["stop"] = list(s.stop)
         return kw
 
-    async def _call(self, client: Any, request: Request) -> Response:
+    async def _call(self, client: Any, request: Request, timeout: float) -> Response:
         if request.kind == "loglikelihood":
-            return await self._loglikelihood(client, request)
+            return await self._loglikelihood(client, request, timeout)
         if request.kind != "generate":
             raise Permanent(f"unknown request kind {request.kind!r}")
-        kw = self.sampling_kwargs(request)
+        kw = {**self.sampling_kwargs(request), "timeout": self._http_timeout(timeout)}
         if self.endpoint == "chat":
             raw = await client.chat.completions.with_raw_response.create(messages=self.chat_messages(request), **kw)
         else:
@@ -375,7 +434,7 @@ class OpenAIModel(StreamingModel):
                 self.system_fingerprints.add(str(fp))
         return Response(text=text, usage=_usage(resp))
 
-    async def _loglikelihood(self, client: Any, request: Request) -> Response:
+    async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
         """Score choices with prompt log-probabilities (`echo=True`), one call per request.
 
         Needs endpoint=completions and a server that echoes prompt logprobs
@@ -391,40 +450,14 @@ class OpenAIModel(StreamingModel):
         prompts = [ctx + c for c in request.choices]
         raw = await client.completions.with_raw_response.create(
             model=self.model_name, prompt=prompts, max_tokens=1, temperature=0.0, echo=True, logprobs=1,
+            timeout=self._http_timeout(timeout),
         )
         resp = raw.parse()
         if isinstance(resp, (str, bytes)) or not isinstance(getattr(resp, "choices", None), list):
             got = raw.headers.get("content-type", "").split(";")[0] or "no Content-Type"
             raise BadAnswer(f"expected JSON with choices[i].logprobs, got {got}"
                              + (f": {snippet(str(resp))}" if isinstance(resp, str) else ""))
-        by_index = {int(c.index): c for c in resp.choices}
-        if len(by_index) != len(prompts):
-            raise BadAnswer(f"{len(by_index)} scored prompts for {len(prompts)} choices")
-        sums: list[float] = []
-        counts: list[int] = []
-        prompt_tokens = 0
-        for i, full in enumerate(prompts):
-            lp = by_index[i].logprobs
-            if lp is None or not lp.token_logprobs or not lp.text_offset:
-                raise Permanent(f"{self.base_url} returned no prompt logprobs; it cannot score log-likelihood requests")
-            offsets = list(lp.text_offset)
-            total, n = 0.0, 0
-            for j, value in enumerate(lp.token_logprobs):
-                start = offsets[j]
-                end = offsets[j + 1] if j + 1 < len(offsets) else start + len(lp.tokens[j] or "")
-                if start >= len(full):
-                    break  # the generated token after the echoed prompt
-                if end > len(ctx):
-                    if value is None:
-                        raise BadAnswer(f"no log-probability for choice {i}'s token at offset {start}")
-                    total += float(value)
-                    n += 1
-                elif i == 0:
-                    prompt_tokens += 1
-            if n == 0:
-                raise Permanent(f"choice {i} ({request.choices[i]!r}) covers no token")
-            sums.append(total)
-            counts.append(n)
+        sums, counts, prompt_tokens = echoed_logprobs(resp.choices, prompts, ctx, request.choices, source=self.base_url)
         spend = {k: v for k, v in _usage(resp).items() if k != "prompt_tokens"}
         return loglikelihood_response(request.choices, sums, counts, prompt_tokens=prompt_tokens, usage=spend)
 

@@ -1,6 +1,10 @@
-"""The run's live terminal output: model requests done/total, rate, elapsed and ETA; one-time work.
+"""The run's live terminal output: answers received/total, retries, errors, rate, elapsed and ETA; one-time work.
 
-The engine calls `Progress(done, total)` as each answer arrives (`ProgressCallback`),
+The engine calls `Progress(answered, total, errors=, retries=)` as each response
+arrives (`ProgressCallback`). The bar counts answers, not requests sent or
+responses of any kind: a request that failed is an error beside the count, and
+a backend's retries (an `openai:` server that times out) show beside it too, so
+a server being stormed shows as retries climbing while answers do not.
 and backends say what one-time work they do through `pytest_tom.notice`, whose
 sink is `Progress.say`. Both happen inside a test's setup or call, where pytest
 captures output, so every write suspends the capture and goes through pytest's
@@ -56,16 +60,24 @@ def _rate_text(rate: float) -> str:
     return "-/s" if rate <= 0 else f"{rate:.2f}/s" if rate < 10 else f"{rate:.0f}/s"
 
 
-def status_text(done: int, total: int, elapsed: float) -> str:
-    """`45/90 model requests, 0.62/s, elapsed 1:12, ETA 1:13` (ETA `?` until the first answer)."""
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def status_text(done: int, total: int, elapsed: float, errors: int = 0, retries: int = 0) -> str:
+    """`45/90 answers, 0.62/s, elapsed 1:12, ETA 1:13` (ETA `?` until the first answer).
+
+    Once a request was retried or failed: `45/90 answers · 2 retries · 0 errors, 0.62/s, ...`.
+    """
     rate = _rate(done, elapsed)
-    eta = format_seconds((total - done) / rate) if rate > 0 else "?"
-    return f"{done}/{total} model requests, {_rate_text(rate)}, elapsed {format_seconds(elapsed)}, ETA {eta}"
+    eta = format_seconds((total - done - errors) / rate) if rate > 0 else "?"
+    trouble = f" · {_count(retries, 'retry', 'retries')} · {_count(errors, 'error', 'errors')}" if retries or errors else ""
+    return f"{done}/{total} answers{trouble}, {_rate_text(rate)}, elapsed {format_seconds(elapsed)}, ETA {eta}"
 
 
-def bar_line(done: int, total: int, elapsed: float, width: int = 80) -> str:
+def bar_line(done: int, total: int, elapsed: float, width: int = 80, errors: int = 0, retries: int = 0) -> str:
     """The bar as drawn on a terminal `width` columns wide (the bar itself goes first when space runs out)."""
-    text = status_text(done, total, elapsed)
+    text = status_text(done, total, elapsed, errors, retries)
     bar = min(_BAR, width - 1 - len(f"pytest-tom: [] {text}"))
     if bar < 5:
         return f"pytest-tom: {text}"[: max(width - 1, 0)]
@@ -73,10 +85,16 @@ def bar_line(done: int, total: int, elapsed: float, width: int = 80) -> str:
     return f"pytest-tom: [{'#' * filled}{'.' * (bar - filled)}] {text}"
 
 
-def final_line(done: int, total: int, elapsed: float) -> str:
-    """The line a pass leaves behind: `pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)`."""
-    return f"pytest-tom: {done}/{total} model requests answered in {format_seconds(elapsed)} " \
+def final_line(done: int, total: int, elapsed: float, errors: int = 0, retries: int = 0) -> str:
+    """The line a pass leaves behind: `pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)`.
+
+    Errors and retries, when there were any, follow: `...; 3 retries, 2 errors`.
+    """
+    line = f"pytest-tom: {done}/{total} model requests answered in {format_seconds(elapsed)} " \
            f"({_rate_text(_rate(done, elapsed))})"
+    extra = [text for n, text in ((retries, _count(retries, "retry", "retries")),
+                                  (errors, _count(errors, "error", "errors"))) if n]
+    return line + ("; " + ", ".join(extra) if extra else "")
 
 
 def _prefix_text(prefix: object, startpath: Path) -> str:
@@ -103,7 +121,7 @@ class Progress:
         self.mode = mode
         self._lock = threading.RLock()
         self._active = False
-        self._done = self._total = 0
+        self._done = self._total = self._errors = self._retries = 0
         self._start = self._drawn_at = self._plain_at = 0.0
         self._drawn_done = -1
         self._stop: threading.Event | None = None
@@ -128,7 +146,7 @@ class Progress:
         return "bar" if bool(getattr(reporter, "isatty", False)) else "plain"
 
     # -- the engine's callback ---------------------------------------------------------------------
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, done: int, total: int, *, errors: int = 0, retries: int = 0) -> None:
         style = self.style()
         if style is None:
             return
@@ -136,14 +154,14 @@ class Progress:
             now = time.monotonic()
             if not self._active:
                 self._begin(total, now, style)
-            self._done, self._total = done, total
-            if done >= total:
+            self._done, self._total, self._errors, self._retries = done, total, errors, retries
+            if done + errors >= total:
                 self._end()
             elif style == "bar" and now - self._drawn_at >= REDRAW_S:
                 self._draw()
             elif style == "plain" and now - self._plain_at >= PLAIN_EVERY_S:
                 self._plain_at = now
-                self._lines(f"pytest-tom: {status_text(done, total, now - self._start)}")
+                self._lines(f"pytest-tom: {status_text(done, total, now - self._start, errors, retries)}")
 
     def say(self, line: str) -> None:
         """A one-time-work line, above the bar if one is drawn."""
@@ -153,12 +171,12 @@ class Progress:
         with self._lock, _never_fails():
             if self._active and style == "bar":
                 self._write_over_bar(line)
-                if self._done == 0:
+                if self._done + self._errors == 0:
                     self._start = time.monotonic()  # the rate and ETA count the answering, not the loading
                 self._draw()
             else:
                 self._lines(line)
-                if self._active and self._done == 0:
+                if self._active and self._done + self._errors == 0:
                     self._start = time.monotonic()
 
     # -- pytest hooks: never leave a half-drawn bar behind -------------------------------------------
@@ -217,7 +235,7 @@ class Progress:
 
     def _begin(self, total: int, now: float, style: str) -> None:
         self._active = True
-        self._done, self._total = 0, total
+        self._done, self._total, self._errors, self._retries = 0, total, 0, 0
         self._start = self._plain_at = now
         self._drawn_at, self._drawn_done = 0.0, -1
         if style == "bar":
@@ -231,7 +249,7 @@ class Progress:
         if self._stop is not None:
             self._stop.set()
             self._stop = None
-        line = final_line(self._done, self._total, time.monotonic() - self._start)
+        line = final_line(self._done, self._total, time.monotonic() - self._start, self._errors, self._retries)
         with self._terminal() as (reporter, tw):
             if self.style() == "bar":
                 self._write_over_bar(line, tw)
@@ -249,9 +267,10 @@ class Progress:
 
     def _draw(self) -> None:
         now = time.monotonic()
-        self._drawn_at, self._drawn_done = now, self._done
+        self._drawn_at, self._drawn_done = now, self._done + self._errors
         with self._terminal() as (_, tw):
-            tw.write("\r" + bar_line(self._done, self._total, now - self._start, tw.fullwidth).ljust(tw.fullwidth - 1))
+            line = bar_line(self._done, self._total, now - self._start, tw.fullwidth, self._errors, self._retries)
+            tw.write("\r" + line.ljust(tw.fullwidth - 1))
 
     def _tick(self, stop: threading.Event) -> None:
         """Redraw the latest count a moment after a burst of answers, and the elapsed time every second."""
@@ -260,5 +279,5 @@ class Progress:
                 if stop.is_set() or not self._active or not threading.main_thread().is_alive():
                     return
                 now = time.monotonic()
-                if self._done != self._drawn_done or now - self._drawn_at >= TICK_S:
+                if self._done + self._errors != self._drawn_done or now - self._drawn_at >= TICK_S:
                     self._draw()

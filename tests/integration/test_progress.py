@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def answer(batch, settings):
 answer.tom_fingerprint = "logging-model"
 """
 
-BAR = re.compile(r"pytest-tom: \[[#.]{5,20}\] (\d+)/(\d+) model requests, (-|[\d.]+)/s, elapsed ([\d.:]+( s)?), ETA (\?|[\d.:]+( s)?)")
+BAR = re.compile(r"pytest-tom: \[[#.]{5,20}\] (\d+)/(\d+) answers, (-|[\d.]+)/s, elapsed ([\d.:]+( s)?), ETA (\?|[\d.:]+( s)?)")
 FINAL = re.compile(r"pytest-tom: (\d+)/(\d+) model requests answered in [\d.:]+( s)? \([\d.]+/s\)$")
 
 
@@ -42,7 +43,7 @@ def logging_model(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tm
     """A `python:` model that appends a line per request it answers to the returned file."""
     pytester.makepyfile(logging_model=LOGGING_MODEL)
     monkeypatch.syspath_prepend(str(pytester.path))
-    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(pytester.path), os.environ.get("PYTHONPATH")])))
     log = tmp_path / "calls.log"
     monkeypatch.setenv("TOM_TEST_CALL_LOG", str(log))
     return log
@@ -59,7 +60,7 @@ def test_the_bar_counts_every_answer_with_rate_elapsed_and_eta_and_hands_the_lin
     assert calls == 56  # 12 questions x 5 tries, 4 of them the same
     text = (pytester.path / "stdout").read_bytes().decode()  # the raw output, carriage returns kept
     drawn = frames(text)
-    assert re.fullmatch(rf"pytest-tom: \[\.+\] 0/{calls} model requests, -/s, elapsed 0\.0 s, ETA \?", drawn[0]), drawn[0]
+    assert re.fullmatch(rf"pytest-tom: \[\.+\] 0/{calls} answers, -/s, elapsed 0\.0 s, ETA \?", drawn[0]), drawn[0]
     assert all(int(BAR.fullmatch(f).group(2)) == calls for f in drawn)  # type: ignore[union-attr]
     shown = screen(text)
     final = [i for i, line in enumerate(shown) if FINAL.match(line)]

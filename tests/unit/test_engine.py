@@ -468,7 +468,7 @@ def test_progress_reports_each_answer_of_a_wave(frozen_clock: list[float]) -> No
     calls: list[tuple[int, int]] = []
     model = EchoModel()
     model.batch_size = 100
-    Engine(model, progress=lambda done, total: calls.append((done, total))).run(
+    Engine(model, progress=lambda done, total, **_: calls.append((done, total))).run(
         {f"q{i}": single(f"q{i}", f"p{i}") for i in range(600)})
     # every answer, even while the clock stands still: the callback throttles its own drawing
     assert calls == [(done, 600) for done in range(601)]
@@ -482,7 +482,7 @@ def test_progress_is_current_after_each_batch(frozen_clock: list[float], tmp_pat
 
     cache = ResponseCache(tmp_path)
     calls: list[tuple[int, int]] = []
-    engine = Engine(Ticking(), cache, progress=lambda done, total: calls.append((done, total)))
+    engine = Engine(Ticking(), cache, progress=lambda done, total, **_: calls.append((done, total)))
     engine.run({f"q{i}": single(f"q{i}", f"p{i}") for i in range(6)})
     # batches of 2 arrive a second apart: the count is current after each one, never a batch late
     assert calls == [(0, 6), (1, 6), (2, 6), (3, 6), (4, 6), (5, 6), (6, 6)]
@@ -511,11 +511,28 @@ def test_each_answer_is_stored_while_the_model_works_on_the_next(tmp_path: Path)
     assert len(cache) == 6
 
 
+def test_progress_counts_answers_and_shows_errors_and_the_backends_retries_beside_them() -> None:
+    class Retrying(EchoModel):
+        def __init__(self) -> None:
+            super().__init__(fail_on="boom")
+            self.stats = {"retries": 5}  # from an earlier pass: not this one's
+
+        def generate(self, requests: Sequence[Request]) -> list[Response]:
+            self.stats["retries"] += len(requests)  # every request needed a second attempt
+            return super().generate(requests)
+
+    calls: list[tuple[int, int, int, int]] = []
+    Engine(Retrying(), progress=lambda d, t, errors=0, retries=0: calls.append((d, t, errors, retries))).run(
+        {q: single(q, q) for q in ("a", "boom", "b", "c")})
+    # a failed request is an error beside the count, never an answer
+    assert calls == [(0, 4, 0, 0), (1, 4, 0, 2), (1, 4, 1, 2), (2, 4, 1, 4), (3, 4, 1, 4)]
+
+
 def test_cache_hits_make_no_progress_calls(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path)
     Engine(EchoModel(), cache).run({"a": single("a", "x")})
     calls: list[tuple[int, int]] = []
-    Engine(EchoModel(), cache, progress=lambda d, t: calls.append((d, t))).run({"a": single("a", "x")})
+    Engine(EchoModel(), cache, progress=lambda d, t, **_: calls.append((d, t))).run({"a": single("a", "x")})
     assert calls == []
 
 
@@ -589,7 +606,7 @@ def test_request_keys_and_the_replay_table_hold_only_the_model_under_test() -> N
 
 def test_scoring_models_make_no_progress_calls(frozen_clock: list[float]) -> None:
     calls: list[tuple[int, int]] = []
-    Engine(EchoModel(), progress=lambda d, t: calls.append((d, t)), scoring_models=Resolver()).run({"a": scored("a", "x")})
+    Engine(EchoModel(), progress=lambda d, t, **_: calls.append((d, t)), scoring_models=Resolver()).run({"a": scored("a", "x")})
     assert calls == [(0, 1), (1, 1)]  # the model under test's one request, nothing for the embedding
 
 

@@ -157,9 +157,11 @@ class TestConfig:
     def test_concurrency_is_the_batch_size(self) -> None:
         m = make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=5")
         assert m.batch_size == 5 and m.describe()["batch_size"] == 5 and m.describe()["concurrency"] == 5
-        assert make_model("openai:m?base_url=http://127.0.0.1:9/v1").batch_size == 16
-        with pytest.raises(TomConfigError, match="concurrency must be at least 1"):
-            make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=0")
+        default = make_model("openai:m?base_url=http://127.0.0.1:9/v1")
+        assert default.batch_size == 32 and default.describe()["concurrency_start"] == 4
+        for bad in ("concurrency=0", "concurrency_start=0"):
+            with pytest.raises(TomConfigError, match="concurrency and concurrency_start must be at least 1"):
+                make_model(f"openai:m?base_url=http://127.0.0.1:9/v1&{bad}")
 
     def test_the_engine_batch_size_overrides_concurrency(self) -> None:
         m = make_model("openai:m?base_url=http://127.0.0.1:9/v1&concurrency=5")
@@ -391,7 +393,7 @@ def test_timeouts_are_retried_then_reported() -> None:
     with FaultServer(lambda r: HOLD if "stuck" in r.prompt or r.attempt == 0 else OK) as server:
         m = model_for(server, clock, timeout=0.3, max_retries=1)
         out = m.generate([req("stuck"), req("held once")])
-    assert out[0].error and "timed out after 0.3s" in out[0].error
+    assert out[0].error and "timed out after 0.6s" in out[0].error  # the retry waited twice as long
     assert out[1].text == "[[A]]"
     assert m.describe()["stats"]["timeouts"] == 3 and len(clock.waits) == 2
 

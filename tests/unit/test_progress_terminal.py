@@ -87,19 +87,41 @@ def screen(text: str) -> list[str]:
     return shown
 
 
-def test_status_text_has_done_total_rate_elapsed_and_eta() -> None:
-    assert status_text(0, 90, 0.0) == "0/90 model requests, -/s, elapsed 0.0 s, ETA ?"
-    assert status_text(45, 90, 72.0) == "45/90 model requests, 0.62/s, elapsed 1:12, ETA 1:12"
-    assert status_text(900, 11842, 3600.0) == "900/11842 model requests, 0.25/s, elapsed 1:00:00, ETA 12:09:28"
+def test_status_text_has_answers_total_rate_elapsed_and_eta() -> None:
+    assert status_text(0, 90, 0.0) == "0/90 answers, -/s, elapsed 0.0 s, ETA ?"
+    assert status_text(45, 90, 72.0) == "45/90 answers, 0.62/s, elapsed 1:12, ETA 1:12"
+    assert status_text(900, 11842, 3600.0) == "900/11842 answers, 0.25/s, elapsed 1:00:00, ETA 12:09:28"
     assert final_line(90, 90, 151.0) == "pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)"
+
+
+def test_retries_and_errors_show_beside_the_answers_once_there_are_any() -> None:
+    assert status_text(37, 90, 60.0, errors=0, retries=2) == "37/90 answers · 2 retries · 0 errors, 0.62/s, elapsed 1:00, ETA 1:25"
+    assert status_text(37, 90, 60.0, errors=1, retries=1).startswith("37/90 answers · 1 retry · 1 error, ")
+    assert final_line(88, 90, 151.0, errors=2, retries=1) == \
+        "pytest-tom: 88/90 model requests answered in 2:31 (0.58/s); 1 retry, 2 errors"
+
+
+def test_a_pass_with_errors_ends_when_every_request_has_an_answer_or_an_error(terminal: Any) -> None:
+    progress, tw, _ = terminal
+    progress(0, 3)
+    progress(1, 3)
+    progress(1, 3, errors=1, retries=4)
+    deadline = time.monotonic() + 5
+    while "1/3 answers · 4 retries · 1 error," not in tw.out.rsplit("\r", 1)[-1] and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert "1/3 answers · 4 retries · 1 error," in tw.out.rsplit("\r", 1)[-1]
+    assert "answered in" not in tw.out  # an error is not an answer, but the pass goes on
+    progress(2, 3, errors=1, retries=4)
+    assert screen(tw.out)[-2].startswith("pytest-tom: 2/3 model requests answered in ")
+    assert screen(tw.out)[-2].endswith("; 4 retries, 1 error")
 
 
 def test_the_bar_fits_the_terminal_and_is_dropped_before_the_numbers() -> None:
     wide = bar_line(45, 90, 72.0, width=120)
-    assert wide == "pytest-tom: [##########..........] 45/90 model requests, 0.62/s, elapsed 1:12, ETA 1:12"
-    narrow = bar_line(45, 90, 72.0, width=80)
-    assert len(narrow) < 80 and narrow.startswith("pytest-tom: [######......] 45/90")
-    assert bar_line(45, 90, 72.0, width=60) == "pytest-tom: 45/90 model requests, 0.62/s, elapsed 1:12, ETA"
+    assert wide == "pytest-tom: [##########..........] 45/90 answers, 0.62/s, elapsed 1:12, ETA 1:12"
+    narrow = bar_line(45, 90, 72.0, width=72)
+    assert len(narrow) < 72 and narrow.startswith("pytest-tom: [#####......] 45/90")
+    assert bar_line(45, 90, 72.0, width=55) == "pytest-tom: 45/90 answers, 0.62/s, elapsed 1:12, ETA 1"
 
 
 def test_a_pass_draws_on_its_own_line_and_hands_the_prefix_back(terminal: Any) -> None:
@@ -121,9 +143,9 @@ def test_a_burst_of_answers_is_shown_without_waiting_for_the_next_one(terminal: 
     for done in range(1, 17):  # a batch of 16 answers arrives at once
         progress(done, 32)
     deadline = time.monotonic() + 5
-    while "16/32 model requests" not in tw.out.rsplit("\r", 1)[-1] and time.monotonic() < deadline:
+    while "16/32 answers" not in tw.out.rsplit("\r", 1)[-1] and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert "16/32 model requests" in tw.out.rsplit("\r", 1)[-1]  # the timer redrew the latest count
+    assert "16/32 answers" in tw.out.rsplit("\r", 1)[-1]  # the timer redrew the latest count
     progress(32, 32)
 
 

@@ -1,0 +1,147 @@
+"""Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
+
+A fixed number of requests in flight is wrong for someone: 16 at once floods a
+CPU inference server that works on one request at a time (the rest queue
+inside it, wait past the client's timeout and are sent again, while the server
+still computes the abandoned ones: a retry storm), and 2 at once wastes a
+hosted API that answers hundreds. So `Pressure` adjusts the limit the way TCP
+adjusts its window (additive increase, multiplicative decrease), with a
+latency signal in the style of TCP Vegas because a queueing server answers
+late long before it fails:
+
+* **Decrease** (halve, never below 1): an attempt timed out, the server said
+  it is overloaded (429, 503, 504), or an answer took more than half the
+  attempt's timeout (the next ones, queued behind it, would time out). At most
+  once per *epoch*: requests sent before the last decrease report the same
+  congestion again and must not halve the limit a second time.
+* **Increase**: only on answers that are *fast* (latency at most
+  `FAST_RATIO` times the fastest answer seen: the server did not queue them),
+  that were sent at the current limit (same epoch) and after the fastest
+  latency was known (the first burst, sent blind, cannot vouch for itself).
+  Before the first decrease each fast answer adds one (slow start: the limit
+  doubles per round trip, so a hosted API reaches the ceiling after a few
+  dozen answers); after it, each adds 1/limit (one per round trip).
+
+A server that queues answers later and later as the limit rises, so growth
+stops by itself where the server is saturated; a server that answers at the
+same speed however many requests it gets lets the limit grow to the ceiling.
+
+`Pressure` is pure (no clock, no I/O: latencies are passed in) so it is unit
+tested without a server; `Slots` is the asyncio gate that holds requests back
+until the current limit lets them go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from dataclasses import dataclass
+
+FAST_RATIO = 2.0
+"""An answer within this factor of the fastest one seen was not queued by the server: the limit may grow."""
+NEAR_TIMEOUT = 0.5
+"""An answer slower than this fraction of its timeout is a warning: the requests queued behind it would time out."""
+OVERLOAD_STATUS = frozenset({429, 503, 504})
+"""HTTP statuses that mean "too much at once": rate limited, overloaded, a gateway that gave up waiting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """What a request carried when it was sent: the epoch (decreases so far) and whether the fastest latency was known."""
+
+    epoch: int
+    informed: bool
+
+
+class Pressure:
+    """The in-flight limit of one run: starts at `start`, grows to at most `ceiling`, halves on overload."""
+
+    def __init__(self, start: int, ceiling: int) -> None:
+        if ceiling < 1 or start < 1:
+            raise ValueError("start and ceiling must be at least 1")
+        self.ceiling = ceiling
+        self.window = float(min(start, ceiling))
+        self.epoch = 0
+        self.slow_start = True
+        self.fastest: float | None = None
+        self.decreases = 0
+
+    @property
+    def limit(self) -> int:
+        """Requests that may be in flight now."""
+        return max(1, min(self.ceiling, math.floor(self.window)))
+
+    def ticket(self) -> Ticket:
+        """Taken when a request is sent; handed back with its outcome."""
+        return Ticket(self.epoch, self.fastest is not None)
+
+    def answered(self, ticket: Ticket, latency: float, timeout: float) -> None:
+        """An answer came back after `latency` seconds of an attempt allowed `timeout`: grow, hold, or back off."""
+        latency = max(latency, 0.0)
+        if latency > NEAR_TIMEOUT * timeout:
+            self.overloaded(ticket)
+            return
+        if self.fastest is None or latency < self.fastest:
+            self.fastest = latency
+        fast = latency <= FAST_RATIO * max(self.fastest, 1e-3)
+        if not (fast and ticket.informed and ticket.epoch == self.epoch):
+            return
+        step = 1.0 if self.slow_start else 1.0 / self.limit
+        self.window = min(float(self.ceiling), self.window + step)
+
+    def overloaded(self, ticket: Ticket) -> bool:
+        """A timeout, an overload status or an answer near its timeout: halve once per epoch. True if it halved."""
+        if ticket.epoch != self.epoch:
+            return False
+        self.window = max(1.0, math.floor(self.window) / 2)
+        self.epoch += 1
+        self.slow_start = False
+        self.decreases += 1
+        return True
+
+
+class Slots:
+    """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served.
+
+    Unlike a semaphore its size changes while requests wait; waiters are woken
+    one at a time (never all of them to re-check a condition), so thousands of
+    queued requests cost nothing per answer. A retry may go to the front
+    (`first=True`): it was sent before any waiting request.
+    """
+
+    def __init__(self, pressure: Pressure) -> None:
+        self.pressure = pressure
+        self.in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def acquire(self, *, first: bool = False) -> Ticket:
+        if self.in_flight < self.pressure.limit and not self._waiters:
+            self.in_flight += 1
+            return self.pressure.ticket()
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if first:
+            self._waiters.appendleft(waiter)
+        else:
+            self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            elif waiter in self._waiters:
+                self._waiters.remove(waiter)
+            raise
+        return self.pressure.ticket()
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self.wake()
+
+    def wake(self) -> None:
+        """Let waiting requests through while the limit allows (after a release, or after the limit grew)."""
+        while self._waiters and self.in_flight < self.pressure.limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_flight += 1
+                waiter.set_result(None)
