@@ -153,9 +153,10 @@ def output_cache(out: Any) -> Any:
         return out["cache"]
     cache = out["past_key_values"] if "past_key_values" in fields else getattr(out, "past_key_values", None)
     if isinstance(cache, tuple):
-        from transformers import DynamicCache
+        import transformers
 
-        cache = DynamicCache.from_legacy_cache(cache)
+        dynamic: Any = transformers.DynamicCache  # from_legacy_cache: only reached on 4.x, which has it
+        cache = dynamic.from_legacy_cache(cache)
     return cache
 
 
