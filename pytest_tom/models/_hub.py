@@ -172,7 +172,7 @@ def _endpoint() -> str:
 
 
 def _ask_hub(repo_id: str) -> tuple[str, str]:
-    # huggingface_hub.utils has exported these in every release transformers >= 4.45 accepts (`errors` came later).
+    # huggingface_hub.utils has exported these in every release transformers >= 4.47 accepts (`errors` came later).
     from huggingface_hub import HfApi
     from huggingface_hub.utils import (  # type: ignore[attr-defined]
         GatedRepoError,

@@ -133,9 +133,9 @@ def cache_argument(model: Any) -> str:
 def takes_cache_objects(model: Any) -> bool:
     """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one).
 
-    transformers before 4.47 marks architectures that take only the legacy tuple
-    format with `_supports_cache_class = False` (GPT-2 in 4.45); those use the
-    plain path. Later releases dropped the attribute: every model takes one.
+    transformers 4.x marks architectures that take only the legacy tuple format
+    with `_supports_cache_class = False` (GPT-2 in 4.47); those use the plain
+    path. 5.x dropped the attribute: every model takes one.
     """
     return bool(getattr(model, "_supports_cache_class", True))
 
@@ -144,7 +144,7 @@ def output_cache(out: Any) -> Any:
     """The cache a forward pass returned, as a `Cache` object that can be reordered.
 
     transformers 5.x returns it as `out.cache` (reading `out.past_key_values`
-    logs a deprecation); 4.x as `out.past_key_values`, and releases before 4.47
+    logs a deprecation); 4.x as `out.past_key_values`, for some architectures
     as the legacy tuple of per-layer tensors when no cache object was passed in,
     which is wrapped in a `DynamicCache` here.
     """

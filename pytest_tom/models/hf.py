@@ -80,7 +80,7 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
 
 
 def dtype_kwarg(transformers: Any, value: Any) -> dict[str, Any]:
-    """Pass a dtype as transformers >= 4.56 wants (`dtype=`) or as older releases (>= 4.45) want (`torch_dtype=`)."""
+    """Pass a dtype as transformers >= 4.56 wants (`dtype=`) or as older releases (>= 4.47) want (`torch_dtype=`)."""
     try:
         major, minor = (int(x) for x in str(transformers.__version__).split(".")[:2])
     except ValueError:
@@ -218,8 +218,6 @@ class HFModel(StreamingModel):
                     model.to(self.device)
         except ImportError as exc:  # device_map needs accelerate, GGUF needs gguf
             raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
-        if self.gguf_file and getattr(model.config, "tie_word_embeddings", False):
-            model.tie_weights()  # transformers < 4.46 leaves a GGUF's tied lm_head newly initialised (random)
         model.eval()
         self.model = model
         self.load_seconds = time.perf_counter() - start

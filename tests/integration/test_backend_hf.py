@@ -61,7 +61,10 @@ def test_the_gguf_file_loads_directly_and_matches_the_conversion(smollm2: Path) 
     converted = make_model("hf:smollm2")
     assert direct.fingerprint() != converted.fingerprint()
     prompts = [ask("Where does Sally look for her marble?"), ask("Name a colour.")]
-    assert [r.text for r in direct.generate(prompts)] == [r.text for r in converted.generate(prompts)]
+    texts = [r.text for r in converted.generate(prompts)]
+    assert [r.text for r in direct.generate(prompts)] == texts
+    # Both equal and both garbage is how transformers 4.46 read this GGUF: the real model stays on topic.
+    assert "marble" in texts[0].lower() and "colo" in texts[1].lower(), texts
 
 
 # The runs go through subprocesses: an in-process pytester run unloads the torch modules it

@@ -193,7 +193,7 @@ def test_an_unselected_question_is_a_clear_error(tmp_path: Path) -> None:
 def test_progress_is_passed_to_the_engine(tmp_path: Path) -> None:
     calls: list[tuple[int, int]] = []
     plan = Planner(options(tmp_path, no_cache=True), benchmark_names=["toy"], worker=None,
-                   progress=lambda done, total: calls.append((done, total)))
+                   progress=lambda done, total, **_: calls.append((done, total)))
     plan.ensure(["toy::q0"], collection(), lambda: MockModel(strategy="echo"))
     assert calls[0] == (0, 10) and calls[-1] == (10, 10)
 
