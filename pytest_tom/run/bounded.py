@@ -72,8 +72,9 @@ class Hidden:
 
     limit: int
     originals: dict[str, list[Any]] = field(default_factory=dict)
-    shown: Counter[str] = field(default_factory=Counter)
-    hidden: Counter[str] = field(default_factory=Counter)
+    shown: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Per (group, kind): errors have their own quota, so a group's wrong answers never hide its model errors."""
+    hidden: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     @property
     def total(self) -> int:
@@ -93,11 +94,11 @@ def hide(reporter: Any, tom: TomSession) -> Hidden | None:
         kept = []
         for rep in reports:
             group = group_of(rep, tom)
-            if group is not None and state.shown[group] >= limit:
-                state.hidden[group] += 1
+            if group is not None and state.shown[group, kind] >= limit:
+                state.hidden[group, kind] += 1
                 continue
             if group is not None:
-                state.shown[group] += 1
+                state.shown[group, kind] += 1
             kept.append(rep)
         if len(kept) < len(reports):
             state.originals[kind] = reports
@@ -114,9 +115,10 @@ def restore(reporter: Any, state: Hidden | None) -> None:
 def lines(state: Hidden, tom: TomSession) -> list[str]:
     """One line per group with failures not shown, and how to see them all."""
     out = []
-    for group, more in state.hidden.items():
-        shown = state.shown[group]
-        out.append(f"{group}: {more} more failed" + (f" ({shown} shown above)" if shown else ""))
+    for (group, kind), more in state.hidden.items():
+        shown = state.shown[group, kind]
+        what = "failed" if kind == "failed" else "errors" if more > 1 else "error"
+        out.append(f"{group}: {more} more {what}" + (f" ({shown} shown above)" if shown else ""))
     where = (f"every answer is in the {REPORT_OPTION} JSON ({tom.options.report})" if tom.options.report
              else f"{REPORT_OPTION}=PATH writes every answer to a JSON report")
     out.append(f"to see all {state.total + sum(state.shown.values())} failures here: -v (or --tom-detail=full); {where}")

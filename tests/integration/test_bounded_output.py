@@ -13,7 +13,7 @@ def tom_model():
 """
 """A model whose every answer is unreadable: every selected question fails."""
 
-EN = ["-m", "en and not coherence", "--tom-tombench-tries=1", "--tom-progress=off", "--tom-no-cache"]
+EN = ["-m", "en and not coherence", "--tom-set=tombench.tries=1", "--tom-progress=off", "--tom-no-cache"]
 """The 21 English questions of the fixtures; four abilities have four or more of them."""
 
 MORE = "*pytest-tom: 4 more failures not shown (first 3 per group shown)*"

@@ -44,7 +44,7 @@ def test_help_lists_every_scheme_every_benchmark_and_says_what_each_option_takes
     result = pytester.runpytest(*QUIET, "--help")
     assert result.ret == 0
     text = _flat(result)
-    group = text[text.index("pytest-tom: theory-of-mind benchmarks as tests:"):re.search(r"\[pytest\] (configuration|ini-)options", text).start()]  # type: ignore[union-attr]  # pytest 9 / 8
+    group = text[text.index("pytest-tom: theory-of-mind benchmarks as tests:"):re.search(r"\[pytest\] (configuration |ini-)options", text).start()]  # type: ignore[union-attr]  # pytest 9 / 8
     for scheme in BUILTIN:
         assert USAGE[scheme].split(" ")[0] in group, scheme  # e.g. "openai:MODEL[?base_url=URL&concurrency=N..]"
     for form in ("hf:ID|DIR|FILE.gguf", "smollm2 = hf:smollm2", "openai:MODEL[?base_url=URL", "vllm:ID|DIR",

@@ -155,7 +155,8 @@ def test_under_xdist_each_worker_shows_the_traceback_at_most_once(
 ) -> None:
     pytest.importorskip("xdist")
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
-    result = pytester.runpytest_subprocess(*tom_args, *FBT, "--tom-model=python:user_models:raising", "-n", "2")
+    result = pytester.runpytest_subprocess(*tom_args, *FBT, "--tom-model=python:user_models:raising", "-n", "2",
+                                           "--tom-detail=full")  # every item listed: the count below is per item
     result.assert_outcomes(errors=12)
     assert sorted(user_models()) == [6, 6]  # each worker answers its own block, in one call
     out = result.stdout.str()
