@@ -118,9 +118,9 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
+    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
 
-    Records are split at "\\n" only, never by `str.splitlines`, which also splits at U+2028,
+    Records are split at "\n" only, never by `str.splitlines`, which also splits at U+2028,
     U+2029 and U+0085 (valid, raw, inside a JSON string) and so cuts a record in two; a BOM
     and CRLF line ends are accepted. Invalid JSON, a non-object or a key given twice names
     its line.
