@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
-from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.checks import read_json as read_json  # re-exported: loaders read their JSON here
 from pytest_tom.record import Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
@@ -176,16 +176,6 @@ def slug(text: str) -> str:
             out.append("_")
             prev_us = True
     return "".join(out).strip("_")
-
-
-def read_json(path: Path) -> Any:
-    """A release file's JSON, or a `TomDataError` naming the file and where the JSON breaks (never a traceback)."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read: {exc}", path=path) from exc
-    except json.JSONDecodeError as exc:
-        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path) from None
 
 
 def first_existing(paths: Iterable[Path]) -> Path | None:

@@ -176,8 +176,40 @@ def test_a_bad_tombench_value_names_file_line_and_field(
 
 def test_the_release_s_dirty_gold_a_dot_is_still_read_as_a(pytester: pytest.Pytester, release: Path, calls: Callable[[], int]) -> None:
     _edit_row(release / "tombench" / "data" / FBT, 2, **{"答案_NL_ANSWER": " B. "})
-    result = tombench(pytester, release, "-m", "en and not coherence")
+    # an edited file no longer has its pinned sha256: run it as a deliberately changed copy
+    result = tombench(pytester, release, "-m", "en and not coherence", "--tom-set=tombench.partial=true")
     assert asked(result) == 21 and calls() == 21
+
+
+# --- issue 20: whole-release checks, before any model request ----------------------------------------------------------
+
+
+def _double_gold(path: Path, line: int) -> None:
+    """Give row `line` its gold key twice, the second copy another letter (json.loads alone keeps the last)."""
+    rows = path.read_text(encoding="utf-8").split("\n")
+    rows[line - 1] = rows[line - 1][:-1] + ', "答案\\nANSWER": "A"}'
+    path.write_text("\n".join(rows), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        (lambda d: _double_gold(d / FBT, 2),
+         f"*{FBT}, record line 2, field '答案\\nANSWER': the key '答案\\nANSWER' is given twice in one object*"),
+        (lambda d: (d / FBT).write_text((d / FBT).read_text(encoding="utf-8").replace('ANSWER": "B"', 'ANSWER": "C"', 1),
+                                        encoding="utf-8"),
+         f"*{FBT}: the ToMBench release is incomplete: this file has sha256 *, not the pinned * (edited or re-serialized?*"),
+    ],
+    ids=["doubled gold key", "edited in place, rows intact"],
+)
+def test_a_damaged_release_is_refused_at_collection_with_no_model_request(
+    pytester: pytest.Pytester, release: Path, calls: Callable[[], int], damage: Callable[[Path], object], expected: str
+) -> None:
+    damage(release / "tombench" / "data")
+    result = tombench(pytester, release)
+    result.stdout.fnmatch_lines([expected])
+    assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR) and calls() == 0
+    assert asked(result) == 0
 
 
 # --- FANToM: an empty file, an emptied set, a nested field --------------------------------------------------------------

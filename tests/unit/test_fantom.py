@@ -745,6 +745,12 @@ def write_sets(tmp_path: Path, mutate: Any) -> Path:
         (lambda d: d[4]["factQA"].update(question=""), r"field 'factQA.question': missing or empty text"),
         (lambda d: d[4]["factQA"].pop("correct_answer"), r"field 'factQA.correct_answer': missing or empty text"),
         (lambda d: d.clear(), r"fantom_v1.json: no question sets: the file holds an empty list"),
+        # whole-release checks (issue 20): a gold its distractor repeats, someone who both knows and does not
+        (lambda d: d[0]["beliefQAs"][1].update(wrong_answer=d[0]["beliefQAs"][1]["correct_answer"]),
+         r"record #0 \(set_id 0-0-0\), field 'beliefQAs\[1\].wrong_answer': options beliefQAs\[1\].correct_answer and "
+         r"beliefQAs\[1\].wrong_answer have the gold's text"),
+        (lambda d: d[0]["answerabilityQA_list"]["wrong_answer"].append("Linda"),
+         r"field 'answerabilityQA_list.wrong_answer': Linda both knows and does not know"),
     ],
 )
 def test_bad_data_names_file_record_and_field(tmp_path: Path, mutate: Any, match: str) -> None:
@@ -752,6 +758,17 @@ def test_bad_data_names_file_record_and_field(tmp_path: Path, mutate: Any, match
     with pytest.raises(TomDataError, match=match) as info:
         data.load_sets(path)
     assert str(path) in str(info.value)
+
+
+def test_a_doubled_key_is_an_error_naming_set_and_field(tmp_path: Path) -> None:
+    path = write_sets(tmp_path, lambda d: None)
+    text = path.read_text()
+    old = '"wrong_answer": ["Kailey", "Marco"]'
+    at = text.index(old)  # json.loads alone would keep the last copy: Linda would not know, Kailey would
+    path.write_text(text[:at] + old + ', "wrong_answer": ["Linda"]' + text[at + len(old):])
+    with pytest.raises(TomDataError, match=r"fantom_v1.json, record #0 \(set_id '0-0-0'\), field "
+                                           r"'infoAccessibilityQA_list.wrong_answer': the key 'wrong_answer' is given twice"):
+        data.load_sets(path)
 
 
 @pytest.mark.parametrize(

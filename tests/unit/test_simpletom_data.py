@@ -122,6 +122,68 @@ def test_every_malformed_record_names_file_line_and_field(copy: Path, config: st
     assert str(path) in text and f"line {line}" in text and field in text and why in text
 
 
+def test_a_doubled_key_is_an_error_not_a_flipped_gold(copy: Path) -> None:
+    path = copy / "mental-state-qa" / "test.jsonl"
+    lines = path.read_text().splitlines()
+    assert lines[0].endswith('"answerKey": "B"}')
+    lines[0] = lines[0][:-1] + ', "answerKey": "A"}'  # json.loads alone keeps the last copy: gold B becomes A
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TomDataError, match=r"mental-state-qa/test.jsonl, record line 1, field 'answerKey': the key "
+                                           r"'answerKey' is given twice"):
+        load(copy.parent)
+
+
+def test_a_raw_line_separator_inside_a_story_is_read_as_text(copy: Path) -> None:
+    for config in CONFIGS:  # valid JSON: U+2028 need not be escaped, but str.splitlines splits records at it
+        path = copy / config / "test.jsonl"
+        path.write_text(path.read_text().replace("Priya puts the jar", "Priya\u2028puts the jar"), encoding="utf-8")
+    assert "\u2028" in (copy / "story-data" / "test.jsonl").read_text(encoding="utf-8")
+    got = {s.id: s for s in load(copy.parent)}
+    assert len(got) == 30 and got["jam_jar_sev1-ms"].context.render().count("Priya\u2028puts the jar") == 1
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_read(copy: Path) -> None:
+    for config in CONFIGS:
+        path = copy / config / "test.jsonl"
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    plain = {s.id: (s.context.render(), s.gold) for s in load(FIXTURES.parent)}
+    assert {s.id: (s.context.render(), s.gold) for s in load(copy.parent)} == plain
+
+
+@pytest.mark.parametrize(("config", "line", "change", "field", "why"), [
+    ("mental-state-qa", 2, {"choices": {"text": ["No", "No"], "label": ["A", "B"]}}, "choices.text[1]",
+     "options choices.text[0] and choices.text[1] have the gold's text 'No'"),
+    ("story-data", 4, {"questions": [{"question_id": "jam_jar_sev1_aware"}]}, "questions[0].question_id",
+     "question id 'jam_jar_sev1_aware' is not a question of story 'lunchbox_sev2'"),
+    ("mental-state-qa", 3, {"question": 'Is Priya likely to be aware that "The jar has a small dent."?'}, "question",
+     "question differs from the one story-data/test.jsonl line 3 lists for this id"),
+    ("behavior-qa", 1, {"answerKey": "B"}, "answerKey",
+     "the gold B is 'swap the jar for one with an undamaged lid', but story-data/test.jsonl line 1 gives 'pay for the "
+     "jam' as this question's correct answer"),
+])
+def test_an_id_means_one_story_and_one_gold_in_every_config(copy: Path, config: str, line: int, change: dict[str, Any],
+                                                             field: str, why: str) -> None:
+    path = copy / config / "test.jsonl"
+    rewrite(path, line, change)
+    with pytest.raises(TomDataError) as info:
+        load(copy.parent)
+    text = str(info.value)
+    assert f"{path}, record line {line}, field {field!r}: {why}" in text
+
+
+def test_one_story_text_under_two_ids_is_named(copy: Path) -> None:
+    path = copy / "story-data" / "test.jsonl"
+    first = json.loads(path.read_text().splitlines()[0])
+    rewrite(path, 2, {"story": first["story"], "key_information": first["key_information"]})
+    with pytest.raises(TomDataError, match=r"record line 2, field 'story': story 'jam_jar_sev2' has the same text as "
+                                           r"story 'jam_jar_sev1' on line 1"):
+        load(copy.parent)
+    rewrite(path, 2, {"story": "Something else entirely happened."})
+    with pytest.raises(TomDataError, match=r"record line 2, field 'story': the story does not contain its "
+                                           r"key_information"):
+        load(copy.parent)
+
+
 def test_invalid_json_names_its_line(copy: Path) -> None:
     path = copy / "judgment-qa" / "test.jsonl"
     path.write_text(path.read_text() + "{not json\n")
@@ -177,7 +239,7 @@ def test_custom_checksums_check_a_local_copy(copy: Path) -> None:
     manifest = copy.parent / "SHA256SUMS"
     manifest.write_text("".join(f"{v}  simpletom/{c}/test.jsonl\n" for c, v in sums.items()))
     assert len(load(copy.parent, partial=False, sha256=str(manifest))) == 30
-    rewrite(copy / "behavior-qa" / "test.jsonl", 1, {"question": "What now?"})
+    rewrite(copy / "judgment-qa" / "test.jsonl", 1, {"question": "Was that fine?"})
     with pytest.raises(TomDataError, match=r"not the one given in --tom-set simpletom.sha256"):
         load(copy.parent, partial=False, sha256=pins)
 

@@ -150,6 +150,66 @@ def test_custom_sha256_checks_a_local_copy_instead_of_counts(tmp_path: Path) -> 
         ToMATO({"sha256": "tomato.json=abc"})
 
 
+def test_a_doubled_key_two_equal_options_and_a_conversation_without_speakers_are_errors(tmp_path: Path) -> None:
+    recs = records()
+    text = json.dumps(recs)
+    doubled = text.replace('"a_idx": ', '"a_idx": 3, "a_idx": ', 1)  # json.loads keeps the last copy: gold moves
+    assert json.loads(doubled)[0]["a_idx"] != 3
+    root = write(tmp_path / "dup", [])
+    (root / "tomato" / "dataset" / "tomato.json").write_text(doubled)
+    with pytest.raises(TomDataError, match=r"tomato.json, record #0 \(q_id '1st-order-belief_K3Q7A_0'\), field "
+                                           r"'a_idx': the key 'a_idx' is given twice"):
+        load(root=root)
+    gold = recs[0]["a_idx"]
+    i, j = [k for k in range(4) if k != gold][:2]
+    for n, (change, same) in enumerate([({f"a{i}": recs[0][f"a{gold}"]}, "the gold's"),  # the gold is ambiguous
+                                        ({f"a{j}": recs[0][f"a{i}"]}, "the same")]):  # a 4-option item with 3
+        with pytest.raises(TomDataError, match=rf"record 0 \(q_id '1st-order-belief_K3Q7A_0'\), field 'a\d': options "
+                                               rf"a\d and a\d have {same} text"):
+            load(root=write(tmp_path / f"opt{n}", [{**recs[0], **change}]))
+    for i, (conv, found) in enumerate([("Hi.\nHow are you?", "no line is a 'Name: utterance' turn"),
+                                       ('Maya: "Hi."\nMaya: "Me again."', "only 'Maya' speaks")]):
+        with pytest.raises(TomDataError, match=rf"field 'conversation': a ToMATO conversation is between two agents, "
+                                               rf"but {found}"):
+            load(root=write(tmp_path / f"conv{i}", [{**recs[0], "conversation": conv}]))
+
+
+def _as_pinned(monkeypatch: pytest.MonkeyPatch, subset: str) -> None:
+    """The fixture's file of `subset` stands in for the pinned release: its counts (and checksums) are Table 8's."""
+    from pytest_tom.evals.tomato import data
+    found = data.counts(load(subset))
+    monkeypatch.setattr(rel, "expected_counts", lambda _subset: found)
+
+
+def test_a_local_file_edited_in_place_fails_its_pinned_checksum_unless_partial_or_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write(tmp_path, [], "tomato_fb.json")
+    path = root / "tomato" / "dataset" / "tomato_fb.json"
+    path.write_bytes((DATASET / "tomato_fb.json").read_bytes())
+    _as_pinned(monkeypatch, "fb")
+    monkeypatch.setitem(rel.OFFICIAL_SHA256, "tomato_fb.json", rel.sha256_file(path))  # type: ignore[index]
+    assert len(load("fb", root=root, partial=False)) == 6
+    recs = json.loads(path.read_text())
+    recs[0]["a_idx"], recs[0]["a_str"] = (recs[0]["a_idx"] + 1) % 4, recs[0][f"a{(recs[0]['a_idx'] + 1) % 4}"]
+    path.write_text(json.dumps(recs))  # the gold moved: same counts, other scores
+    with pytest.raises(TomDataError, match=r"tomato_fb.json: this file has sha256 \w+, not the \w+ of the pinned "
+                                           r"tomato release.*--tom-set tomato.partial=true"):
+        load("fb", root=root, partial=False)
+    assert len(load("fb", root=root, partial=True)) == 6
+    assert len(load("fb", root=root, partial=False, sha256=f"tomato_fb.json={rel.sha256_file(path)}")) == 6
+
+
+def test_a_local_file_without_a_sha256_pin_is_checked_by_its_git_blob_id(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _as_pinned(monkeypatch, "first")
+    monkeypatch.setitem(rel.OFFICIAL_GIT_BLOBS, "tomato_first.json", "0" * 40)  # type: ignore[index]
+    with pytest.raises(TomDataError, match=r"tomato_first.json: this file's git blob id is \w+, not the 0{40}"):
+        load("first", partial=False)
+    monkeypatch.setitem(rel.OFFICIAL_GIT_BLOBS, "tomato_first.json",  # type: ignore[index]
+                        rel.git_blob_id(DATASET / "tomato_first.json"))
+    assert len(load("first", partial=False)) == 10
+
+
 def test_missing_file_says_which_subsets_are_there(tmp_path: Path) -> None:
     root = write(tmp_path, [], "tomato_fb.json")
     with pytest.raises(TomDataError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -291,6 +292,63 @@ class TestLoader:
         with pytest.raises(TomDataError) as err:
             load_file(bad, ["en"])
         assert f"file {bad}, record line 5: invalid JSON (Unterminated string" in str(err.value)
+
+    def test_a_doubled_key_is_an_error_not_a_flipped_gold(self, tmp_path: Path, fixtures_dir: Path) -> None:
+        lines = _file(fixtures_dir, "False Belief Task").read_text(encoding="utf-8").splitlines()
+        assert lines[1].endswith('"答案\\nANSWER": "B"}')
+        lines[1] = lines[1][:-1] + ', "答案\\nANSWER": "A"}'  # json.loads alone keeps the last copy: gold B becomes A
+        bad = tmp_path / "False Belief Task.jsonl"
+        bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with pytest.raises(TomDataError) as err:
+            load_file(bad, ["en"])
+        assert f"file {bad}, record line 2, field '答案\\nANSWER': the key '答案\\nANSWER' is given twice" in str(err.value)
+
+    def test_a_line_separator_in_a_text_a_bom_and_crlf_are_read(self, tmp_path: Path, fixtures_dir: Path) -> None:
+        text = _file(fixtures_dir, "False Belief Task").read_text(encoding="utf-8")
+        plain = load_file(_file(fixtures_dir, "False Belief Task"), ["en"])
+        rec = json.loads(text.split("\n")[0])
+        rec["STORY"] = rec["STORY"].replace(" ", "\u2028", 1)  # raw U+2028: valid JSON, a line end to str.splitlines
+        odd = "\ufeff" + "\r\n".join([json.dumps(rec, ensure_ascii=False), *text.split("\n")[1:]])
+        path = tmp_path / "False Belief Task.jsonl"
+        path.write_bytes(odd.encode("utf-8"))
+        got = load_file(path, ["en"])
+        assert [(s.id, s.gold) for s in got] == [(s.id, s.gold) for s in plain]
+        assert "\u2028" in got[0].context.render() and got[1].context == plain[1].context
+
+    @pytest.mark.parametrize(("gold", "ok"), [("A", True), ("B", False), ("C", False), ("D", True)])
+    def test_a_doubled_option_text_is_an_error_only_when_it_is_the_gold(self, tmp_path: Path, fixtures_dir: Path,
+                                                                       gold: str, ok: bool) -> None:
+        rec = json.loads(_file(fixtures_dir, "False Belief Task").read_text(encoding="utf-8").splitlines()[1])
+        if rec.get("OPTION-C") is None:
+            rec.update({"OPTION-C": "third", "OPTION-D": "fourth", "选项C": "C. 三", "选项D": "D. 四"})
+        rec["OPTION-C"], rec["答案\nANSWER"] = rec["OPTION-B"], gold  # as the real release's UOT rows 166 and 168 do
+        path = tmp_path / "False Belief Task.jsonl"
+        path.write_text(json.dumps(rec, ensure_ascii=False) + "\n", encoding="utf-8")
+        if ok:
+            assert [s.gold for s in load_file(path, ["en", "zh"])] == [gold, gold]
+            return
+        with pytest.raises(TomDataError, match=r"record line 1, field 'OPTION-C': options OPTION-B and OPTION-C have the "
+                                               r"gold's text"):
+            load_file(path, ["en"])
+
+    def test_a_file_edited_in_place_fails_its_pinned_sha256_unless_partial_or_named(self, tmp_path: Path,
+                                                                                    fixtures_dir: Path) -> None:
+        folder = tmp_path / "data"
+        shutil.copytree(fixtures_dir.joinpath(*DATA), folder)
+        files = sorted(folder.glob("*.jsonl"))
+        pins = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+        rows = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+        pinned = release.Release(pins, rows, "test")
+        assert len(release.load(folder, ["en"], pinned, verified=False, partial=False)) == 21
+        fbt = folder / "False Belief Task.jsonl"
+        fbt.write_text(fbt.read_text(encoding="utf-8").replace('ANSWER": "B"', 'ANSWER": "A"', 1), encoding="utf-8")
+        with pytest.raises(TomDataError, match=r"False Belief Task.jsonl: the ToMBench release is incomplete: this file "
+                                               r"has sha256 \w+, not the pinned \w+ \(edited or re-serialized\? give its "
+                                               r"checksums with --tom-set tombench.sha256\).*tombench.partial=true"):
+            release.load(folder, ["en"], pinned, verified=False, partial=False)
+        assert len(release.load(folder, ["en"], pinned, verified=False, partial=True)) == 21
+        named = release.Release({**pins, fbt.name: hashlib.sha256(fbt.read_bytes()).hexdigest()}, None, "test")
+        assert len(release.load(folder, ["en"], named, verified=False, partial=False)) == 21
 
     def test_missing_data_explains_how_to_get_it(self, tmp_path: Path) -> None:
         with pytest.raises(TomDataError, match="--tom-download"):

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import DataSource, read_json
+from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.checks import distinct_options, read_json, required_text
 from pytest_tom.fetch import check_extracted, fetch_archive
 
 # --- official constants ----------------------------------------------------------------------
@@ -184,17 +185,7 @@ class FantomExtra:
 # --- loading ------------------------------------------------------------------------------------
 
 
-def _text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
-    """A non-empty text field; errors name its full path within the record (`beliefQAs[0].correct_answer`)."""
-    value = rec.get(key)
-    field = f"{where}.{key}" if where else key
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise TomDataError("missing or empty text", path=path, record=record, field=field)
-    if not isinstance(value, str):
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise TomDataError(f"wrong type: expected text, got {type(value).__name__} {shown}", path=path, record=record,
-                           field=field)
-    return value
+_text = required_text
 
 
 def _obj(rec: Mapping[str, Any], key: str, path: Path, record: str) -> Mapping[str, Any]:
@@ -268,6 +259,7 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         question = _text(b, "question", path, record, w)
         correct = _text(b, "correct_answer", path, record, w)
         wrong = _text(b, "wrong_answer", path, record, w)
+        distinct_options((correct, wrong), 0, path, record, (f"{w}.correct_answer", f"{w}.wrong_answer"))
         tom_type = _text(b, "tom_type", path, record, w)
         # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
         correct_last = rng.choice([True, False])
@@ -342,6 +334,11 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
                 wrong=_names(lq, "wrong_answer", path, record, list_key),
                 accessibility=_accessibility(lq, path, record, list_key),
             )
+            both = sorted(set(lists[family].correct) & set(lists[family].wrong))
+            if both:
+                raise TomDataError(f"{', '.join(both)} both knows and does not know (in correct_answer and "
+                                   "wrong_answer): the gold is ambiguous", path=path, record=record,
+                                   field=f"{list_key}.wrong_answer")
             binaries[family] = _binaries(rec, family, bin_key, path, record)
         conversation_id, part = set_id.split("-")[0], "-".join(set_id.split("-")[:2])
         out.append(FantomSet(

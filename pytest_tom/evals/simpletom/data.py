@@ -11,7 +11,6 @@ so nothing here is ever keyed or deduplicated by text: only by id.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.evals.checks import distinct_options, read_jsonl
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "simpletom"
@@ -114,6 +114,8 @@ class StoryRow:
     severity: str
     story: str
     person_x: str
+    listed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """The row's `questions` as released: question id -> (question, correct answer text)."""
 
 
 @dataclass
@@ -146,26 +148,6 @@ def _text(rec: Mapping[str, Any], key: str, path: Path, line: int, *, where: str
     if not value.strip():
         raise TomDataError("empty text", path=path, record=f"line {line}", field=name)
     return value
-
-
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; invalid JSON or a non-object names its line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read: {exc}", path=path) from exc
-    out = []
-    for no, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TomDataError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, record=f"line {no}") from None
-        if not isinstance(rec, dict):
-            raise TomDataError("expected a JSON object", path=path, record=f"line {no}")
-        out.append((no, rec))
-    return out
 
 
 def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
@@ -201,6 +183,7 @@ def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -
     gold = rec.get("answerKey")
     if gold not in ("A", "B"):
         raise TomDataError(f"gold {gold!r} is not 'A' or 'B'", path=path, record=f"line {line}", field="answerKey")
+    distinct_options(texts, "AB".index(str(gold)), path, f"line {line}", ("choices.text[0]", "choices.text[1]"))
     return Question(
         config=config, line=line, story_id=rid[: -len(suffix)], question_type=qtype,
         story=_text(rec, "story", path, line), question=_text(rec, "question", path, line),
@@ -219,14 +202,40 @@ def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
                            field="severity_original")
     entities = rec.get("entities")
     person = entities.get("Person X") if isinstance(entities, dict) else None
-    return StoryRow(line=line, story_id=sid, scenario=_scenario(rec, path, line), severity=str(sev),
-                    story=_text(rec, "story", path, line), person_x=person if isinstance(person, str) else "")
+    story = _text(rec, "story", path, line)
+    key_info = rec.get("key_information")
+    if isinstance(key_info, str) and key_info.strip() and key_info.strip() not in story:
+        raise TomDataError(f"the story does not contain its key_information {key_info.strip()!r:.80}: the story of "
+                           "another id?", path=path, record=f"line {line}", field="story")
+    return StoryRow(line=line, story_id=sid, scenario=_scenario(rec, path, line), severity=str(sev), story=story,
+                    person_x=person if isinstance(person, str) else "", listed=_listed(rec, sid, path, line))
+
+
+def _listed(rec: Mapping[str, Any], sid: str, path: Path, line: int) -> dict[str, tuple[str, str]]:
+    """A story row's `questions` (the release lists its mental-state and behavior ones): each id names this story."""
+    out: dict[str, tuple[str, str]] = {}
+    listed = rec.get("questions")
+    if not isinstance(listed, list):
+        return out  # not needed to ask anything; the QA configs hold the questions
+    for i, q in enumerate(listed):
+        qid = q.get("question_id") if isinstance(q, dict) else None
+        if not isinstance(qid, str):
+            continue
+        if not any(qid == sid + suffix for suffix in ID_SUFFIX.values()):
+            raise TomDataError(f"question id {qid!r} is not a question of story {sid!r} (expected {sid!r} + "
+                               f"{' or '.join(repr(x) for x in ID_SUFFIX.values())})", path=path,
+                               record=f"line {line}", field=f"questions[{i}].question_id")
+        question, correct = q.get("question"), q.get("answer_correct")
+        if isinstance(question, str) and isinstance(correct, str):
+            out[qid] = (question, correct)
+    return out
 
 
 def read_release(folder: Path) -> Release:
     """Read and cross-check every config present in `folder` (absent files are recorded as such, not errors here)."""
     rel = Release(folder)
     story_path = path_of(folder, STORY_CONFIG)
+    texts: dict[str, StoryRow] = {}
     if story_path.is_file():
         recs = read_jsonl(story_path)
         rel.rows[STORY_CONFIG] = len(recs)
@@ -235,6 +244,11 @@ def read_release(folder: Path) -> Release:
             if row.story_id in rel.stories:
                 raise TomDataError(f"story id {row.story_id!r} also on line {rel.stories[row.story_id].line}",
                                    path=story_path, record=f"line {line}", field="story_id")
+            twin = texts.setdefault(row.story, row)
+            if twin is not row:
+                raise TomDataError(f"story {row.story_id!r} has the same text as story {twin.story_id!r} on line "
+                                   f"{twin.line}: one story under two ids", path=story_path, record=f"line {line}",
+                                   field="story")
             rel.stories[row.story_id] = row
     else:
         rel.rows[STORY_CONFIG] = None
@@ -270,6 +284,18 @@ def _join(rel: Release, q: Question, path: Path) -> None:
     if q.scenario != row.scenario:
         raise TomDataError(f"scenario {q.scenario!r} differs from {row.scenario!r} in {STORY_CONFIG}/{FILE} line "
                            f"{row.line}", path=path, record=where, field="scenario_name")
+    listed = row.listed.get(q.story_id + ID_SUFFIX[q.question_type])
+    if listed is None:
+        return
+    question, correct = listed
+    if q.question != question:
+        raise TomDataError(f"question differs from the one {STORY_CONFIG}/{FILE} line {row.line} lists for this id",
+                           path=path, record=where, field="question")
+    gold_text = next(c.text for c in q.choices if c.label == q.gold)
+    if gold_text != correct:
+        raise TomDataError(f"the gold {q.gold} is {gold_text!r:.60}, but {STORY_CONFIG}/{FILE} line {row.line} gives "
+                           f"{correct!r:.60} as this question's correct answer", path=path, record=where,
+                           field="answerKey")
 
 
 # --- completeness --------------------------------------------------------------------------------

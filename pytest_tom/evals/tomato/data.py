@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import read_json
+from pytest_tom.evals.checks import distinct_options, read_json
 from pytest_tom.sample import KEEP, Choice, Conversation, Sample
 
 BENCHMARK = "tomato"
@@ -152,6 +152,7 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
     if rec.get("a_str") != options[gold]:
         raise TomDataError(f"a_str is not option a{gold} (a_idx {gold}): the gold is ambiguous", path=path,
                            record=where, field="a_str")
+    distinct_options(options, gold, path, where, ("a0", "a1", "a2", "a3"))
     state = _text(rec, "mental_state", path, where)
     if state not in MENTAL_STATES:
         raise TomDataError(f"unknown mental state {state!r} (expected {', '.join(MENTAL_STATES)})", path=path,
@@ -181,7 +182,12 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
         file=path.name, record=index, q_id=q_id, u_id=str(u_id), mental_state=state, order=order, false_belief=fb,
         big_five=levels, environment=env, agents=tuple(agents), conversation_id=conversation_id(env, agents, state),
     )
-    return to_sample(extra, Conversation.parse(conversation), question, options, LETTERS[gold])
+    context = Conversation.parse(conversation)
+    if len(context.speakers) < 2:
+        found = f"only {context.speakers[0]!r} speaks" if context.speakers else "no line is a 'Name: utterance' turn"
+        raise TomDataError(f"a ToMATO conversation is between two agents, but {found}", path=path, record=where,
+                           field="conversation")
+    return to_sample(extra, context, question, options, LETTERS[gold])
 
 
 def to_sample(extra: ToMATOExtra, context: Conversation, question: str, options: Sequence[str],

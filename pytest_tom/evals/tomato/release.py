@@ -5,7 +5,9 @@ file by its blob id, the SHA-1 of the exact bytes, so a download is checked agai
 (and against the sha256 where this project knows it). The cached copy then gets a manifest
 of its sha256, re-checked before every later use, as SimpleToM's and FANToM's are. A local
 copy is checked by structure instead (Table 8's count of every mental state and order),
-unless `partial=true` says it is a deliberately partial copy, such as the project's fixtures.
+and then by its pinned checksum (its sha256 where this project knows it, else its git blob id),
+unless `partial=true` says it is a deliberately partial copy, such as the project's fixtures:
+counts catch a file cut short, only the checksum one edited in place.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.evals.base import DataSource
+from pytest_tom.evals.checks import check_sha256
 from pytest_tom.evals.tomato.data import (
     FOLDER,
     OFFICIAL_GIT_BLOBS,
@@ -135,7 +138,7 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
 
     Malformed records are reported first (file, record, field); then the records must belong
     to the subset; then a local copy must hold Table 8's count for every mental state and
-    order, or match a sha256 given for it.
+    order and have its pinned checksum, or match a sha256 given for it.
     """
     samples = read_file(path)
     check_subset(samples, subset, path)
@@ -143,12 +146,25 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
         return samples
     want = pins.get(path.name)
     if want is not None and want != OFFICIAL_SHA256.get(path.name):
-        got = sha256_file(path)
-        if got != want:
-            raise TomDataError(f"this file has sha256 {got}, not the {want} given in --tom-set tomato.sha256: "
-                               f"{PARTIAL_ADVICE}", path=path)
+        check_sha256(path, want, benchmark="tomato", given=True, partial=False)  # the user's pin replaces counts
         return samples
     found, expected = counts(samples), expected_counts(subset)
+    _check_counts(path, samples, found, expected)
+    if path.name in OFFICIAL_SHA256:
+        check_sha256(path, OFFICIAL_SHA256[path.name], benchmark="tomato", given=False, partial=False)
+    elif path.name in OFFICIAL_GIT_BLOBS and (blob := git_blob_id(path)) != OFFICIAL_GIT_BLOBS[path.name]:
+        raise TomDataError(f"this file's git blob id is {blob}, not the {OFFICIAL_GIT_BLOBS[path.name]} of the pinned "
+                           f"revision {OFFICIAL_REVISION[:12]} (the checksum published for it): it was edited, "
+                           "re-serialized or comes from another revision, and its scores would not be the release's. "
+                           "Restore it, give its sha256 with --tom-set tomato.sha256, or pass --tom-set "
+                           "tomato.partial=true (suite keyword partial=True) to run a deliberately changed copy",
+                           path=path)
+    return samples
+
+
+def _check_counts(path: Path, samples: Sequence[ToMATOSample], found: Mapping[str, Mapping[str, int]],
+                  expected: Mapping[str, Mapping[str, int]]) -> None:
+    """Table 8's count of every mental state and order: a file cut short or trimmed is named with what it lacks."""
     wrong = [f"{row} {state}: {found[row][state]} of {n}" for row, cells in expected.items()
              for state, n in cells.items() if found[row][state] != n]
     if wrong:
@@ -156,4 +172,3 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
             f"this is not the whole pinned ToMATO file ({len(samples)} questions; counts differ from the paper's "
             f"Table 8: {'; '.join(wrong[:6])}{'...' if len(wrong) > 6 else ''}); a file cut short or trimmed would "
             f"drop questions silently: {PARTIAL_ADVICE}", path=path)
-    return samples

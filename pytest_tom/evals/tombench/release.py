@@ -89,7 +89,7 @@ def load(folder: Path, languages: Sequence[str], rel: Release, *, verified: bool
 
     Malformed rows are reported first (they name file, line and field); then a
     copy that is not checksum-verified must hold every release file with its row
-    count (or, for custom checksums, its checksum), unless `partial`.
+    count and its pinned sha256 (or, for custom checksums, that checksum), unless `partial`.
     """
     files = sorted(folder.glob("*.jsonl"))
     samples: list[ToMBenchSample] = []
@@ -128,6 +128,10 @@ def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Se
                 problems.append((path, _lines(expected + 1, found),
                                  f"has {found} rows, not {expected} (another revision? give its checksums with "
                                  "--tom-set tombench.sha256)"))
+            elif (got := sha256_file(path)) != rel.pins[name]:
+                # the rows are all there, but edited in place: a gold flipped, an option rewritten
+                problems.append((path, None, f"has sha256 {got}, not the pinned {rel.pins[name]} (edited or "
+                                             "re-serialized? give its checksums with --tom-set tombench.sha256)"))
         else:
             got = sha256_file(path)
             if got != rel.pins[name]:
@@ -136,7 +140,7 @@ def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Se
     if not problems:
         return
     hint = _misnamed(unknown)
-    why = "a file emptied, cut short, trimmed or renamed would drop its items silently"
+    why = "a file emptied, cut short, trimmed, renamed or edited would drop or change its items silently"
     if len(problems) == 1:
         path, record, what = problems[0]
         raise TomDataError(f"the ToMBench release is incomplete: this file {what}{hint}; {why}: {PARTIAL_ADVICE}",

@@ -1,0 +1,217 @@
+"""Whole-release checks every benchmark loader shares: strict JSON, ids, options, gold, pinned checksums.
+
+A release gate is only as good as what it reads, and the ways a release file goes wrong
+are the same in every benchmark: a duplicated JSON key (Python keeps the last copy, so a
+doubled `answerKey` flips the gold without a word), a record split at a character
+`str.splitlines` treats as a line end (U+2028 is valid inside a JSON string), two records
+with one id, a gold that is not among the options or whose text is also another option's,
+a file edited since it was pinned. Each check here raises a `TomDataError` naming the file,
+the record and the field, and runs while the suite loads, before any model request. Pure:
+no pytest, no output.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.fetch import sha256_file
+
+ID_FIELDS = ("id", "q_id", "set_id", "story_id")
+"""Fields that name a record in messages, when a whole-file JSON list's record has one."""
+
+
+class _Pairs:
+    """`object_pairs_hook` that builds dicts as `json` does, remembering every object with a key given twice."""
+
+    def __init__(self) -> None:
+        self.doubled: dict[int, str] = {}
+        """id() of each such dict -> its first doubled key."""
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    self.doubled[id(out)] = key
+                    break
+                seen.add(key)
+        return out
+
+
+def _find(value: Any, doubled: Mapping[int, str], trail: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
+    """Where the first dict with a doubled key sits in `value` (its path of keys and indexes), and the key."""
+    if isinstance(value, dict):
+        if id(value) in doubled:
+            return trail, doubled[id(value)]
+        for k, v in value.items():
+            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, k))) is not None:
+                return hit
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, i))) is not None:
+                return hit
+    return None
+
+
+def field_path(trail: Sequence[str | int]) -> str:
+    """`("beliefQAs", 0, "correct_answer")` -> "beliefQAs[0].correct_answer"."""
+    out = ""
+    for part in trail:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _doubled_error(path: Path, record: str | None, trail: Sequence[str | int], key: str) -> TomDataError:
+    return TomDataError(
+        f"the key {key!r} is given twice in one object; JSON readers keep only the last copy, so the first would be "
+        "dropped silently (a doubled answer key flips the gold): remove one", path=path, record=record,
+        field=field_path([*trail, key]))
+
+
+def loads(text: str, path: Path, *, record: str | None = None) -> Any:
+    """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice.
+
+    A whole-file list names the record by its index (and id field, when it has one) and the
+    field by its path within the record; a JSONL line is its own record.
+    """
+    pairs = _Pairs()
+    try:
+        value = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        where = f"at column {exc.colno}" if record is not None else f"at line {exc.lineno}, column {exc.colno}"
+        raise TomDataError(f"invalid JSON ({exc.msg} {where})", path=path, record=record) from None
+    if pairs.doubled:
+        hit = _find(value, pairs.doubled)
+        assert hit is not None  # every remembered dict is part of the value
+        trail, key = hit
+        if record is None and trail:
+            head, trail = trail[0], trail[1:]
+            record = _record_name(value, head)
+        raise _doubled_error(path, record, trail, key)
+    return value
+
+
+def _record_name(value: Any, head: str | int) -> str:
+    if isinstance(head, int):
+        rec = value[head]
+        named = next((f" ({k} {rec[k]!r})" for k in ID_FIELDS if isinstance(rec, dict) and isinstance(rec.get(k), str)), "")
+        return f"#{head}{named}"
+    return repr(head)
+
+
+def read_text(path: Path) -> str:
+    """A release file as text: UTF-8, a leading byte-order mark dropped (valid, if unusual, in a JSON file)."""
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path) from exc
+
+
+def read_json(path: Path) -> Any:
+    """A whole-file JSON release (FANToM, ToMATO, ToMValley): a BOM is accepted, a key given twice is an error."""
+    return loads(read_text(path), path)
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
+
+    Records are split at "\n" only, never by `str.splitlines`, which also splits at U+2028,
+    U+2029 and U+0085 (valid, raw, inside a JSON string) and so cuts a record in two; a BOM
+    and CRLF line ends are accepted. Invalid JSON, a non-object or a key given twice names
+    its line.
+    """
+    out = []
+    for no, line in enumerate(read_text(path).split("\n"), 1):
+        if not line.strip():
+            continue
+        rec = loads(line, path, record=f"line {no}")
+        if not isinstance(rec, dict):
+            raise TomDataError(f"expected a JSON object, got {type(rec).__name__}", path=path, record=f"line {no}")
+        out.append((no, rec))
+    return out
+
+
+# --- record checks ------------------------------------------------------------------------------
+
+
+class UniqueIds:
+    """Ids of one file (or release) seen so far: a second record with an id is an error naming both records."""
+
+    def __init__(self, path: Path, field: str, what: str = "id") -> None:
+        self.path, self.field, self.what = path, field, what
+        self.seen: dict[str, str] = {}
+
+    def add(self, value: str, record: str, *, path: Path | None = None) -> None:
+        first = self.seen.setdefault(value, record)
+        if first != record:
+            raise TomDataError(f"{self.what} {value!r} is also the {self.what} of record {first}; ids must be unique "
+                               "(they are item ids and baseline keys)", path=path or self.path, record=record,
+                               field=self.field)
+
+
+def gold_among(gold: str, labels: Sequence[str], path: Path, record: str, field: str) -> int:
+    """The position of `gold` among the option `labels`; an error when it is none of them."""
+    if gold not in labels:
+        raise TomDataError(f"gold {gold!r} is not among the options {', '.join(labels)}", path=path, record=record,
+                           field=field)
+    return list(labels).index(gold)
+
+
+def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
+                     gold_only: bool = False) -> None:
+    """Options of one question must differ in text: with a doubled text the right answer is ambiguous.
+
+    Texts are compared after trimming whitespace. `gold_only` refuses only a gold whose text is
+    also another option's (the model cannot tell them apart, and picking the twin scores as
+    wrong); ToMBench's real release has two questions with a doubled distractor, which stay.
+    """
+    first: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        j = first.setdefault(text.strip(), i)
+        if j == i or (gold_only and gold not in (i, j)):
+            continue
+        gold_is = " the gold's text" if gold in (i, j) else " the same text"
+        raise TomDataError(f"options {fields[j]} and {fields[i]} have{gold_is} {text.strip()!r:.80}: the answer would "
+                           "be ambiguous", path=path, record=record, field=fields[i])
+
+
+def required_text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
+    """A non-empty text field; errors name its full path within the record (`beliefQAs[0].correct_answer`)."""
+    value = rec.get(key)
+    name = f"{where}.{key}" if where else key
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise TomDataError("missing or empty text", path=path, record=record, field=name)
+    if not isinstance(value, str):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise TomDataError(f"wrong type: expected text, got {type(value).__name__} {shown}", path=path, record=record,
+                           field=name)
+    return value
+
+
+# --- pinned checksums ---------------------------------------------------------------------------
+
+
+def check_sha256(path: Path, expected: str | None, *, benchmark: str, given: bool, partial: bool) -> None:
+    """A local file must have its pinned sha256 (or the one the user `given` for it), unless the copy is `partial`.
+
+    Record counts catch a file cut short; only the checksum catches one edited in place (a
+    gold flipped, an option rewritten) with its counts intact.
+    """
+    if partial or expected is None:
+        return
+    got = sha256_file(path)
+    if got == expected:
+        return
+    if given:
+        raise TomDataError(f"this file has sha256 {got}, not the {expected} given in --tom-set {benchmark}.sha256",
+                           path=path)
+    raise TomDataError(
+        f"this file has sha256 {got}, not the {expected} of the pinned {benchmark} release: it was edited, "
+        f"re-serialized or comes from another revision, and its scores would not be the release's. Restore it, give "
+        f"its checksum with --tom-set {benchmark}.sha256, or pass --tom-set {benchmark}.partial=true (suite keyword "
+        "partial=True) to run a deliberately changed copy", path=path)
