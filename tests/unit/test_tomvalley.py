@@ -279,9 +279,13 @@ def test_renamed_keys_say_what_was_expected_and_found(tmp_path: Path) -> None:
 
 
 def test_valid_json_that_looks_odd_is_read(tmp_path: Path) -> None:
-    text = json.dumps({"trial50": raw_release()["trial7002"]}, ensure_ascii=False, indent=1)
+    record = raw_release()["trial7002"]
+    record["stage"]["characters information"] += "\u2028(a line separator, valid inside a JSON string)"
+    text = json.dumps({"trial50": record}, ensure_ascii=False, indent=1)
     (tmp_path / "DynToM.json").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
-    assert len(_load(tmp_path)) == 71
+    samples = _load(tmp_path)
+    assert len(samples) == 71 and samples[0].extra.characters_information.endswith("\u2028(a line separator, valid "
+                                                                                    "inside a JSON string)")
 
 
 @pytest.mark.realdata
