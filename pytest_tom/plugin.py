@@ -76,6 +76,11 @@ class TomHooks:
         """Draw --tom-sample after -m/-k (and say when -m names no mark); on an xdist worker, hand derived items over."""
         setup.select(config, self.tom, items)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite whose data cannot be loaded ends the run as a usage error (exit 4), shown under any --tb and -q."""
+        setup.stop_at_load_error(self.tom, report)
+
     def pytest_report_collectionfinish(self) -> list[str]:
         """Say why items were deselected when a sample (not -m/-k) dropped them."""
         return [f"pytest-tom: {note}" for note in self.tom.sample_notes]

@@ -69,6 +69,42 @@ def _model_under_test(tom_model: Model) -> None:
     """Declares, through its signature, the fixture every question item needs."""
 
 
+LOAD_ERROR = pytest.StashKey[str]()
+"""The message of the suite that could not be loaded (bad data, settings or dependencies), for `stop_at_load_error`."""
+LOAD_ERROR_PREFIX = "pytest-tom: "
+MAX_LINES = 20
+"""A load error is shown in one screen at most: a longer message keeps its first lines and counts the rest."""
+
+
+def load_error(exc: TomError) -> str:
+    """The one message a suite that cannot be loaded ends the run with, at most `MAX_LINES` lines."""
+    lines = str(exc).splitlines() or [type(exc).__name__]
+    if len(lines) > MAX_LINES:
+        lines = [*lines[: MAX_LINES - 1], f"... ({len(lines) - MAX_LINES + 1} more lines)"]
+    return LOAD_ERROR_PREFIX + "\n".join(lines)
+
+
+def stop_at_load_error(config: pytest.Config, report: pytest.CollectReport, *, controller: bool) -> None:
+    """A suite's data (or settings) cannot be loaded: end the run now as a usage error, exit status 4.
+
+    As a collection error it would show as "1 error" under `--tb=no` and `-q`, with the cause
+    only in a section those options hide; as a `pytest.UsageError` it is one `ERROR: pytest-tom:
+    ...` line under every option, like a misspelled `--tom-set`, and nothing after it is
+    collected or asked. Raised from `pytest_collectreport`, because pytest turns any exception in
+    a collector into a collection error. On the xdist controller the worker's report arrives as its
+    message, which `load_error` prefixes; xdist workers keep the collection error they hand on.
+    """
+    if not report.failed:
+        return
+    message = config.stash.get(LOAD_ERROR, None)
+    if message is not None:
+        del config.stash[LOAD_ERROR]
+    elif controller and isinstance(report.longrepr, str) and report.longrepr.startswith(LOAD_ERROR_PREFIX):
+        message = report.longrepr
+    if message is not None:
+        raise pytest.UsageError(message)
+
+
 class SuiteCollector(pytest.Collector):
     """All questions of one suite (a benchmark with its settings).
 
@@ -83,10 +119,13 @@ class SuiteCollector(pytest.Collector):
         """Item names addressed on the command line (None: every item)."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        """The suite's items; a suite that cannot be loaded stops the run as a usage error (`LOAD_ERROR`)."""
         try:
             loaded = tom_session(self.config).suites.load(self.nodeid, self.declaration)
         except TomError as exc:
-            raise self.CollectError(f"pytest-tom: {exc}") from None
+            message = load_error(exc)
+            self.config.stash[LOAD_ERROR] = message
+            raise self.CollectError(message) from None
         for item in suite_items(self, loaded):
             if self.wanted is None or item.name in self.wanted:
                 yield item

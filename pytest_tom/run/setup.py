@@ -172,6 +172,18 @@ def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.
     session.config.stash[_BEFORE_SELECTION] = list(items)
 
 
+def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
+    """A suite whose data cannot be loaded ends the run as a usage error (see `collect.stop_at_load_error`).
+
+    Not on an xdist worker: an exit there reads as a crash; its collection error reaches the
+    controller, which stops the run the same way.
+    """
+    if tom.worker is None:
+        from pytest_tom.run.collect import stop_at_load_error as stop
+
+        stop(tom.config, report, controller=tom.is_controller)
+
+
 def _is_tom_item(item: pytest.Item) -> bool:
     from pytest_tom.run.suites import LoadedSuite
 

@@ -116,10 +116,10 @@ def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester, tom_args:
     result.stderr.fnmatch_lines(["*--tom-set: tombench setting prompt='fancy': 'fancy' is not one of vanilla, cot*"])
 
 
-def test_missing_data_is_a_collection_error_that_says_what_to_do(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_missing_data_is_a_usage_error_that_says_what_to_do(pytester: pytest.Pytester, tmp_path: Path) -> None:
     result = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={tmp_path}", "--tom-model=random")
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*ToMBench data not found*--tom-download*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ToMBench data not found*--tom-download*"])
 
 
 def test_malformed_data_names_file_record_and_field(pytester: pytest.Pytester, fixtures_dir: Path, tmp_path: Path) -> None:
@@ -128,4 +128,4 @@ def test_malformed_data_names_file_record_and_field(pytester: pytest.Pytester, f
     src = (fixtures_dir / "tombench" / "data" / "Strange Story Task.jsonl").read_text(encoding="utf-8")
     (data / "Strange Story Task.jsonl").write_text(src.replace('"答案\\nANSWER": "C"', '"答案\\nANSWER": "Q"'), encoding="utf-8")
     result = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={tmp_path}", "--tom-model=random")
-    result.stdout.fnmatch_lines(["*Strange Story Task.jsonl, record line 2, field '答案\\nANSWER': gold answer 'Q' is not a letter A-D*"])
+    result.stderr.fnmatch_lines(["*Strange Story Task.jsonl, record line 2, field '答案\\nANSWER': gold answer 'Q' is not a letter A-D*"])

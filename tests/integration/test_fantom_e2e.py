@@ -353,11 +353,11 @@ def test_embedder_none_drops_free_response_questions(pytester: pytest.Pytester) 
 def test_missing_data_and_bad_settings_are_reported(pytester: pytest.Pytester) -> None:
     empty = pytester.mkdir("empty")
     result = run(pytester, "--tom-model=random", data_dir=empty)
-    result.stdout.fnmatch_lines(["*FANToM data not found; looked in *empty/fantom/fantom_v1.json*"])
-    assert result.ret != 0
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: *FANToM data not found; looked in *empty/fantom/fantom_v1.json*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = run(pytester, "--tom-model=random", "--tom-set=fantom.aggregation=conversation")
-    result.stdout.fnmatch_lines(["*aggregation=conversation needs contexts=full*"])
-    assert result.ret != 0
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: *aggregation=conversation needs contexts=full*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:

@@ -115,9 +115,8 @@ def test_a_short_or_missing_release_file_is_one_clear_error(
 ) -> None:
     damage(release / "tombench" / "data")
     result = tombench(pytester, release)
-    result.stdout.fnmatch_lines([expected + "--tom-set tombench.partial=true (suite keyword partial=True)*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
-    assert "no tests ran" not in result.stdout.str()
+    result.stderr.fnmatch_lines([expected + "--tom-set tombench.partial=true (suite keyword partial=True)*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
 
 
 @pytest.mark.slow
@@ -139,8 +138,8 @@ def test_a_partial_copy_with_no_rows_at_all_still_fails(pytester: pytest.Pyteste
     for p in (release / "tombench" / "data").iterdir():
         p.write_text("")
     result = tombench(pytester, release, "--tom-set=tombench.partial=true")
-    result.stdout.fnmatch_lines(["*data: no ToMBench rows: every release file in this folder is empty*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
+    result.stderr.fnmatch_lines(["*data: no ToMBench rows: every release file in this folder is empty*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
 
 
 # --- bad values: one message naming file, record and field -------------------------------------------------------------
@@ -170,8 +169,8 @@ def test_a_bad_tombench_value_names_file_line_and_field(
 ) -> None:
     _edit_row(release / "tombench" / "data" / FBT, 2, **fields)
     result = tombench(pytester, release)
-    result.stdout.fnmatch_lines([f"pytest-tom: file *{FBT}, {literal(expected)}"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: file *{FBT}, {literal(expected)}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
 
 
 def test_the_release_s_dirty_gold_a_dot_is_still_read_as_a(pytester: pytest.Pytester, release: Path, calls: Callable[[], int]) -> None:
@@ -256,9 +255,8 @@ def test_a_bad_fantom_file_is_one_clear_error(
     expected: str,
 ) -> None:
     result = fantom(pytester, fantom_copy(tmp_path, mutate))
-    result.stdout.fnmatch_lines([f"pytest-tom: file *{literal(expected)}*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and calls() == 0
-    assert "no tests ran" not in result.stdout.str()
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: file *{literal(expected)}*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
 
 
 @pytest.mark.slow
@@ -267,7 +265,7 @@ def test_a_trimmed_fantom_copy_needs_the_flag_and_then_asks_what_is_left(
 ) -> None:
     whole = fantom(pytester, fantom_copy(tmp_path / "a", lambda d: None), "-m", "choice")
     trimmed = fantom_copy(tmp_path / "b", lambda d: d[3].update(beliefQAs=[]))
-    assert fantom(pytester, trimmed, "-m", "choice").ret == pytest.ExitCode.INTERRUPTED
+    assert fantom(pytester, trimmed, "-m", "choice").ret == pytest.ExitCode.USAGE_ERROR
     result = fantom(pytester, trimmed, "-m", "choice", "--tom-set=fantom.partial=true")
     # set 1-0-1 had 2 belief questions: 11 choice questions become 9, each asked once
     assert asked(whole) == 11
@@ -277,7 +275,7 @@ def test_a_trimmed_fantom_copy_needs_the_flag_and_then_asks_what_is_left(
 
 def test_a_bad_partial_value_is_a_usage_error(pytester: pytest.Pytester, release: Path) -> None:
     result = tombench(pytester, release, "--tom-set=tombench.partial=maybe")
-    result.stdout.fnmatch_lines(["*tombench setting partial='maybe': expected true or false*"])
+    result.stderr.fnmatch_lines(["*tombench setting partial='maybe': expected true or false*"])
     assert result.ret != pytest.ExitCode.OK
 
 
@@ -326,10 +324,10 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
     victim = cached / FBT
     victim.write_bytes(victim.read_bytes().replace(b'"B"', b'"C"', 1))
     damaged = pytester.runpytest(*args)
-    damaged.stdout.fnmatch_lines([f"pytest-tom: file {victim}: this downloaded copy no longer matches its pinned sha256 "
+    damaged.stderr.fnmatch_lines([f"ERROR: pytest-tom: file {victim}: this downloaded copy no longer matches its pinned sha256 "
                                   f"{sha(files[FBT])} (got *): it was damaged or edited after the download; delete it, or "
                                   "pass --tom-download to fetch a verified copy again"])
-    assert damaged.ret == pytest.ExitCode.INTERRUPTED and calls() == 21 and len(server.requests) == 5
+    assert damaged.ret == pytest.ExitCode.USAGE_ERROR and calls() == 21 and len(server.requests) == 5
     # --tom-download fetches the damaged file again (one request), the others are kept
     again = pytester.runpytest(*args, "--tom-download")
     assert asked(again) == 21 and calls() == 42
@@ -338,9 +336,9 @@ def test_a_tombench_mirror_with_its_own_checksums_then_a_damaged_cache(
     wrong = ",".join(f"{name}={'0' * 64 if name == FBT else sha(body)}" for name, body in files.items())
     refused = pytester.runpytest(*[a for a in args if not a.startswith("--tom-set=tombench.sha256")], f"--tom-set=tombench.sha256={wrong}",
                                  "--tom-download")
-    refused.stdout.fnmatch_lines([f"*{FBT}: checksum mismatch for {server.url}/mirror/data/False%20Belief%20Task.jsonl: "
+    refused.stderr.fnmatch_lines([f"*{FBT}: checksum mismatch for {server.url}/mirror/data/False%20Belief%20Task.jsonl: "
                                   f"expected sha256 {'0' * 64}, got {sha(files[FBT])}*"])
-    assert refused.ret == pytest.ExitCode.INTERRUPTED and calls() == 42
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and calls() == 42
 
 
 @pytest.mark.slow
@@ -355,10 +353,10 @@ def test_a_local_copy_is_checked_against_custom_checksums(pytester: pytest.Pytes
     _edit_row(root / "tombench" / "data" / FBT, 1, STORY="Another story.")
     bad = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", f"--tom-set=tombench.sha256={pins}",
                              "--collect-only", "-q", "-p", "no:cacheprovider")
-    bad.stdout.fnmatch_lines([f"pytest-tom: file *{FBT}: the ToMBench release is incomplete: this file has sha256 *, not the "
+    bad.stderr.fnmatch_lines([f"ERROR: pytest-tom: file *{FBT}: the ToMBench release is incomplete: this file has sha256 *, not the "
                               f"{sha(files[FBT])} given in --tom-set tombench.sha256*"])
     usage = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={root}", "--tom-set=tombench.sha256=x.jsonl=abc")
-    usage.stdout.fnmatch_lines(["*checksum of 'x.jsonl': expected a sha256 of 64 hex digits, got 'abc'*"])
+    usage.stderr.fnmatch_lines(["*checksum of 'x.jsonl': expected a sha256 of 64 hex digits, got 'abc'*"])
 
 
 @pytest.mark.slow
@@ -370,7 +368,7 @@ def test_a_fantom_mirror_with_its_own_checksum_then_a_damaged_cache(
     args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", f"--tom-cache-dir={tmp_path / 'cache'}",
             "--tom-set=fantom.embedder=none", f"--tom-set=fantom.source_url={server.url}/fantom.tar.gz", "-m", "choice", *RUN]
     refused = pytester.runpytest(*args, "--tom-download")  # the pinned official checksum guards the mirror
-    refused.stdout.fnmatch_lines([f"*checksum mismatch for {server.url}/fantom.tar.gz: expected sha256 "
+    refused.stderr.fnmatch_lines([f"*checksum mismatch for {server.url}/fantom.tar.gz: expected sha256 "
                                   f"{fantom_data.OFFICIAL_SHA256}, got {sha(archive)}*"])
     args.append(f"--tom-set=fantom.sha256={sha(archive)}")
     first = pytester.runpytest(*args, "--tom-download")
@@ -378,10 +376,10 @@ def test_a_fantom_mirror_with_its_own_checksum_then_a_damaged_cache(
     cached = tmp_path / "cache" / "data" / "fantom" / sha(archive)[:16] / "fantom_v1.json"
     cached.write_bytes(cached.read_bytes().replace(b"Linda", b"Lynda"))
     damaged = pytester.runpytest(*args)
-    damaged.stdout.fnmatch_lines([f"pytest-tom: file {cached}: this downloaded copy no longer matches the sha256 recorded when "
+    damaged.stderr.fnmatch_lines([f"ERROR: pytest-tom: file {cached}: this downloaded copy no longer matches the sha256 recorded when "
                                   "it was verified (*): it was damaged or edited after the download; delete it, or pass "
                                   "--tom-download to fetch a verified copy again"])
-    assert damaged.ret == pytest.ExitCode.INTERRUPTED and calls() == 11 and len(server.requests) == 2
+    assert damaged.ret == pytest.ExitCode.USAGE_ERROR and calls() == 11 and len(server.requests) == 2
     again = pytester.runpytest(*args, "--tom-download")
     assert asked(again) == 11 and calls() == 22
     assert server.requests == ["fantom.tar.gz"] * 3
@@ -400,9 +398,9 @@ def test_a_trickling_server_hits_the_download_deadline(
     result = pytester.runpytest("--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-set=fantom.embedder=none",
                                 f"--tom-cache-dir={tmp_path / 'cache'}", "--tom-download",
                                 f"--tom-set=fantom.source_url={server.url}/trickle", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines([f"pytest-tom: file *fantom_v1.json: download of {server.url}/trickle took longer than its "
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: file *fantom_v1.json: download of {server.url}/trickle took longer than its "
                                  "deadline of 0.05 s (* bytes received): the server is stalled or too slow*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED and server.requests == ["trickle"]
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and server.requests == ["trickle"]
     assert [p.name for p in (tmp_path / "cache" / "data" / "fantom").rglob("*") if p.is_file()] == []  # no partial file left
 
 
@@ -415,14 +413,14 @@ def test_an_oversized_download_and_an_archive_bomb_are_refused(
     args = ["--tom-benchmark=fantom", f"--tom-data-dir={empty_dir(tmp_path)}", "--tom-set=fantom.embedder=none",
             f"--tom-cache-dir={tmp_path / 'cache'}", "--tom-download", "-p", "no:cacheprovider"]
     result = pytester.runpytest(*args, f"--tom-set=fantom.source_url={server.url}/big.json", f"--tom-set=fantom.sha256={sha(big)}")
-    result.stdout.fnmatch_lines([f"*download of {server.url}/big.json announces 10002 bytes, over the cap of 4096 bytes*"])
+    result.stderr.fnmatch_lines([f"*download of {server.url}/big.json announces 10002 bytes, over the cap of 4096 bytes*"])
     # 1 MiB of zeros compresses to about 1 KiB: under the download cap, far over the expansion cap
     bomb = tar_gz({"fantom/fantom_v1.json": b"\0" * (1 << 20)})
     assert len(bomb) < small_limits.max_bytes
     server.files["bomb.tar.gz"] = bomb
     result = pytester.runpytest(*args, f"--tom-set=fantom.source_url={server.url}/bomb.tar.gz", f"--tom-set=fantom.sha256={sha(bomb)}")
-    result.stdout.fnmatch_lines(["*refusing to extract: the archive expands to more than 1.0 MiB, over the cap of 8192 bytes*"])
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stderr.fnmatch_lines(["*refusing to extract: the archive expands to more than 1.0 MiB, over the cap of 8192 bytes*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert [p for p in (tmp_path / "cache" / "data" / "fantom").rglob("*") if p.is_file()] == []
 
 
@@ -443,5 +441,67 @@ def test_the_real_releases_pass_without_a_flag_and_a_cut_copy_does_not(
     sst.chmod(0o644)
     sst.write_text("".join(sst.read_text(encoding="utf-8").splitlines(True)[:200]), encoding="utf-8")
     cut = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={copy}", "--collect-only", "-q", "-p", "no:cacheprovider")
-    cut.stdout.fnmatch_lines(["*Strange Story Task.jsonl, record rows 201-407: the ToMBench release is incomplete: this file "
+    cut.stderr.fnmatch_lines(["*Strange Story Task.jsonl, record rows 201-407: the ToMBench release is incomplete: this file "
                               "has 200 of 407 rows*"])
+
+
+# --- issue 20: a data error is a usage error, shown under any --tb and -q, before any request -----------------------
+
+
+def _tomvalley_without_trial51(tmp_path: Path) -> Path:
+    record = json.loads((FIXTURES / "tomvalley" / "DynToM.json").read_text(encoding="utf-8"))["trial7002"]
+    (tmp_path / "tv" / "tomvalley").mkdir(parents=True)
+    (tmp_path / "tv" / "tomvalley" / "DynToM.json").write_text(json.dumps({f"trial{n}": record for n in (50, 52)}))
+    return tmp_path / "tv"
+
+
+SHOWN = (("--tb=no", "-q"), ("-qq",), ("--tb=line",), ("--tb=long", "-v"), ("--collect-only", "-q"))
+
+
+@pytest.mark.parametrize("declared", ["--tom-benchmark", "test module"])
+@pytest.mark.parametrize("shown", SHOWN, ids=[" ".join(s) for s in SHOWN])
+def test_a_data_error_is_a_usage_error_under_any_tb_and_q(
+    pytester: pytest.Pytester, tmp_path: Path, calls: Callable[[], int], declared: str, shown: tuple[str, ...]
+) -> None:
+    root = _tomvalley_without_trial51(tmp_path)
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")  # an ordinary test collected before the suite
+    if declared == "test module":
+        pytester.makepyfile(test_tom=f"import pytest_tom\nvalley = pytest_tom.suite('tomvalley', data_dir={str(root)!r})\n")
+        args: tuple[str, ...] = ()
+    else:
+        args = ("--tom-benchmark=tomvalley", f"--tom-data-dir={root}")
+    result = pytester.runpytest(*args, "--tom-model=python:counting_model:answer", "--tom-no-cache", "-p", "no:cacheprovider",
+                                *shown)
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: file {root / 'tomvalley'}: the ToMValley copy lacks 1 context between "
+                                 "trial50 and trial52, a run of the paper set: trial51 (removed, renamed or unreadable?); "
+                                 "pass --tom-set tomvalley.partial=true*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out and "passed" not in out and len(out.splitlines()) < 25, out
+
+
+def test_a_bad_record_is_named_under_tb_no_from_any_benchmark(pytester: pytest.Pytester, release: Path, calls: Callable[[], int]) -> None:
+    _edit_row(release / "tombench" / "data" / FBT, 2, **{"OPTION-B": 7})
+    result = pytester.runpytest("--tom-benchmark=tombench", f"--tom-data-dir={release}", "--tom-model=python:counting_model:answer",
+                                "--tom-no-cache", "-p", "no:cacheprovider", "--tb=no", "-q")
+    result.stderr.fnmatch_lines([f"ERROR: pytest-tom: file *{FBT}, record line 2, field 'OPTION-B': wrong type: expected text*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
+
+
+def test_a_long_data_error_fits_one_screen() -> None:
+    from pytest_tom.errors import TomDataError
+    from pytest_tom.run.collect import MAX_LINES, load_error
+
+    shown = load_error(TomDataError("\n".join(f"problem {i}" for i in range(100)), path="f.json")).splitlines()
+    assert len(shown) == MAX_LINES and shown[0] == "pytest-tom: file f.json: problem 0" and shown[-1] == "... (81 more lines)"
+
+
+@pytest.mark.slow
+def test_a_data_error_under_xdist_is_the_same_usage_error(pytester: pytest.Pytester, tmp_path: Path, calls: Callable[[], int]) -> None:
+    pytest.importorskip("xdist")
+    root = _tomvalley_without_trial51(tmp_path)
+    result = pytester.runpytest_subprocess("--tom-benchmark=tomvalley", f"--tom-data-dir={root}", "-n", "2", "--tb=no", "-q",
+                                           "--tom-model=python:counting_model:answer", "--tom-no-cache", "-p", "no:cacheprovider")
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: file *tomvalley: the ToMValley copy lacks 1 context * trial51 *"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and calls() == 0
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

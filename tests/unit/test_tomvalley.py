@@ -128,8 +128,179 @@ def test_a_context_in_both_layouts_is_refused(tmp_path: Path) -> None:
 
 def test_the_selected_set_must_be_present(tmp_path: Path) -> None:
     with pytest.raises(TomDataError, match=r"no ToMValley context of the selected set \(paper\).*2 others "
-                                           r"\(trial7001..trial7002\)"):
+                                           r"\(trial7001-7002\)"):
         load_folder(TV, range(50, 1050), "paper")
+
+
+# -- the whole release: every context once, each whole, none missing (issue 20) ------------------------------
+
+
+def _release(folder: Path, numbers: Any, name: str = "DynToM.json") -> Path:
+    """A single-file release of copies of trial7002 (71 questions each) under the given trial numbers."""
+    record = raw_release()["trial7002"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps({f"trial{n}": record for n in numbers}), encoding="utf-8")
+    return folder
+
+
+def _load(folder: Path, **settings: str) -> list[ToMValleySample]:
+    return ToMValley(settings).load(DataSource(folder, False, folder / "cache"))
+
+
+def _trial_folder(folder: Path, name: str, files: tuple[str, ...] = ("story.json", "question_new.json")) -> None:
+    record = raw_release()["trial7002"]
+    (folder / name).mkdir(parents=True)
+    for f in files:
+        (folder / name / f).write_text(json.dumps(record["stage" if f == "story.json" else "question"]))
+
+
+def test_a_context_removed_from_a_named_set_is_an_error_naming_it(tmp_path: Path) -> None:
+    assert len(_load(_release(tmp_path / "whole", range(50, 55)))) == 5 * 71  # a run of the paper set: fine
+    gap = _release(tmp_path / "gap", [50, 51, 53, 54])
+    with pytest.raises(TomDataError, match=r"lacks 1 context between trial50 and trial54, a run of the paper set: "
+                                           r"trial52 \(removed, renamed or unreadable\?\); pass --tom-set "
+                                           r"tomvalley.partial=true"):
+        _load(gap)
+    assert len(_load(gap, partial="true")) == 4 * 71
+
+
+def test_a_context_removed_from_the_end_of_a_declared_range_is_an_error(tmp_path: Path) -> None:
+    folder = _release(tmp_path, range(51, 55), "DynToM_trials050-054.json")
+    with pytest.raises(TomDataError, match=r"DynToM_trials050-054.json: the file's name declares trials 50-54, and the "
+                                           r"copy lacks 1 of them: trial50"):
+        _load(folder)
+    assert len(_load(folder, partial="true")) == 4 * 71
+
+
+def test_every_context_of_an_explicit_range_must_be_there(tmp_path: Path) -> None:
+    folder = _release(tmp_path, range(50, 55))
+    with pytest.raises(TomDataError, match=r"lacks 4 contexts selected with --tom-set tomvalley.contexts=48-49,55-56,50: "
+                                           r"trial48-49, trial55-56"):
+        _load(folder, contexts="48-49,55-56,50")
+    assert len(_load(folder, contexts="48-56", partial="true")) == 5 * 71
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"story": {}, "question": {}}, r"record trial55, field 'stage': expected the keys 'stage' \(the story\) and "
+                                    r"'question' \(the questions\); 'stage' is missing, found 'story', 'question'"),
+    ({"Stage": {}, "Question": {}}, r"record trial55, field 'stage': .*'stage' and 'question' are missing, found "
+                                    r"'Stage', 'Question'"),
+], ids=["stage renamed", "both capitalised"])
+def test_a_second_file_with_renamed_keys_is_an_error_not_skipped(tmp_path: Path, record: Any, message: str) -> None:
+    folder = _release(tmp_path, range(50, 55))
+    (folder / "more.json").write_text(json.dumps({"trial55": record}))
+    with pytest.raises(TomDataError, match=r"more.json, " + message):
+        _load(folder)
+
+
+def test_a_file_with_renamed_context_ids_is_an_error_not_skipped(tmp_path: Path) -> None:
+    folder = _release(tmp_path, range(50, 55))
+    (folder / "more.json").write_text(json.dumps({"Trial55": raw_release()["trial7002"]}))
+    with pytest.raises(TomDataError, match=r"more.json, record Trial55: context id 'Trial55' is not 'trial<N>'"):
+        _load(folder)
+
+
+def test_a_file_that_is_no_release_is_still_passed_over(tmp_path: Path) -> None:
+    folder = _release(tmp_path, range(50, 55))
+    (folder / "notes.json").write_text(json.dumps({"source": "a mirror", "files": {"a": "b"}}))
+    (folder / "list.json").write_text("[1, 2]")
+    assert len(_load(folder)) == 5 * 71
+
+
+def test_a_duplicated_context_key_is_an_error(tmp_path: Path) -> None:
+    record = json.dumps(raw_release()["trial7002"])
+    (tmp_path / "DynToM.json").write_text(f'{{"trial50": {record}, "trial51": {record}, "trial51": {record}}}')
+    with pytest.raises(TomDataError, match=r"DynToM.json, record trial51: the context 'trial51' appears twice in one "
+                                           r"JSON object; a JSON reader keeps only the last copy"):
+        _load(tmp_path)
+
+
+def test_a_duplicated_key_inside_a_context_names_the_context_and_the_field(tmp_path: Path) -> None:
+    text = json.dumps({"trial50": raw_release()["trial7002"]})
+    (tmp_path / "DynToM.json").write_text(text.replace('"true answer": ', '"true answer": "a", "true answer": ', 1))
+    with pytest.raises(TomDataError, match=r"record trial50, field 'question.type_d_how_1.true answer': the key "
+                                           r"'true answer' appears twice"):
+        _load(tmp_path)
+    _trial_folder(tmp_path / "f", "trial60")
+    story = tmp_path / "f" / "trial60" / "story.json"
+    story.write_text(story.read_text().replace('"main character": ', '"main character": "X", "main character": '))
+    with pytest.raises(TomDataError, match=r"story.json, record trial60, field 'main character': the key"):
+        _load(tmp_path / "f")
+
+
+@pytest.mark.parametrize("second", ["DynToM.json", "trial77"], ids=["a folder and a file", "two folders"])
+def test_one_context_under_two_spellings_is_an_error_naming_both(tmp_path: Path, second: str) -> None:
+    _trial_folder(tmp_path, "trial077")
+    if second == "DynToM.json":
+        _release(tmp_path, [76, 77, 78])
+    else:
+        _trial_folder(tmp_path, "trial77")
+    with pytest.raises(TomDataError, match=r"context trial77 is in both .*trial077 \(as 'trial077'\) and "
+                                           rf".*{second} \(as 'trial77'\); it would be counted twice"):
+        _load(tmp_path)
+
+
+def test_a_context_spelled_with_leading_zeros_gets_the_canonical_id(tmp_path: Path) -> None:
+    _trial_folder(tmp_path, "trial077")
+    assert {s.extra.context_id for s in _load(tmp_path, contexts="77")} == {"trial77"}
+
+
+@pytest.mark.parametrize("files", [("question_new.json",), ("story.json",), ()], ids=["no story", "no questions", "empty"])
+def test_a_context_folder_without_its_story_is_an_error(tmp_path: Path, files: tuple[str, ...]) -> None:
+    _trial_folder(tmp_path, "trial50")
+    _trial_folder(tmp_path, "trial51", files)
+    absent = " and no ".join(f for f in ("story.json", "question_new.json") if f not in files)
+    with pytest.raises(TomDataError, match=rf"trial51: context trial51 has no {absent} \(expected story.json, the "
+                                           r"story, and question_new.json.*the context would be dropped silently"):
+        _load(tmp_path)
+
+
+def test_the_only_context_without_its_story_is_found_and_named(tmp_path: Path) -> None:
+    _trial_folder(tmp_path, "trial50", ("question_new.json",))
+    (tmp_path / "trial50" / "Story.json").write_text("{}")
+    with pytest.raises(TomDataError, match=r"context trial50 has no story.json .* the folder holds Story.json, "
+                                           r"question_new.json"):
+        _load(tmp_path)
+
+
+def test_renamed_keys_say_what_was_expected_and_found(tmp_path: Path) -> None:
+    text = json.dumps({"trial50": raw_release()["trial7002"]}).replace('"stage":', '"Stage":')
+    (tmp_path / "DynToM.json").write_text(text)
+    with pytest.raises(TomDataError, match=r"record trial50, field 'stage': expected the keys 'stage' .*'stage' is "
+                                           r"missing, found 'Stage', 'question'"):
+        _load(tmp_path)
+    (tmp_path / "DynToM.json").unlink()
+    (tmp_path / "context50").mkdir()
+    (tmp_path / "context50" / "story.json").write_text("{}")
+    (tmp_path / "x.json").write_text("[]")
+    with pytest.raises(TomDataError, match=r"no ToMValley context here: expected trial<N>/ folders holding story.json "
+                                           r"\+ question_new.json, or a release file .*; the folder holds context50, x.json"):
+        _load(tmp_path)
+
+
+def test_valid_json_that_looks_odd_is_read(tmp_path: Path) -> None:
+    record = raw_release()["trial7002"]
+    record["stage"]["characters information"] += "\u2028(a line separator, valid inside a JSON string)"
+    text = json.dumps({"trial50": record}, ensure_ascii=False, indent=1)
+    (tmp_path / "DynToM.json").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+    samples = _load(tmp_path)
+    assert len(samples) == 71 and samples[0].extra.characters_information.endswith("\u2028(a line separator, valid "
+                                                                                    "inside a JSON string)")
+
+
+@pytest.mark.realdata
+def test_the_real_release_loads_whole_and_a_context_removed_from_it_is_named(real_data_dir: Path, tmp_path: Path) -> None:
+    assert len(_load(real_data_dir)) == 7100
+    assert len(_load(real_data_dir, contexts="all")) == 7100
+    (release_file,) = (real_data_dir / "tomvalley").glob("*.json")
+    data = json.loads(release_file.read_text(encoding="utf-8"))
+    for gone in ("trial50", "trial99", "trial149"):
+        copy_ = dict(data)
+        del copy_[gone]
+        (tmp_path / gone).mkdir()
+        (tmp_path / gone / release_file.name).write_text(json.dumps(copy_))
+        with pytest.raises(TomDataError, match=rf"lacks 1 (context|of them).*: {gone} "):
+            _load(tmp_path / gone)
 
 
 def test_contexts_setting() -> None:

@@ -24,6 +24,7 @@ from pytest_tom.evals.tomvalley import derived as _derived
 from pytest_tom.evals.tomvalley import prompts, release, scoring
 from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample
 from pytest_tom.evals.tomvalley.metrics import aggregate, metric_lines
+from pytest_tom.fetch import parse_flag
 from pytest_tom.gates.metrics import MetricData
 from pytest_tom.record import Record
 
@@ -50,8 +51,11 @@ class ToMValley(Benchmark[ToMValleyExtra]):
         *prompts.OPTIONS,
         BenchmarkOption("contexts", "paper",
                         "Which contexts (trial numbers) to run: paper (50-1049, the 1,000 of the paper's main tables), "
-                        "all (50-1210), or numbers and ranges such as 50-149,200. A local copy runs those of them it "
-                        "holds."),
+                        "all (50-1210), or numbers and ranges such as 50-149,200. A local copy must hold every context "
+                        "of a range it is asked for; of paper or all it may hold a run without gaps."),
+        BenchmarkOption("partial", "false",
+                        "true runs a deliberately partial copy (contexts missing from the selected set); by default a "
+                        "missing context is an error naming it."),
         BenchmarkOption("source_url", release.OFFICIAL_BASE_URL,
                         "Where --tom-download fetches trial<N>/story.json and question_new.json (GAIR-NLP/DynToM at "
                         f"the pinned revision {release.OFFICIAL_REVISION[:12]}; the paper and all sets are checked "
@@ -77,10 +81,12 @@ class ToMValley(Benchmark[ToMValleyExtra]):
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
         self.label, self.wanted = release.parse_contexts(self.settings["contexts"])
+        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
+        self.settings["partial"] = "true" if self.partial else "false"
 
     def load(self, source: DataSource) -> list[ToMValleySample]:
         folder = release.locate(source, self.label, self.wanted, self.settings["source_url"])
-        return release.load_folder(folder, self.wanted, self.label)
+        return release.load_folder(folder, self.wanted, self.label, partial=self.partial)
 
     def program(self, sample: ToMValleySample) -> Program:
         return scoring.solve(sample, self.config)

@@ -3,8 +3,8 @@
 Two layouts hold the same records: the upstream repository's folders
 (`trial<N>/story.json` + `question_new.json`, GAIR-NLP/DynToM, `synthesize_data/script/data/`)
 and the Hugging Face release's single file (`{"trial<N>": {"stage": story, "question":
-questions}}`, `DynToM.json`). A local folder may hold either, or both; a context found twice
-is an error rather than a silent pick.
+questions}}`, `DynToM.json`). A local folder may hold either, or both; `local` finds every
+context once and checks that the copy holds the whole selection.
 
 The repository publishes no checksums, so the pin is computed here from the pinned revision:
 the sha256 of the sorted list of every file's sha256 ("tree digest") for the paper's 1,000
@@ -23,23 +23,21 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource, read_json
+from pytest_tom.evals.base import DataSource
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
+from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
 
 OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"
-FILES = ("story.json", "question_new.json")
 SETS: Mapping[str, range] = {"paper": range(50, 1050), "all": range(50, 1211)}
 """Named context sets: the paper's main tables use trials 50-1049; the repository has 50-1210."""
 TREE_DIGESTS: Mapping[str, str] = {
     "paper": "a316a8927a6d29ef27d1aab7a27fb3a4d08b14515842fb231d693efc105c743e",
     "all": "3c5c9875df655a68074f675887c880630c233b990bed1f2fd5f624630ee7fc93",
 }
-_TRIAL = re.compile(r"^trial([0-9]+)$")
 _RANGE = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
 WORKERS = 8
 
@@ -73,56 +71,30 @@ def tree_digest(sums: Mapping[str, str]) -> str:
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
-def _trial_number(name: str) -> int | None:
-    m = _TRIAL.match(name)
-    return int(m.group(1)) if m else None
+def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: bool = False) -> list[ToMValleySample]:
+    """The samples of the wanted contexts in `folder`, in trial order; the copy must hold the whole selection.
 
-
-def find_records(folder: Path) -> dict[str, tuple[dict[str, Any], str]]:
-    """Every context in `folder`: context id -> (record, where it came from)."""
-    found: dict[str, tuple[dict[str, Any], str]] = {}
-
-    def add(cid: str, record: dict[str, Any], where: str) -> None:
-        if cid in found:
-            raise TomDataError(f"context {cid} is in both {found[cid][1]} and {where}; keep one copy")
-        found[cid] = (record, where)
-
-    for story in sorted(folder.rglob("trial*/story.json")):
-        trial = story.parent
-        if _trial_number(trial.name) is None:
-            continue
-        questions = trial / "question_new.json"
-        if not questions.is_file():
-            raise TomDataError(f"context {trial.name} has story.json but no question_new.json (the questions as "
-                               "evaluated)", path=trial)
-        add(trial.name, {"stage": read_json(story), "question": read_json(questions)}, str(trial))
-    for path in sorted(folder.glob("*.json")):
-        data = read_json(path)
-        if not isinstance(data, dict) or not data or not all(isinstance(v, dict) and "stage" in v for v in data.values()):
-            continue  # not a release file (a manifest, a results file)
-        for cid, record in data.items():
-            if _trial_number(str(cid)) is None:
-                raise TomDataError(f"context id {cid!r} is not 'trial<N>'", path=path)
-            add(str(cid), record, str(path))
-    return found
-
-
-def load_folder(folder: Path, wanted: Sequence[int], label: str) -> list[ToMValleySample]:
-    """The samples of the wanted contexts present in `folder`, in trial order; at least one must be there."""
-    found = find_records(folder)
+    See `local` for what "whole" means for an explicit and for a named set; `partial` lifts it.
+    """
+    found = find_contexts(folder)
+    check_complete(folder, found, wanted, label, named_set=label in SETS, partial=partial)
     keep = set(wanted)
-    picked = sorted((cid for cid in found if _trial_number(cid) in keep), key=lambda c: _trial_number(c) or 0)
+    picked = sorted(n for n in found if n in keep)
     if not picked:
-        have = sorted(found, key=lambda c: _trial_number(c) or 0)
+        have = sorted(found)
+        if have:
+            raise TomDataError(f"no ToMValley context of the selected set ({label}) is here; it holds {len(have)} others "
+                               f"({named(have)}): choose them with --tom-set tomvalley.contexts=...", path=folder)
+        held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         raise TomDataError(
-            f"no ToMValley context of the selected set ({label}) is here"
-            + (f"; it holds {len(have)} others ({have[0]}..{have[-1]}): choose them with --tom-set tomvalley.contexts=..."
-               if have else "; expected trial<N>/story.json + question_new.json folders or a DynToM.json file"),
+            "no ToMValley context here: expected trial<N>/ folders holding story.json + question_new.json, or a "
+            "release file (DynToM.json) of the shape {\"trial<N>\": {\"stage\": ..., \"question\": ...}}; the folder "
+            f"holds {', '.join(held[:SHOWN]) or 'nothing'}" + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else ""),
             path=folder)
     out: list[ToMValleySample] = []
-    for cid in picked:
-        record, where = found[cid]
-        out.extend(context_samples(cid, record, where))
+    for n in picked:
+        ctx = found[n]
+        out.extend(context_samples(ctx.cid, ctx.record, ctx.where))
     return out
 
 
@@ -131,7 +103,7 @@ def locate(source: DataSource, label: str, wanted: Sequence[int], base_url: str,
     """The folder to load: a local copy first, then the verified download cache, then a fresh download."""
     candidates = [source.root / "tomvalley", source.root] if source.root is not None else []
     for c in candidates:
-        if c.is_dir() and (any(c.glob("*.json")) or any(c.rglob("trial*/story.json"))):
+        if c.is_dir() and (any(c.glob("*.json")) or any(any(c.rglob(f"trial*/{name}")) for name in FILES)):
             return c
     cached = source.cache_dir / "tomvalley" / OFFICIAL_REVISION[:12] / _set_dir(label)
     if cached_or_fetched((cached / MANIFEST).is_file(), lambda: check_cached(cached),

@@ -1,0 +1,249 @@
+"""What a local ToMValley folder holds: every context once, each whole, and the whole of the selected set.
+
+A release is a set of units (the `trial<N>` contexts), and the ways a copy goes wrong without
+a JSON error are about units: one removed (fewer items, no word), one found twice (under
+`trial077/` and `trial77`, or as a duplicated key, where a JSON reader silently keeps the last
+copy), one whose story file is missing, or a whole file whose keys were renamed so that it no
+longer looks like a release file and is passed over. Each is an error here naming the file, the
+context and the field; only a file that shows no sign of being a release (a manifest, notes) is
+passed over.
+
+Which contexts a copy must hold: every one of an explicit set (`contexts=50-149`); of a named set
+(`paper`, `all`), which a local copy may hold part of, a run without gaps (the shared copy holds
+trials 50-149 of the paper's 50-1049), and every trial a release file's name declares
+(`DynToM_trials050-149.json`). `partial=true` runs a deliberately partial copy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.fetch import MANIFEST
+
+FILES = ("story.json", "question_new.json")
+RECORD_KEYS = ("stage", "question")
+_TRIAL = re.compile(r"^trial([0-9]+)$")
+_TRIAL_LIKE = re.compile(r"^\s*trial[\s_-]?[0-9]+\s*$", re.IGNORECASE)
+_DECLARED = re.compile(r"trials?[_-]?([0-9]+)-([0-9]+)", re.IGNORECASE)
+SHOWN = 8
+"""Missing contexts (or runs of them) named in one message; the rest are counted."""
+
+
+def trial_number(name: str) -> int | None:
+    """N of `trial<N>` (leading zeros allowed: `trial077` is context 77); None for any other name."""
+    m = _TRIAL.match(name)
+    return int(m.group(1)) if m else None
+
+
+# -- JSON with every key once --------------------------------------------------------------------------------
+
+
+class _Duplicated(dict):  # type: ignore[type-arg]
+    """An object in which `key` appeared twice; the parse goes on so the error can say where it is."""
+
+    key: str = ""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    twice = None
+    for k, v in pairs:
+        if k in out and twice is None:
+            twice = k
+        out[k] = v
+    if twice is None:
+        return out
+    marked = _Duplicated(out)
+    marked.key = twice
+    return marked
+
+
+def _find_duplicate(node: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str] | None:
+    if isinstance(node, _Duplicated):
+        return path, node.key
+    children: Iterable[tuple[str, Any]] = ()
+    if isinstance(node, dict):
+        children = node.items()
+    elif isinstance(node, list):
+        children = ((f"[{i}]", v) for i, v in enumerate(node))
+    for key, child in children:
+        got = _find_duplicate(child, (*path, str(key)))
+        if got is not None:
+            return got
+    return None
+
+
+def read_release_json(path: Path, trial: str | None = None) -> Any:
+    """A release file's JSON, refusing a key that appears twice in one object (JSON keeps the last copy silently).
+
+    `trial` names the context of a `trial<N>/` file; in a single-file release the context is the
+    top-level key on the way to the duplicate.
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TomDataError(f"cannot read: {exc}", path=path, record=trial) from exc
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs)
+    except json.JSONDecodeError as exc:
+        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path,
+                           record=trial) from None
+    found = _find_duplicate(data)
+    if found is not None:
+        where, key = found
+        record = trial if trial is not None else (where[0] if where else key)
+        inner = where if trial is not None else where[1:]
+        field = ".".join((*inner, key)) if (trial is not None or where) else None
+        what = "context" if record == key and field is None else "key"
+        raise TomDataError(f"the {what} {key!r} appears twice in one JSON object; a JSON reader keeps only the last "
+                           "copy, so the other would be dropped silently: keep one", path=path, record=record,
+                           field=field)
+    return data
+
+
+# -- finding the contexts ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One context of a local copy: its record (`{"stage": ..., "question": ...}`) and where it was read."""
+
+    number: int
+    spelling: str
+    """The context's name as the copy spells it (`trial077`); its id is always `trial<N>`."""
+    record: Mapping[str, Any]
+    where: str
+
+    @property
+    def cid(self) -> str:
+        return f"trial{self.number}"
+
+
+def _add(found: dict[int, Found], ctx: Found) -> None:
+    other = found.get(ctx.number)
+    if other is not None:
+        raise TomDataError(f"context {ctx.cid} is in both {other.where} (as {other.spelling!r}) and {ctx.where} (as "
+                           f"{ctx.spelling!r}); it would be counted twice: keep one copy")
+    found[ctx.number] = ctx
+
+
+def _folders(folder: Path) -> list[tuple[int, Path]]:
+    out = []
+    for p in folder.rglob("trial*"):
+        n = trial_number(p.name)
+        if n is not None and p.is_dir():
+            out.append((n, p))
+    return sorted(out, key=lambda t: (t[0], str(t[1])))
+
+
+def _from_folder(n: int, trial: Path) -> Found:
+    """A `trial<N>/` folder: both files, or an error saying which is missing and what is there instead."""
+    paths = [trial / name for name in FILES]
+    absent = [p.name for p in paths if not p.is_file()]
+    if absent:
+        held = sorted(p.name for p in trial.iterdir()) if trial.is_dir() else []
+        raise TomDataError(
+            f"context {trial.name} has no {' and no '.join(absent)} (expected {FILES[0]}, the story, and {FILES[1]}, "
+            f"the questions as evaluated); the folder holds {', '.join(held) or 'nothing'}: without "
+            f"{'them' if len(absent) > 1 else 'it'} the context would be dropped silently",
+            path=trial)
+    story, questions = (read_release_json(p, trial.name) for p in paths)
+    return Found(n, trial.name, {"stage": story, "question": questions}, str(trial))
+
+
+def _is_release(data: Any) -> bool:
+    """A top-level object with a `trial<N>`-like key, or a value with a 'stage' or 'question' key: a release file."""
+    if not isinstance(data, dict) or not data:
+        return False
+    return any(_TRIAL_LIKE.match(str(k)) for k in data) or any(
+        isinstance(v, dict) and any(k in v for k in RECORD_KEYS) for v in data.values())
+
+
+def _from_file(path: Path, data: Mapping[str, Any]) -> Iterable[Found]:
+    for key, record in data.items():
+        n = trial_number(str(key))
+        if n is None:
+            raise TomDataError(f"context id {key!r} is not 'trial<N>'", path=path, record=key)
+        if not isinstance(record, dict):
+            raise TomDataError(f"expected an object with the keys 'stage' (the story) and 'question' (the questions), "
+                               f"found {type(record).__name__}", path=path, record=key)
+        absent = [k for k in RECORD_KEYS if k not in record]
+        if absent:
+            held = ", ".join(repr(k) for k in record) or "no key at all"
+            raise TomDataError(f"expected the keys 'stage' (the story) and 'question' (the questions); "
+                               f"{' and '.join(repr(k) for k in absent)} {'is' if len(absent) == 1 else 'are'} "
+                               f"missing, found {held}", path=path, record=key, field=absent[0])
+        yield Found(n, str(key), record, str(path))
+
+
+def find_contexts(folder: Path) -> dict[int, Found]:
+    """Every context in `folder` (`trial<N>/` folders anywhere below it, release files at its top), each once."""
+    found: dict[int, Found] = {}
+    for n, trial in _folders(folder):
+        _add(found, _from_folder(n, trial))
+    for path in sorted(folder.glob("*.json")):
+        if path.name == MANIFEST:
+            continue
+        data = read_release_json(path)
+        if _is_release(data):
+            for ctx in _from_file(path, data):
+                _add(found, ctx)
+    return found
+
+
+# -- the whole of the selected set ---------------------------------------------------------------------------
+
+
+def _runs(numbers: Sequence[int]) -> list[str]:
+    """`[77, 150, 151, 152]` -> `["trial77", "trial150-152"]`."""
+    spans: list[list[int]] = []
+    for n in sorted(numbers):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return [f"trial{a}" if a == b else f"trial{a}-{b}" for a, b in spans]
+
+
+def named(numbers: Sequence[int]) -> str:
+    runs = _runs(numbers)
+    shown = ", ".join(runs[:SHOWN])
+    return shown + (f" and {len(runs) - SHOWN} more runs" if len(runs) > SHOWN else "")
+
+
+def check_complete(folder: Path, found: Mapping[int, Found], wanted: Sequence[int], label: str, *, named_set: bool,
+                   partial: bool) -> None:
+    """Every context the selection needs from this copy is here, or an error naming the missing ones."""
+    if partial:
+        return
+    keep = set(wanted)
+    have = sorted(n for n in found if n in keep)
+    if not have:
+        return  # nothing of the set at all: the caller says what is here instead
+    if named_set:  # a local copy may hold part of a named set, without gaps
+        span = set(range(have[0], have[-1] + 1)) & keep
+        missing, why = sorted(span - set(have)), f"between trial{have[0]} and trial{have[-1]}, a run of the {label} set"
+    else:
+        missing, why = sorted(keep - set(have)), f"selected with --tom-set tomvalley.contexts={label}"
+    if missing:
+        raise TomDataError(
+            f"the ToMValley copy lacks {len(missing)} context{'s' if len(missing) > 1 else ''} {why}: {named(missing)} "
+            f"(removed, renamed or unreadable?); pass --tom-set tomvalley.partial=true (suite keyword partial=True) "
+            f"to run a deliberately partial copy", path=folder)
+    for path in sorted(folder.glob("*.json")):
+        m = _DECLARED.search(path.stem)
+        if m is None:
+            continue
+        declared = set(range(int(m.group(1)), int(m.group(2)) + 1)) & keep
+        gone = sorted(n for n in declared if n not in found)
+        if gone:
+            raise TomDataError(
+                f"the file's name declares trials {int(m.group(1))}-{int(m.group(2))}, and the copy lacks "
+                f"{len(gone)} of them: {named(gone)} (removed or renamed?); pass --tom-set tomvalley.partial=true "
+                "(suite keyword partial=True) to run a deliberately partial copy", path=path)
