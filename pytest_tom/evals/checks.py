@@ -101,7 +101,7 @@ def _record_name(value: Any, head: str | int) -> str:
         rec = value[head]
         named = next((f" ({k} {rec[k]!r})" for k in ID_FIELDS if isinstance(rec, dict) and isinstance(rec.get(k), str)), "")
         return f"#{head}{named}"
-    return repr(head)
+    return str(head)  # a top-level key names the record as it is (ToMValley: trial50)
 
 
 def read_text(path: Path) -> str:

@@ -210,8 +210,8 @@ def test_a_file_that_is_no_release_is_still_passed_over(tmp_path: Path) -> None:
 def test_a_duplicated_context_key_is_an_error(tmp_path: Path) -> None:
     record = json.dumps(raw_release()["trial7002"])
     (tmp_path / "DynToM.json").write_text(f'{{"trial50": {record}, "trial51": {record}, "trial51": {record}}}')
-    with pytest.raises(TomDataError, match=r"DynToM.json, record trial51: the context 'trial51' appears twice in one "
-                                           r"JSON object; a JSON reader keeps only the last copy"):
+    with pytest.raises(TomDataError, match=r"DynToM.json, field 'trial51': the key 'trial51' is given twice in one "
+                                           r"object; JSON readers keep only the last copy"):
         _load(tmp_path)
 
 
@@ -219,7 +219,7 @@ def test_a_duplicated_key_inside_a_context_names_the_context_and_the_field(tmp_p
     text = json.dumps({"trial50": raw_release()["trial7002"]})
     (tmp_path / "DynToM.json").write_text(text.replace('"true answer": ', '"true answer": "a", "true answer": ', 1))
     with pytest.raises(TomDataError, match=r"record trial50, field 'question.type_d_how_1.true answer': the key "
-                                           r"'true answer' appears twice"):
+                                           r"'true answer' is given twice"):
         _load(tmp_path)
     _trial_folder(tmp_path / "f", "trial60")
     story = tmp_path / "f" / "trial60" / "story.json"

@@ -16,7 +16,6 @@ trials 50-149 of the paper's 50-1049), and every trial a release file's name dec
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.evals.checks import loads, read_text
 from pytest_tom.fetch import MANIFEST
 
 FILES = ("story.json", "question_new.json")
@@ -44,67 +44,13 @@ def trial_number(name: str) -> int | None:
 # -- JSON with every key once --------------------------------------------------------------------------------
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
-    """An object in which `key` appeared twice; the parse goes on so the error can say where it is."""
-
-    key: str = ""
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    twice = None
-    for k, v in pairs:
-        if k in out and twice is None:
-            twice = k
-        out[k] = v
-    if twice is None:
-        return out
-    marked = _Duplicated(out)
-    marked.key = twice
-    return marked
-
-
-def _find_duplicate(node: Any, path: tuple[str, ...] = ()) -> tuple[tuple[str, ...], str] | None:
-    if isinstance(node, _Duplicated):
-        return path, node.key
-    children: Iterable[tuple[str, Any]] = ()
-    if isinstance(node, dict):
-        children = node.items()
-    elif isinstance(node, list):
-        children = ((f"[{i}]", v) for i, v in enumerate(node))
-    for key, child in children:
-        got = _find_duplicate(child, (*path, str(key)))
-        if got is not None:
-            return got
-    return None
-
-
 def read_release_json(path: Path, trial: str | None = None) -> Any:
-    """A release file's JSON, refusing a key that appears twice in one object (JSON keeps the last copy silently).
+    """A release file's JSON through the shared reader, which refuses a key given twice in one object.
 
-    `trial` names the context of a `trial<N>/` file; in a single-file release the context is the
-    top-level key on the way to the duplicate.
+    `trial` names the context of a `trial<N>/` file; in a single-file release the shared reader names
+    the top-level key (the context) on the way to the duplicate.
     """
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read: {exc}", path=path, record=trial) from exc
-    try:
-        data = json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError as exc:
-        raise TomDataError(f"invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", path=path,
-                           record=trial) from None
-    found = _find_duplicate(data)
-    if found is not None:
-        where, key = found
-        record = trial if trial is not None else (where[0] if where else key)
-        inner = where if trial is not None else where[1:]
-        field = ".".join((*inner, key)) if (trial is not None or where) else None
-        what = "context" if record == key and field is None else "key"
-        raise TomDataError(f"the {what} {key!r} appears twice in one JSON object; a JSON reader keeps only the last "
-                           "copy, so the other would be dropped silently: keep one", path=path, record=record,
-                           field=field)
-    return data
+    return loads(read_text(path), path, record=trial)
 
 
 # -- finding the contexts ------------------------------------------------------------------------------------
