@@ -101,7 +101,7 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                 raise
             notes.append(str(exc).splitlines()[0])
             continue
-        for rule, full in selected:
+        for _, full in selected:
             if full in checked:
                 continue
             checked.add(full)

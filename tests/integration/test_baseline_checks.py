@@ -191,8 +191,10 @@ def test_a_suite_or_metric_the_baseline_lacks_is_refused(run, saved, pytester: p
 def test_partial_opt_in_compares_on_the_intersection_and_says_so(run, saved, pytester: pytest.Pytester) -> None:
     ids = sorted(saved["suites"][0]["items"])
     _write(pytester, _without(saved, ids[:2]))
-    result = run("--tom-baseline=bad.json", "--tom-compare-fail=tombench.accuracy:partial", "--tom-report=report.json")
+    result = run("--tom-baseline=bad.json", "--tom-compare-fail=tombench.accuracy:partial", "--tom-report=report.json",
+                 "--tom-markdown=summary.md")
     assert result.ret == 0
+    assert "; compared on 40 of 42 questions" in (pytester.path / "summary.md").read_text()
     assert run.calls() > 0
     result.stdout.fnmatch_lines(["*PASS tombench.accuracy:baseline: 100.0% now vs 100.0% in the baseline *; compared on 40 of 42 questions",
                                  "pytest-tom: tombench.accuracy: compared on 40 of 42 questions (the baseline lacks the others)"])
@@ -241,3 +243,15 @@ def test_update_creates_a_missing_file_refuses_a_fifo_and_rewrites_a_partial_one
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*compared on 40 of 42 questions*"])
     assert len(json.loads((pytester.path / "old.json").read_text())["suites"][0]["items"]) == QUESTIONS
+
+
+@pytest.mark.slow
+def test_under_xdist_a_file_problem_is_a_usage_error_and_a_gap_stops_the_run_before_any_request(run, saved,
+                                                                                                pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    (pytester.path / "dir.json").mkdir()
+    _refused(run("-n", "2", "--tom-baseline=dir.json"), run, "dir.json: is a directory")
+    _write(pytester, _trimmed(saved))
+    result = run("-n", "2", "--tom-baseline=bad.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED and run.calls() == 0
+    result.stdout.fnmatch_lines(["*bad.json does not cover this run, so no question was asked*"])

@@ -23,8 +23,8 @@ from pytest_tom.gates.baseline import (
     schema,
     write_baseline,
 )
-from pytest_tom.gates.wording import line
 from pytest_tom.gates.compare import CompareRule, check_compatible, compare, parse_compare_rule, settings_diff
+from pytest_tom.gates.wording import line
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
