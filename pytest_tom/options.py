@@ -69,7 +69,9 @@ _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
      {"nargs": "?", "const": DEFAULT_BASELINE}),
     ("--tom-compare-fail", "tom_compare_fail", "What fails against --tom-baseline: PATTERN[:DROP], e.g. "
      "'fantom.all_star:2%' (relative: 2% of the baseline value), 'tombench.ability.*:0.03' or ':3pts' (absolute); "
-     "no DROP means margin 0. Repeatable; the ini key takes one per line.", {"action": "append"}),
+     "no DROP means margin 0; a final ':partial' compares on the questions the baseline has when it lacks some of "
+     "this run's (refused otherwise, before any model request). Repeatable; the ini key takes one per line.",
+     {"action": "append"}),
     ("--tom-alpha", "tom_alpha", "Significance level of the baseline comparison, Holm-corrected across the metrics "
      "compared (default 0.05).", {}),
     ("--tom-noise-flip-rate", "tom_noise_flip_rate", "The model's measured run-to-run flip rate (share of questions "

@@ -10,8 +10,11 @@ are recorded for the reader; a different model fingerprint is the point of compa
 
 The file is versioned (`baseline_version`, now 1) and validated against
 `pytest_tom/schema/baseline.schema.json` when loaded, so a damaged or foreign file stops the
-run with a message that names the file and the JSON path of the first problem. The paired
-comparison itself lives in `pytest_tom.gates.compare`.
+run with a message that names the file and the JSON path of the first problem. It is read only
+when it is a regular file (after symlinks) no larger than `$TOM_BASELINE_MAX_MB` (256 MiB by
+default): `/dev/zero` would grow the process until it runs out of memory and a FIFO would wait
+forever for a writer. The paired comparison itself lives in `pytest_tom.gates.compare`, the
+check that a baseline covers a run in `pytest_tom.gates.coverage`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +38,9 @@ from pytest_tom.sample import Sample
 
 BASELINE_VERSION = 1
 SAVE_OPTION = "--tom-baseline-save"
+MAX_MB_ENV = "TOM_BASELINE_MAX_MB"
+DEFAULT_MAX_MB = 256
+"""A 7,200-question ToMValley baseline is a few MB; far more is a wrong path, not a baseline."""
 MESSAGE_CHARS = 300
 """Failure messages are stored this long at most: enough to recognise a failure, small enough for 7k items."""
 
@@ -248,16 +255,100 @@ def _fail(path: Path, problem: str, where: str = "$") -> TomConfigError:
     return TomConfigError(f"baseline {path}: {problem} (at {where}). Re-create it with {SAVE_OPTION}={path}")
 
 
-def load_baseline(path: Path) -> Baseline:
-    """Read and validate a baseline file; every problem is a TomConfigError naming the file and the JSON path."""
+def max_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The largest baseline read, from `$TOM_BASELINE_MAX_MB` (MiB, default 256); a bad value is a usage error."""
+    raw = (os.environ if environ is None else environ).get(MAX_MB_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_MB * 2**20
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        mb = float(raw)
+    except ValueError:
+        mb = -1.0
+    if not mb > 0:
+        raise TomConfigError(f"${MAX_MB_ENV}={raw!r}: expected a size in MiB above 0 (default {DEFAULT_MAX_MB})")
+    return int(mb * 2**20)
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe), which would wait for a writer"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_kind(path: Path, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    what = next((text for test, text in _KINDS if test(mode)), "not a regular file")
+    target = f" (a symlink to {os.path.realpath(path)})" if os.path.islink(path) else ""
+    raise TomConfigError(f"baseline {path}{target}: is {what}, not a regular file; a baseline is the JSON file "
+                         f"{SAVE_OPTION} writes, so it was not opened")
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} bytes" if n < 1024 else f"{n / 1024:,.1f} KiB" if n < 2**20 else f"{n / 2**20:,.1f} MiB"
+
+
+def _check_size(path: Path, size: int, limit: int) -> None:
+    if size > limit:
+        raise TomConfigError(f"baseline {path}: {_bytes(size)} is over the limit of {_bytes(limit)} for a baseline (one "
+                             f"of 7,200 questions takes a few MiB), so it was not read; if it really is a baseline, raise "
+                             f"the limit with ${MAX_MB_ENV} (in MiB, default {DEFAULT_MAX_MB})")
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, read only if it is a regular file (symlinks followed) of at most `limit` bytes.
+
+    Checked on the path, then again on the open descriptor (the path may be swapped in
+    between); opened non-blocking, so a FIFO put in its place is refused, not waited on.
+    """
+    limit = max_bytes() if limit is None else limit
+    try:
+        info = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise TomConfigError(f"baseline {path}: a symlink to {os.readlink(path)}, which does not exist") from None
         raise TomConfigError(describe_missing(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomConfigError(f"baseline {path}: cannot be read: {exc}") from None
+    except OSError as exc:
+        raise TomConfigError(f"baseline {path}: cannot be read: {exc.strerror or exc}") from None
+    _check_kind(path, info.st_mode)
+    _check_size(path, info.st_size, limit)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise TomConfigError(f"baseline {path}: cannot be read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        _check_kind(path, info.st_mode)
+        _check_size(path, info.st_size, limit)
+        data = fh.read(limit + 1)
+    _check_size(path, len(data), limit)  # it grew after fstat
+    return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose key appears twice would keep its last value silently: an edited or merged file."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def load_baseline(path: Path, *, limit: int | None = None) -> Baseline:
+    """Read and validate a baseline file; every problem is a TomConfigError naming the file and the JSON path.
+
+    `limit`: the largest file read, in bytes (default: `max_bytes()`).
+    """
+    data = read_bytes(path, limit)
+    try:
+        raw = json.loads(data.decode("utf-8-sig"), object_pairs_hook=_no_duplicates)
+    except UnicodeDecodeError as exc:
+        raise _fail(path, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise _fail(path, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:  # a duplicate key, or a number JSON cannot hold
+        raise _fail(path, f"not a valid baseline: {exc}") from None
+    except RecursionError:
+        raise _fail(path, "not valid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise _fail(path, f"expected a JSON object, got {type(raw).__name__}")
     if "baseline_version" not in raw:
@@ -296,6 +387,7 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
             if len(lengths) != 1:
                 raise _fail(path, f"metric {name!r} has {len(m['ids'])} ids, {len(m['values'])} values and "
                                   f"{len(m['clusters'])} clusters; each unit needs one of each", f"{where}.metrics.{name}")
+            _check_metric(path, name, m, f"{where}.metrics.{name}")
             metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
                                        m.get("description", ""), bool(m["higher_is_better"]))
         suites[s["id"]] = BaselineSuite(
@@ -310,6 +402,22 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
                     model.get("fingerprint"), suites, str(path))
 
 
+def _check_metric(path: Path, name: str, m: Mapping[str, Any], where: str) -> None:
+    """A metric's own numbers must agree with its units: a file trimmed or edited by hand is refused, not compared."""
+    ids = m["ids"]
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise _fail(path, f"metric {name!r} lists the unit {twice!r} twice", f"{where}.ids")
+    if m["n"] != len(ids):
+        raise _fail(path, f"metric {name!r} says n={m['n']} but lists {len(ids)} unit{'s' if len(ids) != 1 else ''}",
+                    f"{where}.n")
+    values = m["values"]
+    mean = sum(values) / len(values) if values else None
+    if (mean is None) != (m["value"] is None) or (mean is not None and abs(mean - m["value"]) > 1e-6):
+        raise _fail(path, f"metric {name!r} has value {m['value']!r} but its {len(values)} units average {mean!r}",
+                    f"{where}.value")
+
+
 def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Baseline:
     """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
     _validate(Path(path), raw)
@@ -317,6 +425,7 @@ def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Bas
 
 
 __all__ = [
-    "BASELINE_VERSION", "Baseline", "BaselineDerived", "BaselineItem", "BaselineSuite", "SuiteRun", "baseline_from_dict",
-    "build_baseline", "data_fingerprint", "describe_missing", "load_baseline", "schema", "write_baseline",
+    "BASELINE_VERSION", "DEFAULT_MAX_MB", "MAX_MB_ENV", "Baseline", "BaselineDerived", "BaselineItem", "BaselineSuite",
+    "SuiteRun", "baseline_from_dict", "build_baseline", "data_fingerprint", "describe_missing", "load_baseline",
+    "max_bytes", "read_bytes", "schema", "write_baseline",
 ]

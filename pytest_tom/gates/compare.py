@@ -1,11 +1,15 @@
 """Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts.
 
-A rule `PATTERN[:DROP]` names metrics `<suite>.<metric>` (shell globs, `pytest_tom.gates.match`)
+A rule `PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs, `pytest_tom.gates.match`)
 and the drop tolerated before the candidate counts as worse: the non-inferiority margin.
 `0.03` (a rate) and `3pts` (percentage points) are absolute; `2%` is relative, 2% of the
 baseline's value on the compared units. Why `%` is relative here while thresholds read `5%` as
 0.05: a tolerated drop is naturally said "no more than 2% worse", and points have their own
 unit. No drop means a margin of 0: any drop the data show beyond noise fails.
+
+A baseline must hold every unit of this run that a rule compares (`pytest_tom.gates.coverage`
+checks that before the first model request); `:partial` at the end of a rule is the explicit
+opt-in to compare on the units both runs have, and the gate then says "compared on N of M".
 
 Each metric a rule selects is compared unit by unit (questions, or aggregate assertions) on
 the units present in both runs, with `pytest_tom.stats.compare_paired` (cluster-robust t and
@@ -21,10 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_tom.constants import SAMPLE_OPTION
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import SAVE_OPTION, Baseline, BaselineSuite, SuiteRun
 from pytest_tom.gates.metrics import match
 from pytest_tom.gates.result import GateResult
+from pytest_tom.record import Outcome, Verdict
 from pytest_tom.stats import Comparison, compare_paired, estimate_rate, gate
 
 COMPARE_OPTION = "--tom-compare-fail"
@@ -33,6 +39,8 @@ SHOWN_FLIPS = 20
 """Flipped units listed in a message; details keep them all."""
 MESSAGE_CHARS = 160
 """A flipped unit's failure message is cut to this in the gate's message (details keep 300 characters)."""
+PARTIAL = "partial"
+"""The rule suffix that compares on the units both runs have (`*.accuracy:partial`)."""
 MAX_MARGIN = 0.999
 """compare_paired takes margins below 1; a relative drop of a rate at 1.0 can reach it."""
 
@@ -51,6 +59,8 @@ class CompareRule:
     """The rule as written, for messages."""
     drop_text: str = "0"
     """The drop as written (`2%`, `0.03`, `3pts`), for gate names."""
+    partial: bool = False
+    """`:partial`: compare on the units both runs have when the baseline lacks some of this run's."""
 
     def margin(self, base_value: float) -> float:
         """The absolute margin for a metric whose baseline value (in its own direction) is `base_value`."""
@@ -64,12 +74,15 @@ class CompareRule:
 
 
 def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule:
-    """Read `PATTERN[:DROP]`; DROP is `0.03` or `3pts` (absolute) or `2%` (relative to the baseline value).
+    """Read `PATTERN[:DROP][:partial]`; DROP is `0.03` or `3pts` (absolute) or `2%` (relative to the baseline value).
 
     The pattern is split at its last colon only when what follows reads as a drop, so suite
     names holding `::` (node ids) still work.
     """
     raw = str(text).strip()
+    head, sep, tail = raw.rpartition(":")
+    if sep and tail.strip().lower() == PARTIAL and head.strip():
+        return replace(parse_compare_rule(head, where=where), partial=True, text=raw)
     example = f"e.g. '{where}=fantom.all_star:2%' (2% of the baseline value), 'tombench.ability.*:0.03' or ':3pts' (absolute)"
     if not raw:
         raise TomConfigError(f"{where}: empty rule; expected PATTERN[:DROP], {example}")
@@ -120,6 +133,33 @@ def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
             for k in sorted(set(a) | set(b)) if a.get(k, unset) != b.get(k, unset) or (k in a) != (k in b)]
 
 
+def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fingerprint: str, settings: Mapping[str, Any],
+                   *, force: bool, where: str = "the baseline") -> list[str]:
+    """A TomConfigError when suite `sid` differs from its baseline suite in more than the model (unless `force`).
+
+    Benchmark, data fingerprint and settings are known once a suite is loaded, before any model
+    request, so the run layer calls this right after collection; `check_compatible` again after the run.
+    Returns the note a forced comparison carries (or nothing).
+    """
+    problems: list[str] = []
+    if baseline_suite.benchmark != benchmark:
+        problems.append(f"benchmark: {baseline_suite.benchmark} -> {benchmark}")
+    if baseline_suite.data_fingerprint != fingerprint:
+        problems.append(f"data fingerprint: {baseline_suite.data_fingerprint} -> {fingerprint} "
+                        "(another data release or changed records)")
+    problems += [f"setting {d}" for d in settings_diff(baseline_suite.settings, settings)]
+    if not problems:
+        return []
+    listing = "\n  - ".join(problems)
+    if not force:
+        raise TomConfigError(
+            f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
+            f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these settings "
+            f"({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}."
+        )
+    return [f"suite {sid}: compared despite differences ({FORCE_OPTION}):\n  - {listing}"]
+
+
 def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force: bool, where: str = "the baseline") -> list[str]:
     """Notes on comparing `current` with its baseline suite, or a TomConfigError when the comparison means nothing.
 
@@ -130,23 +170,8 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
     formed on the intersection), and, when forced, what was overridden.
     """
     sid = current.suite_id
-    problems: list[str] = []
-    if baseline_suite.benchmark != current.benchmark:
-        problems.append(f"benchmark: {baseline_suite.benchmark} -> {current.benchmark}")
-    if baseline_suite.data_fingerprint != current.data_fingerprint:
-        problems.append(f"data fingerprint: {baseline_suite.data_fingerprint} -> {current.data_fingerprint} "
-                        "(another data release or changed records)")
-    problems += [f"setting {d}" for d in settings_diff(baseline_suite.settings, current.settings)]
-    notes: list[str] = []
-    if problems:
-        listing = "\n  - ".join(problems)
-        if not force:
-            raise TomConfigError(
-                f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
-                f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these settings "
-                f"({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}."
-            )
-        notes.append(f"suite {sid}: compared despite differences ({FORCE_OPTION}):\n  - {listing}")
+    notes = check_settings(baseline_suite, sid, current.benchmark, current.data_fingerprint, current.settings,
+                           force=force, where=where)
     base_ids, cur_ids = set(baseline_suite.items), {r.sample_id for r in current.records}
     both = len(base_ids & cur_ids)
     base_derived, cur_derived = set(baseline_suite.derived), {d.derived_id for d in current.derived}
@@ -269,6 +294,14 @@ def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, ba
         message = (f"{full}: no unit is in both runs ({old.n:,} in the baseline, {new.n:,} in this run), so nothing "
                    f"shows the candidate is not worse; select the same questions as the baseline run")
         return GateResult(name, "baseline", full, False, None, message, details={"rule": rule.text})
+    unaccounted = [uid for uid in new.ids if uid not in by_id and not unjudged_in(base, uid)]
+    if unaccounted and not rule.partial:
+        unit = "group" if metric in {d.kind for d in run.derived} else "question"
+        message = (f"{full}: the baseline has {len(rows):,} of the {new.n:,} {unit}s of this run (missing: "
+                   f"{', '.join(unaccounted[:5])}{' ...' if len(unaccounted) > 5 else ''}), so a comparison would "
+                   f"leave {len(unaccounted):,} out unseen. {coverage_hint(rule)}")
+        return GateResult(name, "baseline", full, False, None, message,
+                          details={"rule": rule.text, "coverage": {"paired": len(rows), "in_run": new.n}})
     ids = tuple(r[0] for r in rows)
     b, w, clusters = tuple(r[1] for r in rows), tuple(r[2] for r in rows), tuple(r[3] for r in rows)
     good_b, good_w = (b, w) if new.higher_is_better else (tuple(1 - x for x in b), tuple(1 - x for x in w))
@@ -277,6 +310,27 @@ def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, ba
     comp = compare_paired(good_b, good_w, clusters, margin=rule.margin(base_value), level=level, alpha=alpha,
                           seed=seed, noise_flip_rate=noise)
     return _Pending(index, name, full, rule, run, base, metric, ids, b, w, clusters, comp, source)
+
+
+def unjudged_in(base: BaselineSuite, uid: str) -> bool:
+    """Whether the baseline ran unit `uid` without a value: a model error, or an assertion it could not judge.
+
+    Such a unit is in no metric of the baseline by definition (accuracies leave errors out), so
+    its absence is not a gap in the file.
+    """
+    item = base.items.get(uid)
+    if item is not None:
+        return item.outcome is Outcome.ERROR
+    derived = base.derived.get(uid)
+    return derived is not None and derived.verdict not in (Verdict.PASSED, Verdict.FAILED)
+
+
+def coverage_hint(rule: CompareRule | None = None) -> str:
+    """What to do about a baseline that lacks units of this run."""
+    example = f"'{rule.text}:{PARTIAL}'" if rule is not None and rule.text else f"'*.accuracy:{PARTIAL}'"
+    return (f"Save a baseline of this selection ({SAVE_OPTION}=PATH on the baseline model), select only what the baseline "
+            f"holds (-m, -k, {SAMPLE_OPTION}), or compare on the units both have with a rule ending in "
+            f"':{PARTIAL}', e.g. {COMPARE_OPTION}={example}.")
 
 
 def _own_terms(c: Comparison, higher_is_better: bool) -> Comparison:
@@ -317,13 +371,18 @@ def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, 
         f"(alpha {alpha:g}): {verdict}.",
     ]
     lines += _listing(flips[0], worse_rows, "message") + _listing(flips[1], better_rows, "baseline_message")
-    lines += notes
     old_n, new_n = p.base.metrics[p.metric].n, p.run.metrics[p.metric].n
+    unit = "group" if p.metric in {d.kind for d in p.run.derived} else "question"
+    if c.n_pairs < new_n:
+        why = f"{p.rule.text!r} ends in ':{PARTIAL}'" if p.rule.partial else "the baseline has no value for the others"
+        lines.append(f"{p.full}: compared on {c.n_pairs:,} of {new_n:,} {unit}s of this run ({why}).")
+    lines += notes
     details: dict[str, Any] = {
         "rule": p.rule.text, "margin": c.margin, "relative_drop": p.rule.drop if p.rule.relative else None,
         "higher_is_better": higher, "noise_source": p.noise_source or None, "alpha": alpha, "holm_over": m,
-        "unit": "group" if p.metric in {d.kind for d in p.run.derived} else "question",
+        "unit": unit,
         "coverage": {"paired": c.n_pairs, "only_in_baseline": old_n - c.n_pairs, "only_in_run": new_n - c.n_pairs},
+        "partial": p.rule.partial,
         "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
         "baseline": {"path": baseline.path, "created": baseline.created, "model_uri": baseline.model_uri,
                      "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version},
@@ -387,4 +446,5 @@ def _no_match(rule: CompareRule, baseline: Baseline, runs: Mapping[str, SuiteRun
     return GateResult(f"{rule.pattern}:baseline", "baseline", rule.pattern, False, None, message, details=details)
 
 
-__all__ = ["COMPARE_OPTION", "FORCE_OPTION", "CompareRule", "check_compatible", "compare", "parse_compare_rule", "settings_diff"]
+__all__ = ["COMPARE_OPTION", "FORCE_OPTION", "PARTIAL", "CompareRule", "check_compatible", "check_settings", "compare",
+           "coverage_hint", "parse_compare_rule", "settings_diff", "unjudged_in"]

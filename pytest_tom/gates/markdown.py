@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.gates.result import GateResult
-from pytest_tom.gates.wording import untestable, verdict
+from pytest_tom.gates.wording import coverage_words, untestable, verdict
 from pytest_tom.stats import Estimate
 
 FLIP_CAP = 20
@@ -122,7 +122,7 @@ def _difference(r: GateResult) -> str:
         text += f", margin {c.margin * 100:.1f} pts"
     if c.noise_flip_rate is not None:
         text += f", noise flips {_pct(c.noise_flip_rate)}"
-    return text + f"; {c.right_to_wrong} right→wrong, {c.wrong_to_right} wrong→right of {c.n_pairs}"
+    return text + f"; {c.right_to_wrong} right→wrong, {c.wrong_to_right} wrong→right of {c.n_pairs}" + coverage_words(r)
 
 
 def _p(r: GateResult) -> str:

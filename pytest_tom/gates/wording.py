@@ -111,9 +111,21 @@ def threshold_words(result: GateResult) -> str:
     return f"{est.point:.1%} [{est.low:.1%}-{est.high:.1%}] {where}; {verdict}"
 
 
+def coverage_words(result: GateResult) -> str:
+    """`; compared on 40 of 42 questions` when the baseline lacked some of this run's units, else nothing."""
+    coverage = result.details.get("coverage") or {}
+    paired, only_run = coverage.get("paired"), coverage.get("only_in_run")
+    if not isinstance(paired, int) or not isinstance(only_run, int) or only_run <= 0:
+        return ""
+    unit = str(result.details.get("unit", "question"))
+    return f"; compared on {paired:,} of {paired + only_run:,} {unit}s"
+
+
 def line(result: GateResult) -> str:
     """`PASS <gate>: <in words>`, the terminal's line for one gate."""
     words = baseline_words(result) if result.comparison is not None else threshold_words(result)
+    if result.comparison is not None:
+        words += coverage_words(result)
     if result.details.get("updated"):
         words += " [--tom-baseline-update: not failing]"
     return f"{'PASS' if result.passed else 'FAIL'} {result.name}: {words}"

@@ -2,25 +2,96 @@
 
 `--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored
 run under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites that file from
-this run and reports the comparisons without failing on them. A missing baseline is a
-failing gate that says how to create one; a comparison across other data, protocol or
-settings is refused unless `--tom-baseline-force`.
+this run and reports the comparisons without failing on them.
+
+Everything that can make a comparison meaningless is checked before the first model
+request: the file itself when the run is configured (`load_for_run`: a regular file under
+the size limit, valid JSON, the schema; a missing one, unless `--tom-baseline-update` is to
+create it), and right after collection and selection whether it covers the selected items
+with the same data and settings (`check_before_run`, `pytest_tom.gates.coverage`). The
+comparison itself runs after the last question, on the baseline read at configure time.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_tom.errors import TomError
-from pytest_tom.gates.baseline import SuiteRun, build_baseline, describe_missing, load_baseline, write_baseline
-from pytest_tom.gates.compare import compare, parse_compare_rule
+from pytest_tom.gates.baseline import Baseline, SuiteRun, build_baseline, describe_missing, load_baseline, write_baseline
+from pytest_tom.gates.compare import CompareRule, compare, parse_compare_rule
+from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.gates.result import GateResult
 
 if TYPE_CHECKING:
     from pytest_tom.run.gates import SuiteView
     from pytest_tom.run.session import TomSession
+
+DEFAULT_RULE = "*.accuracy"
+"""What a comparison gates on when no --tom-compare-fail rule is given: each suite's accuracy."""
+
+
+def rules(tom: TomSession) -> list[CompareRule]:
+    return [parse_compare_rule(r) for r in tom.options.gates.compare] or [parse_compare_rule(DEFAULT_RULE)]
+
+
+def load_for_run(tom: TomSession) -> None:
+    """Read and validate --tom-baseline now, at configure time: a bad file is a usage error before any collection.
+
+    Raises TomConfigError. Not when --tom-baseline-update is to create a file that is not there
+    (a dangling symlink is there: it is refused).
+    """
+    cfg = tom.options.gates
+    if cfg.baseline is None or (cfg.update and not os.path.lexists(cfg.baseline)):
+        return
+    tom.baseline = load_baseline(cfg.baseline)
+
+
+def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
+    """The suites of the selected items as a comparison will see them: names, settings, data, each metric's units.
+
+    Named as `run.gates.suite_views` names them; a group counts only when all its members
+    are selected (otherwise it is skipped, never judged on part of its members).
+    """
+    from pytest_tom.run.suites import LoadedSuite
+
+    suites: dict[str, LoadedSuite] = {}
+    samples: dict[str, list[Any]] = {}
+    for it in items:
+        suite = getattr(it, "suite", None)
+        if isinstance(suite, LoadedSuite) and hasattr(it, "sample") and hasattr(it, "tom_key"):
+            suites.setdefault(suite.sid, suite)
+            samples.setdefault(suite.sid, []).append(it.sample)
+    selected = {suite.key(s.id) for sid, suite in suites.items() for s in samples[sid]}
+    derived: dict[str, list[Any]] = {}
+    for it in items:
+        if hasattr(it, "derived") and it.suite.sid in suites and all(k in selected for k in it.member_keys()):
+            derived.setdefault(it.suite.sid, []).append(it.derived)
+    short = [sid.rsplit("::", 1)[-1] for sid in suites]
+    out = []
+    for (sid, suite), name in zip(suites.items(), short, strict=True):
+        groups = derived.get(sid, [])
+        out.append(PlannedSuite(
+            name=name if short.count(name) == 1 else sid, benchmark=suite.benchmark.name,
+            settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
+            metrics=planned_metrics(suite.benchmark, samples[sid], groups),
+            group_metrics=frozenset(d.kind for d in groups)))
+    return out
+
+
+def check_before_run(tom: TomSession, items: Sequence[Any]) -> None:
+    """After selection, before any model request: does the baseline cover the selected items? TomConfigError if not.
+
+    Notes on a partial comparison (a `:partial` rule, or --tom-baseline-update) go to the end of the run.
+    """
+    baseline: Baseline | None = tom.baseline
+    if baseline is None:
+        return
+    cfg = tom.options.gates
+    tom.notes.extend(f"pytest-tom: {note}" for note in check_coverage(
+        baseline, planned_suites(items), rules(tom), force=cfg.force, lenient=cfg.update))
 
 
 def suite_runs(views: Sequence[SuiteView], noise_flip_rate: float | None = None) -> list[SuiteRun]:
@@ -70,11 +141,10 @@ def _compare(runs: Sequence[SuiteRun], tom: TomSession) -> list[GateResult]:
     if cfg.baseline is None:
         return []
     name = f"baseline:{cfg.baseline.name}"
-    if not cfg.baseline.exists():
+    if tom.baseline is None and not cfg.baseline.exists():
         return [GateResult(name, "baseline", "", False, None, describe_missing(cfg.baseline))]
     try:
-        baseline = load_baseline(cfg.baseline)
-        rules = [parse_compare_rule(r) for r in cfg.compare] or [parse_compare_rule("*.accuracy")]
-        return compare(baseline, runs, rules, alpha=cfg.alpha, force=cfg.force, noise_flip_rate=cfg.noise_flip_rate)
+        baseline = tom.baseline if tom.baseline is not None else load_baseline(cfg.baseline)
+        return compare(baseline, runs, rules(tom), alpha=cfg.alpha, force=cfg.force, noise_flip_rate=cfg.noise_flip_rate)
     except TomError as exc:
         return [GateResult(name, "baseline", "", False, None, str(exc))]

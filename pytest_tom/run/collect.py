@@ -250,7 +250,10 @@ class _TomItem(pytest.Function):
         model, later items skip it (function-scoped autouse fixtures do not run for
         them either).
         """
-        if tom_session(self.config).planner.engine is None:
+        tom = tom_session(self.config)
+        if tom.refusal is not None:
+            self._stop(tom.refusal)
+        if tom.planner.engine is None:
             self._setup_fixtures()
 
     def _ensure(self, keys: list[str]) -> None:

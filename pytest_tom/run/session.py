@@ -55,11 +55,15 @@ class TomSession:
         """On the xdist controller: the node ids as a worker collected them, so the report lists
         records in collection order as one process does, not in the order workers finished."""
         self.problems: list[str] = []
+        """Lines the run's end must show (the report not written, the cache not closed)."""
         self.notes: list[str] = []
         """Lines for the end of the terminal summary (a baseline written...)."""
         self.gate_results: list[Any] = []
         """The gates' `GateResult`s, once judged (one process, or the xdist controller)."""
-        """Lines the run's end must show (the report not written, the cache not closed)."""
+        self.baseline: Any = None
+        """--tom-baseline as read and validated at configure time (`run.baseline.load_for_run`)."""
+        self.refusal: str | None = None
+        """On an xdist worker: why the run must not start (a baseline that does not cover it); the first item stops it."""
 
     @property
     def active(self) -> bool:

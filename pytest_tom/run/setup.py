@@ -139,6 +139,12 @@ def configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "tom_gate: pytest-tom's regression gates (--tom-threshold, --tom-baseline, "
                                        "a suite's gates=...), reported after every question has run.")
     tom = TomSession(config, options, registry, backends)
+    from pytest_tom.run.baseline import load_for_run
+
+    try:
+        load_for_run(tom)
+    except TomConfigError as exc:
+        raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = tom
     from pytest_tom.plugin import TomHooks
 
@@ -219,7 +225,24 @@ def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> 
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+    check_baseline(tom, items)
     tom.hand_derived_to_controller(items)
+
+
+def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
+    """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`).
+
+    In one process a usage error now; on an xdist worker (where raising here reads as a
+    crash) the first item stops the run with the message, before it asks for the model.
+    """
+    from pytest_tom.run.baseline import check_before_run
+
+    try:
+        check_before_run(tom, items)
+    except TomConfigError as exc:
+        if tom.worker is None:
+            raise pytest.UsageError(f"pytest-tom: {exc}") from None
+        tom.refusal = f"pytest-tom: {exc}"
 
 
 def after_loop(session: pytest.Session, tom: TomSession) -> None:

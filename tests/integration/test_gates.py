@@ -153,17 +153,17 @@ def test_one_flipped_question_is_noise_not_a_regression(run) -> None:
     assert result.ret == 0
 
 
-def test_a_missing_baseline_fails_and_says_how_to_make_one(run) -> None:
-    result = run("--tom-baseline=nowhere.json")
-    assert result.ret == 1
-    result.stdout.fnmatch_lines(["*no baseline at *nowhere.json*--tom-baseline-save=*nowhere.json*"])
+def test_a_missing_baseline_is_a_usage_error_that_says_how_to_make_one(run) -> None:
+    result = run("--tom-baseline=nowhere.json")  # issue 20: before the run (test_baseline_checks counts the calls)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no baseline at *nowhere.json*--tom-baseline-save=*nowhere.json*"])
 
 
 def test_a_baseline_of_other_settings_is_refused_unless_forced(run) -> None:
     assert run("--tom-baseline-save=base.json", "--tom-set=tombench.tries=1").ret == 0
     refused = run("--tom-baseline=base.json")
-    assert refused.ret == 1
-    refused.stdout.fnmatch_lines(["*tries: 1 -> 5*"])
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR  # issue 20: before the run
+    refused.stderr.fnmatch_lines(["*tries: 1 -> 5*"])
     forced = run("--tom-baseline=base.json", "--tom-baseline-force")
     assert forced.ret == 0
 

@@ -24,6 +24,7 @@ from pytest_tom.gates.baseline import (
     write_baseline,
 )
 from pytest_tom.gates.compare import CompareRule, check_compatible, compare, parse_compare_rule, settings_diff
+from pytest_tom.gates.wording import line
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
@@ -210,10 +211,17 @@ def test_items_in_one_run_only_are_counted_and_the_rest_is_paired() -> None:
     notes = check_compatible(base.suites["tb"], current, force=False)
     assert notes == ["suite tb: compared on 90 questions present in both runs; 10 only in the baseline (deselected in this run, "
                      "or removed); 10 only in this run (new, or not selected when the baseline was saved)"]
-    [result] = compare(base, [current], [parse_compare_rule("tb.accuracy")])
+    # Issue 20: 10 questions of this run are not in the baseline: refused unless the rule opts in with `:partial`.
+    [refused] = compare(base, [current], [parse_compare_rule("tb.accuracy")])
+    assert not refused.passed and refused.comparison is None
+    assert "tb.accuracy: the baseline has 90 of the 100 questions of this run (missing: q0100, q0101" in refused.message
+    assert "tb.accuracy:partial" in refused.message
+    [result] = compare(base, [current], [parse_compare_rule("tb.accuracy:partial")])
     assert result.comparison is not None and result.comparison.n_pairs == 90
     assert result.details["coverage"] == {"paired": 90, "only_in_baseline": 10, "only_in_run": 10}
-    assert "compared on 90 questions" in result.message
+    assert result.details["partial"] is True
+    assert "compared on 90 questions" in result.message and "tb.accuracy: compared on 90 of 100 questions" in result.message
+    assert line(result).endswith("; compared on 90 of 100 questions")
 
     disjoint = run(records(pattern(10), start=500))
     with pytest.raises(TomConfigError, match="no question of this run is in the baseline"):

@@ -1,0 +1,140 @@
+"""Whether a baseline covers the coming run, decided after collection and before the first model request.
+
+A comparison pairs units by id. A baseline that lacks some of this run's units (a metric
+trimmed to one question, questions missing, a suite saved without them) would still pair
+the rest and pass, so the gate would speak for questions it never saw; and finding that
+out after the run spends every model request for nothing. Everything a comparison needs
+from the baseline is known once the items are selected (`-m`, `-k`, `--tom-sample`):
+which suites run, their settings and data, and which units each gateable metric will
+have. So the run layer calls `check_coverage` with a `PlannedSuite` per suite, and a
+baseline that does not cover what a rule compares is refused with nothing asked.
+
+The units a metric will have are computed by the same `gate_metrics` (and the benchmark's
+`gate_rates`) that the real run uses, on records that pretend every selected question was
+answered and every complete group judged: a unit the real run loses to a model error only
+shrinks what is needed. A unit the baseline ran without a value (a model error there, a
+group it could not judge) is not a gap (`compare.unjudged_in`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_tom.derived import Derived
+from pytest_tom.errors import TomConfigError
+from pytest_tom.gates.baseline import Baseline
+from pytest_tom.gates.compare import PARTIAL, CompareRule, check_settings, coverage_hint, unjudged_in
+from pytest_tom.gates.metrics import gate_metrics, match
+from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.sample import Sample
+
+SHOWN = 8
+"""Problems listed in the refusal (the rest are counted): one screen."""
+SHOWN_IDS = 3
+"""Missing unit ids named per metric."""
+
+
+@dataclass(frozen=True)
+class PlannedSuite:
+    """One suite of the coming run as a comparison will see it, known before any model request."""
+
+    name: str
+    """What rules call it (`<suite>` in `<suite>.<metric>`), as `run.gates.SuiteView.name`."""
+    benchmark: str
+    settings: Mapping[str, Any]
+    data_fingerprint: str
+    metrics: Mapping[str, tuple[str, ...]]
+    """The unit ids each gateable metric will have (`planned_metrics`)."""
+    group_metrics: frozenset[str] = field(default_factory=frozenset)
+    """Metrics whose units are aggregate assertions (groups), not questions."""
+
+
+def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Sequence[Derived]
+                    ) -> dict[str, tuple[str, ...]]:
+    """The unit ids of each gateable metric if every question in `samples` is answered and every group judged.
+
+    `benchmark` is the suite's `Benchmark` (its gate facets, clusters and own gate rates).
+    """
+    records = [Record(s.benchmark, s.id, Outcome.CORRECT, dict(s.facets)) for s in samples]
+    judged = [DerivedRecord(d.benchmark, d.id, d.kind, Verdict.PASSED, d.members, facets=dict(d.facets)) for d in derived]
+    metrics = gate_metrics(records, judged, facets=benchmark.gate_facets, cluster=benchmark.cluster)
+    metrics.update({m.name: m for m in benchmark.gate_rates(records)})
+    return {name: m.ids for name, m in metrics.items()}
+
+
+def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: Sequence[CompareRule], *,
+                   force: bool = False, lenient: bool = False) -> list[str]:
+    """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
+
+    For each metric of the run a rule selects: its suite must be in the baseline with the same
+    benchmark, data and settings (unless `force`), the metric must be in it, and it must hold
+    every unit of this run. A rule ending in `:partial` (or `lenient`, for
+    `--tom-baseline-update`, which rewrites the file anyway) accepts a metric the baseline
+    covers in part or lacks, with a note saying how many units will be compared; a metric
+    with no unit in common is refused even then, as nothing could be compared.
+    """
+    where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
+    problems: list[str] = []
+    notes: list[str] = []
+    checked: set[str] = set()
+    for suite in planned:
+        names = {f"{suite.name}.{m}": m for m in suite.metrics}
+        selected = [(rule, full) for rule in rules for full in match(rule.pattern, names)]
+        if not selected:
+            continue
+        base = baseline.suites.get(suite.name)
+        if base is None:
+            if lenient or all(rule.partial for rule, _ in selected):
+                notes.append(f"suite {suite.name}: not in {where}, so not compared")
+                continue
+            have = ", ".join(sorted(baseline.suites)) or "none"
+            problems.append(f"suite {suite.name} is not in the baseline (its suites: {have}), so "
+                            f"{selected[0][1]} has nothing to be compared with")
+            continue
+        try:
+            check_settings(base, suite.name, suite.benchmark, suite.data_fingerprint, suite.settings, force=force,
+                           where=where)
+        except TomConfigError as exc:
+            if not lenient:
+                raise
+            notes.append(str(exc).splitlines()[0])
+            continue
+        for _, full in selected:
+            if full in checked:
+                continue
+            checked.add(full)
+            metric = names[full]
+            unit = "group" if metric in suite.group_metrics else "question"
+            needed = suite.metrics[metric]
+            old = base.metrics.get(metric)
+            held = set(old.ids) if old is not None else set()
+            covered = sum(1 for uid in needed if uid in held)
+            missing = [uid for uid in needed if uid not in held and not unjudged_in(base, uid)]
+            if not missing:
+                continue
+            partial = lenient or any(r.partial for r, f in selected if f == full)
+            count = f"{covered:,} of the {len(needed):,} {unit}s this run selects"
+            if partial and old is None:
+                notes.append(f"{full}: not in the baseline, so not compared")
+                continue
+            if partial and covered:
+                notes.append(f"{full}: compared on {covered:,} of {len(needed):,} {unit}s (the baseline lacks the others)")
+                continue
+            shown = ", ".join(missing[:SHOWN_IDS]) + (f" and {len(missing) - SHOWN_IDS:,} more" if len(missing) > SHOWN_IDS
+                                                      else "")
+            if old is None:
+                problems.append(f"{full} is not in the baseline (it holds {count}: none); missing {shown}")
+            else:
+                problems.append(f"{full}: the baseline holds {count}; missing {shown}")
+    if problems:
+        listing = "\n  - ".join(problems[:SHOWN])
+        more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
+        partial_rules = [r for r in rules if r.partial]
+        hint = coverage_hint(None if partial_rules else (rules[0] if len(rules) == 1 else None))
+        raise TomConfigError(f"{where} does not cover this run, so no question was asked:\n  - {listing}{more}\n{hint}")
+    return notes
+
+
+__all__ = ["PARTIAL", "PlannedSuite", "check_coverage", "planned_metrics"]
