@@ -24,14 +24,33 @@ What happens when the file misbehaves, and why:
   read-only connection if need be), answers that cannot be stored are kept in
   memory for the rest of the run, and one `TomCacheWarning` says so. A cache
   that cannot be written never makes the engine ask a question twice.
-* An entry that cannot be decoded is treated as missing: it is asked again and
-  replaced.
+* **Empty** (0 bytes): a cache file is never empty (a new one is built aside and
+  linked into place whole), so an empty file is something that emptied it (a full
+  disk, a failed copy); SQLite would silently take it for a new cache, so it is a
+  `TomCacheError` naming it. So is a folder or other non-file at the path.
+* **An answer edited on disk** (same length, so SQLite's structure checks pass): each
+  row carries a checksum, sha256 of its key and answer JSON, checked at every read;
+  an answer that fails it (or cannot be decoded) is a miss, asked again and replaced,
+  and one `TomCacheWarning` counts them. A cache from before checksums (no
+  `checksum` column) is migrated when it opens: its rows are checksummed as they are
+  (they were trusted before, and re-asking them all would cost the whole cache); a
+  row without a checksum in a migrated file (an older pytest-tom writing to it) is
+  asked again. A read-only old cache cannot be migrated and is read unchecked.
+* **Removed or replaced during the run** (`rm`, a cleanup job, another checkout
+  moved into place): the connection would keep writing into the deleted file, and
+  the run's answers would vanish with it. Every write first compares the path's
+  inode with the one opened; on a change, this run's answers are read back from the
+  old file (still open), the cache is opened again at the path (re-created if
+  missing), they and the new ones are written there, and one `TomCacheWarning`
+  says so.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 import queue
 import sqlite3
 import threading
@@ -44,9 +63,17 @@ from pytest_tom.errors import TomCacheError, TomCacheWarning
 from pytest_tom.request import Response, sha256_text
 
 CACHE_SCHEMA_VERSION = 1
+"""Part of every key: raising it makes every cached answer unreachable, so it changes only when keys mean something new."""
 _FILENAME = "responses.sqlite3"
 _CREATE = ("CREATE TABLE IF NOT EXISTS responses ("
-           " key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
+           " key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,"
+           " checksum TEXT)")
+_COLUMNS = "key, fingerprint, response, created, checksum"
+
+
+def checksum(key: str, payload: bytes) -> str:
+    """What a row's answer must hash to: sha256 of its cache key and its answer JSON (UTF-8)."""
+    return hashlib.sha256(key.encode() + b"\n" + payload).hexdigest()
 
 
 def cache_key(fingerprint: str, request_key: str) -> str:
@@ -73,6 +100,18 @@ class ResponseCache:
         """One connection, used by the engine's thread and the writer thread."""
         self._queue: queue.SimpleQueue[tuple[str, str, Response] | None] = queue.SimpleQueue()
         self._writer: threading.Thread | None = None
+        self._checked = True
+        """Whether rows carry checksums (False only for a pre-checksum cache opened read-only)."""
+        self._identity: tuple[int, int] | None = None
+        self._sidecars: dict[Path, tuple[int, int]] = {}
+        """(device, inode) of the -wal and -shm files the connection opened."""
+        """(device, inode) of the file opened: a change means it was removed or replaced."""
+        self._opened = time.time()
+        self._notices: list[str] = []
+        """Warnings found by the writer thread, given in the engine's thread at the next `flush`."""
+        self.checksum_failures = 0
+        """Entries that failed their checksum (or could not be decoded) and were asked again, this run."""
+        self._directory = directory
         self._conn = self._open(directory)
 
     # -- opening -----------------------------------------------------------------------------------------
@@ -82,12 +121,15 @@ class ResponseCache:
         except OSError as exc:
             self.write_error = f"cannot create the folder {directory}: {exc.strerror or exc}"
             return None
+        self._refuse_non_cache()
         conn: sqlite3.Connection | None = None
         try:
+            self._create_whole()
             conn = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(_CREATE)
+            self._migrate(conn)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -98,7 +140,79 @@ class ResponseCache:
             conn = self._open_read_only()
         if conn is not None:
             self._check(conn)
+            self._checked = any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)"))
+            self._identity = self._stat()
+            self._sidecars = {path: ident for path in self._sidecar_paths() if (ident := self._stat(path))}
         return conn
+
+    def _sidecar_paths(self) -> tuple[Path, Path]:
+        return self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")
+
+    def _refuse_non_cache(self) -> None:
+        """A folder, or an empty file, at the cache path: a clear error, never a new cache built over it."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return
+        import stat
+
+        if not stat.S_ISREG(st.st_mode):
+            raise TomCacheError(
+                f"the response cache {self.path} is not a file. Move it away, point --tom-cache-dir at another "
+                "folder, or run with --tom-no-cache.", path=self.path)
+        if st.st_size == 0:
+            raise TomCacheError(
+                f"the response cache {self.path} is empty (0 bytes). A cache file is never empty, so something "
+                f"emptied it (a full disk, a failed copy); SQLite would take it for a new cache without a word. "
+                f"Remove it to start a new cache (`rm {self.path}`), or run with --tom-no-cache.", path=self.path)
+
+    def _create_whole(self) -> None:
+        """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
+
+        Linking never replaces a file: when another process (an xdist worker)
+        created the cache first, its file is kept. A file system without hard
+        links gets the file made in place, as SQLite does.
+        """
+        if self.path.exists():
+            return
+        aside = self.path.with_name(f".{_FILENAME}.{os.getpid()}.{threading.get_ident()}.new")
+        try:
+            conn = sqlite3.connect(aside, isolation_level=None)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_CREATE)
+            finally:
+                conn.close()
+            try:
+                os.link(aside, self.path)
+            except FileExistsError:
+                pass
+            except OSError:
+                if not self.path.exists():
+                    os.replace(aside, self.path)
+        finally:
+            for leftover in (aside, aside.with_name(aside.name + "-wal"), aside.with_name(aside.name + "-shm")):
+                leftover.unlink(missing_ok=True)
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """A cache from before checksums: add the column and checksum its rows as they are, once, in one transaction."""
+        if any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)")):
+            return
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            if any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)")):
+                return  # another process migrated it while this one waited
+            conn.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
+            rows = conn.execute("SELECT key, CAST(response AS BLOB) FROM responses").fetchall()
+            conn.executemany("UPDATE responses SET checksum = ? WHERE key = ?",
+                             [(checksum(key, bytes(payload)), key) for key, payload in rows])
+
+    def _stat(self, path: Path | None = None) -> tuple[int, int] | None:
+        try:
+            st = os.stat(path or self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A read-only connection, or None when there is nothing to read.
@@ -173,6 +287,7 @@ class ResponseCache:
         wanted = {cache_key(fingerprint, k): k for k in request_keys}
         found: dict[str, Response] = {}
         keys = list(wanted)
+        failed = 0
         with self._lock:
             if self._conn is not None:
                 try:
@@ -180,11 +295,17 @@ class ResponseCache:
                         chunk = keys[start : start + 500]
                         marks = ",".join("?" * len(chunk))
                         # As bytes: a damaged entry that is not UTF-8 is one miss, not a failed lookup.
+                        digest = "checksum" if self._checked else "NULL"
                         rows = self._conn.execute(
-                            f"SELECT key, CAST(response AS BLOB) FROM responses WHERE key IN ({marks})", chunk)
-                        for key, payload in rows:
-                            response = _decode(payload)
-                            if response is not None:
+                            f"SELECT key, CAST(response AS BLOB), {digest} FROM responses WHERE key IN ({marks})",
+                            chunk)
+                        for key, payload, stored in rows:
+                            payload = bytes(payload)
+                            intact = not self._checked or stored == checksum(key, payload)
+                            response = _decode(payload) if intact else None
+                            if response is None:
+                                failed += 1
+                            else:
                                 found[wanted[key]] = response
                 except sqlite3.Error as exc:
                     raise (self._damaged(exc) if _is_damage(exc) else self._unreadable(exc)) from None
@@ -192,6 +313,12 @@ class ResponseCache:
                 kept = self._memory.get(key)
                 if kept is not None and wanted[key] not in found:
                     found[wanted[key]] = kept
+        if failed:
+            self.checksum_failures += failed
+            warnings.warn(TomCacheWarning(
+                f"pytest-tom: {failed} cached answer{'s' if failed > 1 else ''} in {self.path} failed "
+                f"{'their' if failed > 1 else 'its'} checksum (edited or damaged on disk) and "
+                f"{'were' if failed > 1 else 'was'} asked again"), stacklevel=2)
         return found
 
     # -- writing -----------------------------------------------------------------------------------------
@@ -203,6 +330,7 @@ class ResponseCache:
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
         self._warn_unwritable()
+        self._give_notices()
         return stored
 
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
@@ -231,6 +359,13 @@ class ResponseCache:
             writer.join()
             self._writer = None
         self._warn_unwritable()
+        self._give_notices()
+
+    def _give_notices(self) -> None:
+        with self._lock:
+            notices, self._notices = self._notices, []
+        for notice in notices:
+            warnings.warn(TomCacheWarning(notice), stacklevel=3)
 
     def _write_queued(self) -> None:
         """The writer thread: one transaction for everything queued since the last one, until `flush`."""
@@ -256,7 +391,7 @@ class ResponseCache:
         Returns how many reached the file; the others answer the rest of this run from memory.
         """
         now = time.time()
-        rows: list[tuple[str, str, str, float]] = []
+        rows: list[tuple[str, str, str, float, str]] = []
         unsaved: dict[str, Response] = {}
         answers: dict[str, Response] = {}
         for fingerprint, request_key, response in items:
@@ -265,7 +400,8 @@ class ResponseCache:
             key = cache_key(fingerprint, request_key)
             answers[key] = dataclasses.replace(response, cached=True)
             try:
-                rows.append((key, fingerprint, json.dumps(response.to_dict(), ensure_ascii=False), now))
+                text = json.dumps(response.to_dict(), ensure_ascii=False)
+                rows.append((key, fingerprint, text, now, checksum(key, text.encode())))
             except (TypeError, ValueError):  # not JSON (a numpy float in usage, say): this run only
                 unsaved[key] = answers[key]
         stored = 0
@@ -274,9 +410,11 @@ class ResponseCache:
                 self.write_error = "the cache is closed"
             if rows and self._conn is not None and self.write_error is None:
                 try:
+                    self._follow_the_path()
                     with self._conn:
                         self._conn.execute("BEGIN IMMEDIATE")
-                        self._conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+                        self._conn.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                                               rows)
                     stored = len(rows)
                 except sqlite3.Error as exc:
                     self.write_error = str(exc)
@@ -284,6 +422,35 @@ class ResponseCache:
                 unsaved.update((row[0], answers[row[0]]) for row in rows)
             self._memory.update(unsaved)
         return stored
+
+    def _follow_the_path(self) -> None:
+        """Before a write (lock held): if the file was removed or replaced, carry this run's answers to the new one."""
+        if self._conn is None or self._identity is None or self._stat() == self._identity:
+            return
+        old = self._conn
+        kept = old.execute(f"SELECT {_COLUMNS} FROM responses WHERE created >= ?", (self._opened,)).fetchall()
+        old.close()
+        self._conn = None
+        for path, ident in self._sidecars.items():
+            # SQLite leaves the write-ahead log of an unlinked file at its path, where the new file would
+            # replay it: ours (the same inode as when we opened) goes; another process's stays.
+            if self._stat(path) == ident:
+                path.unlink(missing_ok=True)
+        what = "removed" if not self.path.exists() else "replaced"
+        try:
+            self._conn = self._open(self._directory)
+        except TomCacheError as exc:
+            self.write_error = f"it was {what} during the run, and then: {exc}"
+            raise sqlite3.OperationalError(self.write_error) from None
+        if self._conn is None:
+            raise sqlite3.OperationalError(self.write_error or f"it was {what} during the run")
+        with self._conn:
+            self._conn.execute("BEGIN IMMEDIATE")
+            self._conn.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)", kept)
+        self._notices.append(
+            f"pytest-tom: the response cache {self.path} was {what} during the run: "
+            f"{'it was made again' if what == 'removed' else 'the new file is used'}, and this run's {len(kept)} "
+            "earlier answers were written to it with the new ones, so none is lost.")
 
     @property
     def unsaved(self) -> int:

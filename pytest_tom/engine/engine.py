@@ -19,6 +19,7 @@ the same embedder.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import threading
 import time
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 
 from pytest_tom.engine.cache import ResponseCache
 from pytest_tom.evals.base import Program
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import Model, redact
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import MODEL_UNDER_TEST, Request, Response
 from pytest_tom.sample import Sample
@@ -52,6 +53,14 @@ def _retries(model: Model) -> int:
     stats = getattr(model, "stats", None)
     value = stats.get("retries", 0) if isinstance(stats, Mapping) else 0
     return value if isinstance(value, int) else 0
+
+
+def _secrets_of(model: Model) -> tuple[str, ...]:
+    """The backend's secrets; a duck-typed model without `secrets()` has none."""
+    secrets = getattr(model, "secrets", None)
+    return tuple(str(s) for s in secrets()) if callable(secrets) else ()
+
+
 ModelResolver = Callable[[str], Model]
 """Builds the scoring model a `Request.model` name stands for."""
 
@@ -145,6 +154,8 @@ class Engine:
         self._resolve_scoring = scoring_models
         self._models: dict[str, Model] = {MODEL_UNDER_TEST: model}
         self._fingerprints: dict[str, str] = {}
+        self._secrets: set[str] = set(_secrets_of(model))
+        """Every secret of every model this engine asked: redacted from all answers and errors it hands on."""
 
     def model_for(self, name: str) -> Model:
         found = self._models.get(name)
@@ -152,7 +163,18 @@ class Engine:
             if self._resolve_scoring is None:
                 raise LookupError(f"no scoring model {name!r} is configured")
             found = self._models[name] = self._resolve_scoring(name)
+            self._secrets.update(_secrets_of(found))
         return found
+
+    def redact(self, response: Response) -> Response:
+        """`response` without any secret in its text or error: what the cache, the records and the report may hold."""
+        if not self._secrets:
+            return response
+        text = response.text if response.text is None else redact(response.text, self._secrets)
+        error = response.error if response.error is None else redact(response.error, self._secrets)
+        if text == response.text and error == response.error:
+            return response
+        return dataclasses.replace(response, text=text, error=error)
 
     def fingerprint(self, name: str = MODEL_UNDER_TEST) -> str:
         if name not in self._fingerprints:
@@ -252,11 +274,12 @@ class Engine:
             model = self.model_for(name)
             fingerprint = self.fingerprint(name)
         except Exception as exc:  # a model that cannot be built fails its requests, not the run
-            message = f"{name or 'the model under test'}: {type(exc).__name__}: {exc}"
+            message = redact(f"{name or 'the model under test'}: {type(exc).__name__}: {exc}", self._secrets)
             answers = {r.key: Response(error=message) for r in requests}
             return self._account(name, requests, answers, total=0, seconds=0.0)
         if self.cache is not None:
-            answers.update(self.cache.get_many(fingerprint, [r.key for r in requests]))
+            # Redacted on the way out too: a cache written before a secret was named may hold it.
+            answers.update((k, self.redact(v)) for k, v in self.cache.get_many(fingerprint, [r.key for r in requests]).items())
         misses = [r for r in requests if r.key not in answers]
         total = len(misses)
         seconds = 0.0
@@ -273,6 +296,7 @@ class Engine:
                     if not isinstance(response, Response):
                         response = Response(error=f"the backend answered with a {type(response).__name__}, "
                                                   "not a pytest_tom.Response")
+                    response = self.redact(response)  # before the cache, the records, the report and the terminal
                     answers[req.key] = response
                     if self.cache is not None:
                         self.cache.store(fingerprint, req.key, response)
@@ -286,7 +310,7 @@ class Engine:
                     if progress:  # as each answer arrives, never a batch late
                         progress(done, total, errors=failed, retries=_retries(model) - retried)
             except Exception as exc:  # a crashing backend must not lose what it answered
-                message = f"{type(exc).__name__}: {exc}"
+                message = redact(f"{type(exc).__name__}: {exc}", self._secrets)
                 for r in misses:
                     answers.setdefault(r.key, Response(error=f"backend crashed: {message}"))
             finally:

@@ -63,6 +63,16 @@ class Model(ABC):
     def close(self) -> None:  # noqa: B027 - a no-op default, not a forgotten abstract method
         """Release GPU memory, sockets, subprocesses."""
 
+    def secrets(self) -> tuple[str, ...]:
+        """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
+
+        The engine replaces each one by `[redacted]` in every answer and error
+        before it reaches the cache, the records, the report or the terminal: a
+        server or proxy that echoes the key back must not get it stored. Only the
+        backend knows its secrets, so it lists them; the default is none.
+        """
+        return ()
+
     def user_traceback(self, message: str) -> str | None:
         """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
 
@@ -70,6 +80,18 @@ class Model(ABC):
         instead of pytest-tom's frames; backends that run no user code keep none.
         """
         return None
+
+
+REDACTED = "[redacted]"
+MIN_SECRET_LENGTH = 4
+"""Shorter values are never redacted: replacing "ab" everywhere would garble answers and protect nothing."""
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret of at least `MIN_SECRET_LENGTH` characters replaced by `[redacted]`, longest first."""
+    for secret in sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 class StreamingModel(Model):

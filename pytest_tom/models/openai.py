@@ -53,8 +53,10 @@ Errors are never cached, so the next run asks again. They are counted in
 is the model's own answer and is returned as its text.
 
 The API key is read from the environment (OPENAI_API_KEY or the variable
-named by `api_key_env=`), is refused in the URI, and is scrubbed from every
-error message; it never reaches the fingerprint, the cache or the report.
+named by `api_key_env=`) and is refused in the URI; it never reaches the
+fingerprint. It and the values of the variables named by `secret_env=` are
+this backend's `secrets()`: scrubbed here from every error message, and by the
+engine from every answer, so an echoing server gets none of them stored.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ from pytest_tom.models._api import (
 from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
 from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
 from pytest_tom.models._pressure import OVERLOAD_STATUS, Pressure, Slots
-from pytest_tom.models.base import StreamingModel
+from pytest_tom.models.base import StreamingModel, redact
 from pytest_tom.request import Request, Response
 
 BACKEND_VERSION = 1
@@ -111,6 +113,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_backoff", kind="float", default=60.0, help="cap of the exponential back-off"),
     Option("max_retry_after", kind="float", default=300.0, help="cap on the wait a Retry-After header may ask for"),
     Option("api_key_env", default=None, help="environment variable holding the key (default OPENAI_API_KEY)"),
+    Option("secret_env", default=None,
+           help="more environment variables whose values are secrets (comma-separated): redacted from every answer, "
+                "error and artifact, like the key"),
     Option("system", default="keep", help="keep: send system messages; fold: merge them into the first user turn",
            choices=("keep", "fold", "auto")),
     Option("chat_template", default="none",
@@ -156,6 +161,12 @@ class OpenAIModel(StreamingModel):
                 raise TomConfigError(f"--tom-model {uri}: the API key variable ${key_var} is not set")
             key = "EMPTY"  # local servers (vLLM, llama.cpp...) accept any key
         self._key = key
+        self.secret_env = tuple(v.strip() for v in str(o["secret_env"] or "").split(",") if v.strip())
+        unset = [v for v in self.secret_env if not os.environ.get(v)]
+        if unset:
+            raise TomConfigError(f"--tom-model {uri}: secret_env= names {', '.join('$' + v for v in unset)}, which "
+                                 "is not set: a secret that is not set cannot be redacted")
+        self._secrets = tuple(os.environ[v] for v in self.secret_env)
         self.formatter: ChatFormatter | None = None
         if self.endpoint == "completions":
             template, source = choose_template(o["chat_template"], None)
@@ -212,6 +223,7 @@ class OpenAIModel(StreamingModel):
             "timeout": self.options["timeout"],
             "max_retries": self.options["max_retries"],
             "api_key_env": self.api_key_env,
+            "secret_env": list(self.secret_env),
             "stats": dict(self.stats),
             "usage": dict(self.usage),
             "system_fingerprints": sorted(self.system_fingerprints),
@@ -221,11 +233,14 @@ class OpenAIModel(StreamingModel):
             info["chat_template"] = self.formatter.describe()
         return info
 
+    def secrets(self) -> tuple[str, ...]:
+        """The key (unless the placeholder sent to a local server) and the values of the `secret_env=` variables."""
+        key = () if self._key == "EMPTY" else (self._key,)
+        return (*key, *self._secrets)
+
     def scrub(self, text: str) -> str:
-        """Remove the key from anything we report; servers and proxies sometimes echo it."""
-        if self._key and self._key != "EMPTY" and len(self._key) >= 4:
-            text = text.replace(self._key, "[redacted]")
-        return text
+        """Remove every secret from anything we report; servers and proxies sometimes echo the key."""
+        return redact(text, self.secrets())
 
     # -- answering -------------------------------------------------------------------------------
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:

@@ -13,8 +13,10 @@ model calls.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -62,6 +64,30 @@ def _answer_text(r: Record) -> str:
     return f"{r.parsed!r} ({'right' if r.passed else 'wrong'}, gold {r.gold!r})"
 
 
+@contextlib.contextmanager
+def _storage_for(profile: Any) -> Iterator[None]:
+    """A profile without an example database (`tom-ci`) leaves nothing on disk.
+
+    `database=None` alone is not enough: hypothesis also caches, under its home
+    folder (`.hypothesis/` in the working directory), the constants it read from
+    local modules (`constants/`) and Unicode tables (`unicode_data/`). For such a
+    profile the home folder is a temporary one for the search, removed after it,
+    and the previous one is restored, so a user's own hypothesis tests keep theirs.
+    """
+    if profile.database is not None:
+        yield
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+
+    previous = storage_directory(intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="pytest-tom-hypothesis-") as scratch:
+        set_hypothesis_home_dir(scratch)
+        try:
+            yield
+        finally:
+            set_hypothesis_home_dir(previous)
+
+
 def search(spec: StrategySpec, sample: Sample[Any], original: Record, answer: Callable[[Sample[Any]], Record],
            *, examples: int, key: bytes, profile: str = "tom-dev") -> tuple[int, Broken | None, str | None]:
     """Run the property over hypothesis' draws: (examples tried, the minimal breaking one or None, a model error)."""
@@ -92,7 +118,8 @@ def search(spec: StrategySpec, sample: Sample[Any], original: Record, answer: Ca
     test = settings(settings.get_profile(profile), max_examples=examples)(test)
     test._hypothesis_internal_database_key = key  # type: ignore[attr-defined]
     try:
-        test()
+        with _storage_for(settings.get_profile(profile)):
+            test()
     except Broken as exc:  # hypothesis re-raises the minimal failing example's exception after shrinking
         return len(tried), exc, None
     except Exception as exc:

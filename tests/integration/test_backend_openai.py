@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("openai")
 
-from helpers.fault_server import OK, FaultServer, status  # noqa: E402
+from helpers.fault_server import OK, Action, FaultServer, status  # noqa: E402
 
 KEY = "sk-proj-integration-5f2e9a7c1b3d4e6f8a0b"
 
@@ -146,3 +146,43 @@ def test_the_api_key_never_reaches_report_cache_or_output(pytester: pytest.Pytes
     assert any(p.name == "report.json" for p in files) and any(p.suffix.startswith(".sqlite") for p in files)
     leaked = [str(p) for p in files if KEY.encode() in p.read_bytes()]
     assert not leaked, f"the key leaked into {leaked}"
+
+
+PROXY_TOKEN = "tok-gateway-77c1e0d9a4b2"
+"""A second secret, named by secret_env=: what a gateway in front of the API might echo."""
+
+
+@pytest.mark.slow
+def test_answers_that_echo_a_secret_are_redacted_everywhere(pytester: pytest.Pytester, fixtures_dir: Path,
+                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200 answer that echoes the key (and a value the user named) reaches no artifact: report, junit, Markdown, cache."""
+    monkeypatch.setenv("TOM_TEST_GATEWAY_KEY", KEY)
+    monkeypatch.setenv("TOM_TEST_PROXY_TOKEN", PROXY_TOKEN)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+    def policy(r):  # type: ignore[no-untyped-def]
+        echoed = f"Served for {r.headers.get('authorization')} via {PROXY_TOKEN}: [[A]]"  # before the answer's stop
+        return Action(text=echoed)
+
+    cache = tmp_path / "cache"
+    with FaultServer(policy) as server:
+        uri = (f"openai:gpt-test?base_url={server.base_url}&api_key_env=TOM_TEST_GATEWAY_KEY"
+               "&secret_env=TOM_TEST_PROXY_TOKEN")
+        args = (f"--tom-model={uri}", "--tom-benchmark=tombench", f"--tom-data-dir={fixtures_dir}",
+                "--tom-set=tombench.tries=1", "--tom-set=tombench.partial=true", "-m", "en", f"--tom-cache-dir={cache}",
+                "--tom-report=report.json", "--junitxml=junit.xml", "--tom-markdown=summary.md",
+                "--tom-threshold=tombench.accuracy>=0.99", "--tom-detail=full", "-p", "no:cacheprovider", "-rA",
+                "--tb=long")
+        result = pytester.runpytest_subprocess(*args)
+        again = pytester.runpytest_subprocess(*args)  # answered from the cache
+        assert server.received
+    output = result.stdout.str() + result.stderr.str() + again.stdout.str() + again.stderr.str()
+    assert result.parseoutcomes().get("failed", 0) >= 1, output[-3000:]
+    files = [pytester.path / "report.json", pytester.path / "junit.xml", pytester.path / "summary.md",
+             *(p for p in cache.rglob("*") if p.is_file())]
+    assert all(p.is_file() for p in files[:3]) and any(p.suffix.startswith(".sqlite") for p in files)
+    for secret in (KEY, PROXY_TOKEN):
+        assert secret not in output
+        leaked = [str(p) for p in files if secret.encode() in p.read_bytes()]
+        assert not leaked, f"{secret} leaked into {leaked}"
+    assert "Served for Bearer [redacted] via [redacted]: [[A]]" in (pytester.path / "report.json").read_text()

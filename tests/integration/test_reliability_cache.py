@@ -193,6 +193,20 @@ def test_a_damaged_cache_stops_the_run_once_before_any_model_call(work: Workdir,
 
 
 @pytest.mark.slow
+def test_an_empty_cache_file_is_a_usage_error_before_any_model_call(work: Workdir) -> None:
+    work.cache.mkdir()
+    db = work.cache / "responses.sqlite3"
+    db.write_bytes(b"")
+    env = {**work.env(), "PYTHONPATH": os.pathsep.join((str(work.root), str(Path(__file__).resolve().parents[2])))}
+    run = subprocess.run(work.command(), cwd=work.root, env=env, capture_output=True, text=True, timeout=300,
+                         check=False)
+    out = run.stdout + run.stderr
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    assert work.calls() == 0
+    assert f"ERROR: pytest-tom: the response cache {db} is empty (0 bytes)" in out and "Traceback" not in out
+
+
+@pytest.mark.slow
 def test_the_ways_on_that_the_damaged_cache_message_offers_work(work: Workdir) -> None:
     work.populate()
     db = work.cache / "responses.sqlite3"

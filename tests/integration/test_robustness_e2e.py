@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,16 @@ def test_a_sample_keeps_the_robustness_items_of_its_questions_only(pytester: pyt
     robust = sorted(line.split("[", 1)[1].removesuffix("-permute]") for line in result.outlines
                     if "::simpletom_robustness[" in line)
     assert len(questions) == 4 and robust == questions
+
+
+def test_the_tom_ci_profile_writes_no_hypothesis_folder(pytester: pytest.Pytester, calls: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Documented as using no example database: hypothesis' own pytest plugin on, nothing under `.hypothesis/`."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join((str(pytester.path), str(FIXTURES.parent))))
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--tom-benchmark=simpletom", f"--tom-data-dir={FIXTURES}",
+        "--tom-set=simpletom.partial=true", "--tom-model=python:rb_models:knows_names", "--tom-robustness=rename",
+        "--tom-no-cache", "--tom-robustness-profile=tom-ci", "simpletom_robustness[jam_jar_sev1-ms-rename]")
+    result.assert_outcomes(failed=1)
+    assert not (pytester.path / ".hypothesis").exists(), sorted(str(p) for p in (pytester.path / ".hypothesis").rglob("*"))

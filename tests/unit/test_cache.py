@@ -91,14 +91,9 @@ def test_many_keys_are_looked_up_in_chunks(tmp_path: Path) -> None:
 
 def test_entries_written_before_choice_tokens_was_a_field_read_back_typed(tmp_path: Path) -> None:
     """Old cache rows kept the per-choice token counts in `usage` under a key prefix."""
-    cache = ResponseCache(tmp_path)
-    cache.close()
     old = {"text": "A", "error": None, "logprobs": [-1.0, -2.0],
            "usage": {"choice_tokens.1": 5, "choice_tokens.0": 3, "prompt_tokens": 2}}
-    conn = sqlite3.connect(tmp_path / "responses.sqlite3")
-    with conn:
-        conn.execute("INSERT INTO responses VALUES (?, ?, ?, ?)", (cache_key("fp", "k"), "fp", json.dumps(old), 0.0))
-    conn.close()
+    _legacy_cache(tmp_path, {"k": json.dumps(old)})
     got = ResponseCache(tmp_path).get_many("fp", ["k"])["k"]
     assert got.choice_tokens == (3, 5) and got.usage == {"prompt_tokens": 2} and got.logprobs == (-1.0, -2.0)
 
@@ -162,7 +157,8 @@ def test_an_entry_that_cannot_be_decoded_is_a_miss_and_is_replaced(tmp_path: Pat
     cache._conn.execute("UPDATE responses SET response = ? WHERE key = ?", ("{not json", cache_key("fp", "bad")))
     cache._conn.execute("UPDATE responses SET response = CAST(? AS BLOB) WHERE key = ?", (b"\xff\xfe\x00garbage",
                                                                                          cache_key("fp", "worse")))
-    assert set(cache.get_many("fp", ["good", "bad", "worse"])) == {"good"}
+    with pytest.warns(TomCacheWarning, match="2 cached answers in .* failed their checksum"):
+        assert set(cache.get_many("fp", ["good", "bad", "worse"])) == {"good"}
     cache.put_many("fp", [("bad", Response(text="again"))])
     assert cache.get_many("fp", ["bad"])["bad"].text == "again"
 
@@ -229,3 +225,104 @@ def test_stored_answers_are_in_the_file_after_flush(tmp_path: Path) -> None:
     cache.store("fp", "after", Response(text="a new writer"))
     cache.close()
     assert len(ResponseCache(tmp_path)) == 501
+
+
+# -- integrity: checksums, an old cache, an empty file, a file removed or replaced during the run ------------
+
+
+def _legacy_cache(directory: Path, rows: dict[str, str]) -> None:
+    """A cache as pytest-tom wrote it before checksums: four columns, rows keyed like today."""
+    conn = sqlite3.connect(directory / "responses.sqlite3")
+    with conn:
+        conn.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL,"
+                     " created REAL NOT NULL)")
+        conn.executemany("INSERT INTO responses VALUES (?, ?, ?, ?)",
+                         [(cache_key("fp", k), "fp", v, 0.0) for k, v in rows.items()])
+    conn.close()
+
+
+def test_an_answer_edited_on_disk_fails_its_checksum_and_is_asked_again(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.put_many("fp", [(f"k{i}", Response(text=f"[[A]] answer {i:03d}")) for i in range(40)])
+    cache.close()
+    db = tmp_path / "responses.sqlite3"
+    data = db.read_bytes()
+    for i in (7, 12, 30):  # the same length: SQLite's own checks cannot tell
+        assert data.count(f"[[A]] answer {i:03d}".encode()) == 1
+        data = data.replace(f"[[A]] answer {i:03d}".encode(), f"[[B]] answer {i:03d}".encode())
+    db.write_bytes(data)
+    cache = ResponseCache(tmp_path)
+    with pytest.warns(TomCacheWarning, match=r"3 cached answers in .*responses.sqlite3 failed their checksum .* and "
+                                             r"were asked again"):
+        found = cache.get_many("fp", [f"k{i}" for i in range(40)])
+    assert set(found) == {f"k{i}" for i in range(40)} - {"k7", "k12", "k30"}
+    assert all(r.text and r.text.startswith("[[A]]") for r in found.values()) and cache.checksum_failures == 3
+    cache.put_many("fp", [("k7", Response(text="[[A]] answer 007"))])  # asked again: replaced, and trusted again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.get_many("fp", ["k7"])["k7"].text == "[[A]] answer 007"
+
+
+def test_a_cache_from_before_checksums_is_migrated_and_keeps_its_answers(tmp_path: Path) -> None:
+    _legacy_cache(tmp_path, {f"k{i}": json.dumps({"text": f"[[C]] {i}", "error": None}) for i in range(5)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = ResponseCache(tmp_path).get_many("fp", [f"k{i}" for i in range(5)])
+    assert {k: r.text for k, r in found.items()} == {f"k{i}": f"[[C]] {i}" for i in range(5)}
+    conn = sqlite3.connect(tmp_path / "responses.sqlite3")
+    assert conn.execute("SELECT COUNT(*) FROM responses WHERE checksum IS NULL").fetchone() == (0,)
+    # a row an older pytest-tom adds later carries no checksum: asked again, never trusted
+    with conn:
+        conn.execute("INSERT INTO responses (key, fingerprint, response, created) VALUES (?, 'fp', ?, 0)",
+                     (cache_key("fp", "late"), json.dumps({"text": "[[D]]", "error": None})))
+    conn.close()
+    with pytest.warns(TomCacheWarning, match="1 cached answer in .* failed its checksum"):
+        assert "late" not in ResponseCache(tmp_path).get_many("fp", ["late"])
+
+
+@pytest.mark.parametrize("what", ["empty", "folder"])
+def test_an_empty_file_or_a_folder_at_the_cache_path_is_a_clear_error(tmp_path: Path, what: str) -> None:
+    db = tmp_path / "responses.sqlite3"
+    if what == "empty":
+        db.write_bytes(b"")
+    else:
+        db.mkdir()
+    with pytest.raises(TomCacheError) as info:
+        ResponseCache(tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"the response cache {db} is {'empty (0 bytes)' if what == 'empty' else 'not a file'}")
+    assert "--tom-no-cache" in message and info.value.path == db and isinstance(info.value, TomConfigError)
+    if what == "empty":
+        assert db.stat().st_size == 0  # left as it was: the user decides
+
+
+def test_a_new_cache_is_never_an_empty_file_at_its_path(tmp_path: Path) -> None:
+    ResponseCache(tmp_path)  # nothing stored yet: what a second process (an xdist worker) may open at once
+    assert (tmp_path / "responses.sqlite3").stat().st_size > 0
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("responses.sqlite3")) == []
+    ResponseCache(tmp_path).close()
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_cache_removed_or_replaced_during_the_run_keeps_the_runs_answers(tmp_path: Path, how: str) -> None:
+    theirs = ResponseCache(tmp_path / "other")
+    theirs.put_many("fp", [("theirs", Response(text="kept"))])
+    theirs.close()
+    cache = ResponseCache(tmp_path / "cache")
+    for i in range(5):
+        cache.store("fp", f"k{i}", Response(text=f"a{i}"))
+    cache.flush()
+    db = tmp_path / "cache" / "responses.sqlite3"
+    if how == "removed":
+        for path in db.parent.iterdir():
+            path.unlink()
+    else:
+        (tmp_path / "other" / "responses.sqlite3").rename(db)
+    cache.store("fp", "k5", Response(text="a5"))
+    with pytest.warns(TomCacheWarning, match=rf"the response cache .*responses.sqlite3 was {how} during the run: "
+                                             r".*this run's 5 earlier answers were written to it"):
+        cache.flush()
+    cache.close()
+    found = ResponseCache(tmp_path / "cache").get_many("fp", ["theirs", *(f"k{i}" for i in range(6))])
+    assert {f"k{i}" for i in range(6)} <= set(found)
+    assert ("theirs" in found) == (how == "replaced")
