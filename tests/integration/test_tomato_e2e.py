@@ -203,4 +203,5 @@ def test_the_real_false_belief_file_collects_806_items(pytester: pytest.Pytester
         "tomato::tomato_personality_robustness[second_order]"]
     # without a subset the whole release is asked for, and the message says what this folder holds
     result = pytester.runpytest(*QUIET, "--tom-benchmark=tomato", f"--tom-data-dir={real_data_dir}", "--collect-only")
-    result.stdout.fnmatch_lines(["*no tomato.json (subset 'all')*choose it with --tom-set tomato.subset=fb*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no tomato.json (subset 'all')*choose it with --tom-set tomato.subset=fb*"])
