@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -176,10 +176,3 @@ def slug(text: str) -> str:
             out.append("_")
             prev_us = True
     return "".join(out).strip("_")
-
-
-def first_existing(paths: Iterable[Path]) -> Path | None:
-    for p in paths:
-        if p.exists():
-            return p
-    return None

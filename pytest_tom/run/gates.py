@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.base import Benchmark
 from pytest_tom.gates import GateResult, MetricData, check_threshold, gate_metrics, match, parse_threshold
 from pytest_tom.gates.thresholds import Threshold
@@ -208,14 +206,3 @@ def summary_lines(results: Sequence[GateResult]) -> list[str]:
     failed = sum(not r.passed for r in results)
     head = f"gates: all {len(results)} passed" if not failed else f"gates: {failed} of {len(results)} failed"
     return [head] + [f"  {line(r)}" for r in results]
-
-
-def check_paths(paths: Sequence[Path | None]) -> None:
-    """A baseline or Markdown path that cannot be written is a usage error before the run, as --tom-report is."""
-    from pytest_tom.options import report_path_problem
-
-    for path in paths:
-        if path is not None:
-            problem = report_path_problem(path)
-            if problem is not None:
-                raise TomConfigError(f"{path}: {problem}")

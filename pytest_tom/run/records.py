@@ -100,9 +100,6 @@ class RunRecords:
                 self._benchmarks[suite] = None
         return self._benchmarks[suite]
 
-    def members_of(self, suite: str) -> dict[str, Record]:
-        return {r.sample_id: r for r in self.items.values() if r.suite == suite}
-
     def judge(self, spec: DerivedSpec, members: Mapping[str, Record], benchmark: Benchmark[Any]) -> DerivedRecord:
         """Judge one derived result over its member records (by sample id)."""
         return evaluate(spec.derived, members, benchmark.rule(spec.derived.kind), selected=spec.selected,

@@ -18,7 +18,6 @@ from pytest_tom.evals import Registry
 from pytest_tom.models import SchemeRegistry, as_model
 from pytest_tom.models.base import Model
 from pytest_tom.options import TomOptions, report_path_problem
-from pytest_tom.record import Verdict
 from pytest_tom.run.planning import Planner
 from pytest_tom.run.progress import Progress
 from pytest_tom.run.records import DerivedSpec, RunRecords
@@ -252,9 +251,6 @@ class TomSession:
         except Exception as exc:  # noqa: BLE001 - as for the report: one line, never a lost summary
             return f"pytest-tom: ERROR: the Markdown summary was not written to {path}: {type(exc).__name__}: {exc}"
         return None
-
-    def failed_derived(self) -> int:
-        return sum(1 for d in self.records.derived.values() if d.verdict is Verdict.FAILED)
 
 
 def _why_not_written(path: Path, exc: Exception) -> str:

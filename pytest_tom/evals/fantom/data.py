@@ -36,8 +36,6 @@ QUESTION_TYPES = (
     "info_accessibility_list", "info_accessibility_yn",
 )
 TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
-CHECK_KINDS = ("character_all", "consistency")
-GROUP_KINDS = ("all_star", "all_tom", "answerability_all", "info_accessibility_all")
 AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
 
 FORMAT = {

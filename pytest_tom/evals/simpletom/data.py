@@ -56,8 +56,6 @@ SCENARIOS = {
 """The ten scenarios (release keys), with the paper's name and story count (Table 8; the release agrees)."""
 SEVERITIES = {"1": "mild", "2": "base", "3": "high"}
 """`severity_original` as released: 1 = the mild variant, 2 = the seed's key information, 3 = the severe one (spec 1.4)."""
-OFFICIAL_SEVERITY_COUNTS = {"1": 153, "2": 442, "3": 552}
-"""Stories per severity at the pinned revision (not in the paper; counted on the release)."""
 
 
 def severity_mark(level: str) -> str:

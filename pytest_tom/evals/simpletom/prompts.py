@@ -32,7 +32,6 @@ from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Choice
 
 MENTAL_STATE = "mental_state"
-LABELS = ("A", "B")
 
 # -- the paper's text, verbatim (spec section 2) ---------------------------------------------------------------
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -35,8 +34,6 @@ from pytest_tom.evals.simpletom.data import (
     samples,
 )
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, parse_pins, read_pins, sha256_file
-
-_SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
 def parse_setting(value: str) -> dict[str, str] | None:
