@@ -127,6 +127,13 @@ class Benchmark(ABC, Generic[E]):
     def program(self, sample: Sample[E]) -> Program:
         """Yield the requests `sample` needs and return its scored record."""
 
+    def check_ready(self, samples: Sequence[Sample[E]]) -> None:
+        """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder).
+
+        The run layer calls it before the first model request, never when loading or for
+        `--collect-only`, so data and collection need none of it. Nothing by default.
+        """
+
     def derived(self, samples: Sequence[Sample[E]]) -> list[Derived]:
         """Aggregate assertions over `samples` (coherent stories, question sets...); none by default."""
         return []

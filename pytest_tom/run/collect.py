@@ -122,6 +122,8 @@ class SuiteCollector(pytest.Collector):
         """The suite's items; a suite that cannot be loaded stops the run as a usage error (`LOAD_ERROR`)."""
         try:
             loaded = tom_session(self.config).suites.load(self.nodeid, self.declaration)
+            if not self.config.option.collectonly:  # a run, not a listing: what answering needs, before any request
+                loaded.benchmark.check_ready(loaded.samples)
         except TomError as exc:
             message = load_error(exc)
             self.config.stash[LOAD_ERROR] = message

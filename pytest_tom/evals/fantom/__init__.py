@@ -154,13 +154,16 @@ class FANToM(Benchmark[FantomExtra]):
         sets = load_sets(path, seed=int(self.settings["choice_seed"]))
         if not verified and not self.partial:
             check_whole(sets, path)
-        if self.with_free:
-            self.embedder_choice(strict=True)  # fail before any model call when no embedder is installed
         samples: list[Sample[FantomExtra]] = []
         for context in self.contexts:
             samples += build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,
                                      benchmark=self.name)
         return samples
+
+    def check_ready(self, samples: Sequence[Sample[FantomExtra]]) -> None:
+        """Free-response beliefs need an embedder: a run without one fails before any model call, not at scoring."""
+        if any(s.extra.qtype == "belief_free" for s in samples):
+            self.embedder_choice(strict=True)
 
     def derived(self, samples: Sequence[Sample[FantomExtra]]) -> list[Derived]:
         return [
