@@ -156,3 +156,68 @@ def test_xdist_splits_the_work_and_the_controller_judges_derived_results(toy: py
     assert {i["nodeid"]: i["outcome"] for i in a["items"]} == {i["nodeid"]: i["outcome"] for i in b["items"]}
     assert a["groups"] == b["groups"]
     assert b["engine"]["model_requests"] == 8 and len(b["responses"]) == 8
+
+
+# --- the public hooks, implemented in a conftest.py ------------------------------------------------
+
+RESULTS_HOOK = '''
+
+import json as _json
+import os as _os
+from pathlib import Path as _Path
+
+
+def pytest_tom_results_ready(session, results):
+    """Log each call: who called, in which process, and the records it was handed."""
+    assert all(isinstance(r, Record) for r in results.values())
+    line = {"pid": _os.getpid(), "session": type(session).__name__,
+            "outcomes": {key: r.outcome.value for key, r in results.items()}}
+    with open(_Path(__file__).with_name("results.log"), "a") as log:
+        log.write(_json.dumps(line) + "\\n")
+'''
+
+
+def _results_calls(path: object) -> list[dict[str, object]]:
+    from pathlib import Path
+
+    return [json.loads(line) for line in (Path(str(path)) / "results.log").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("workers", [None, "2"])
+def test_results_ready_gets_each_answered_planning_unit_once(pytester: pytest.Pytester, workers: str | None) -> None:
+    """One process answers one unit: one call with every question's record. Under -n 2 each worker calls it
+    for its own block (the hook runs where the engine answers), and the blocks make up the run."""
+    if workers:
+        pytest.importorskip("xdist")
+    pytester.makeconftest(TOY_CONFTEST + RESULTS_HOOK)
+    args = [*BASE, "--tom-benchmark=toy", "--tom-model=adder:wrong_odd", "--tom-set=toy.count=6"]
+    result = pytester.runpytest_subprocess(*args, *(("-n", workers) if workers else ()))
+    assert result.parseoutcomes() == {"passed": 4, "failed": 3}
+    calls = _results_calls(pytester.path)
+    assert {c["session"] for c in calls} == {"TomSession"}
+    assert len(calls) == (2 if workers else 1) and len({c["pid"] for c in calls}) == len(calls)
+    merged: dict[str, object] = {}
+    for c in calls:
+        outcomes = c["outcomes"]
+        assert isinstance(outcomes, dict) and not set(outcomes) & set(merged)  # no question answered twice
+        merged.update(outcomes)
+    assert merged == {f"toy::q{i}": "correct" if i % 2 == 0 else "incorrect" for i in range(6)}
+
+
+MAKE_MODEL_HOOK = '''
+
+
+def pytest_tom_make_model(uri, config):
+    """`custom:` URIs are this conftest's; any other is left to the registered schemes."""
+    assert config.getoption("tom_model") == uri
+    return Adder(wrong_odd=True) if uri == "custom:wrong" else None
+'''
+
+
+def test_make_model_builds_its_uris_and_leaves_the_rest_to_the_schemes(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(TOY_CONFTEST + MAKE_MODEL_HOOK)
+    args = [*BASE, "--tom-benchmark=toy", "--tom-set=toy.count=4"]
+    pytester.runpytest(*args, "--tom-model=custom:wrong").assert_outcomes(passed=3, failed=2)
+    pytester.runpytest(*args, "--tom-model=adder").assert_outcomes(passed=5)
+    result = pytester.runpytest(*args, "--tom-model=nothing:here")
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: --tom-model 'nothing:here': unknown scheme 'nothing'*"])
