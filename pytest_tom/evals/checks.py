@@ -139,29 +139,6 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 # --- record checks ------------------------------------------------------------------------------
 
 
-class UniqueIds:
-    """Ids of one file (or release) seen so far: a second record with an id is an error naming both records."""
-
-    def __init__(self, path: Path, field: str, what: str = "id") -> None:
-        self.path, self.field, self.what = path, field, what
-        self.seen: dict[str, str] = {}
-
-    def add(self, value: str, record: str, *, path: Path | None = None) -> None:
-        first = self.seen.setdefault(value, record)
-        if first != record:
-            raise TomDataError(f"{self.what} {value!r} is also the {self.what} of record {first}; ids must be unique "
-                               "(they are item ids and baseline keys)", path=path or self.path, record=record,
-                               field=self.field)
-
-
-def gold_among(gold: str, labels: Sequence[str], path: Path, record: str, field: str) -> int:
-    """The position of `gold` among the option `labels`; an error when it is none of them."""
-    if gold not in labels:
-        raise TomDataError(f"gold {gold!r} is not among the options {', '.join(labels)}", path=path, record=record,
-                           field=field)
-    return list(labels).index(gold)
-
-
 def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
                      gold_only: bool = False) -> None:
     """Options of one question must differ in text: with a doubled text the right answer is ambiguous.
