@@ -8,6 +8,8 @@ aggregates need: whether the original was right, how many perturbations were tri
 minimal breaking one. From those: per strategy, the flip rate (share of questions some
 perturbation broke) and the robust accuracy (share right on the original and under every
 perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`, `robust_accuracy.permute`).
+The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too: the
+options check a profile name before any item exists.
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ from pytest_tom.record import DerivedRecord, Verdict
 
 KIND = "robustness"
 MARK = "tom_robustness"
+
+PROFILES_REGISTERED = False
+"""Hypothesis keeps profiles per process: register ours once, when robustness is first asked for."""
+
+
+def register_profiles() -> None:
+    """`tom-ci` (reproducible: derandomized, no database) and `tom-dev` (database on, so failures replay first)."""
+    global PROFILES_REGISTERED
+    if PROFILES_REGISTERED:
+        return
+    from hypothesis import HealthCheck, settings
+
+    quiet = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+    settings.register_profile("tom-ci", derandomize=True, database=None, deadline=None, suppress_health_check=quiet,
+                              print_blob=False)
+    settings.register_profile("tom-dev", deadline=None, suppress_health_check=quiet)
+    PROFILES_REGISTERED = True
 
 
 def judged(derived: Iterable[DerivedRecord]) -> list[DerivedRecord]:
