@@ -23,22 +23,26 @@ from pytest_tom.record import DerivedRecord, Verdict
 KIND = "robustness"
 MARK = "tom_robustness"
 
-PROFILES_REGISTERED = False
-"""Hypothesis keeps profiles per process: register ours once, when robustness is first asked for."""
+_registered_with: object = None
+"""The hypothesis `settings` class our profiles were registered on: once per hypothesis import.
+
+Compared by identity, not a flag: pytest's own tests (pytester) drop and re-import hypothesis
+between in-process runs while this module stays, and a fresh hypothesis has no profiles.
+"""
 
 
 def register_profiles() -> None:
     """`tom-ci` (reproducible: derandomized, no database) and `tom-dev` (database on, so failures replay first)."""
-    global PROFILES_REGISTERED
-    if PROFILES_REGISTERED:
-        return
+    global _registered_with
     from hypothesis import HealthCheck, settings
 
+    if _registered_with is settings:
+        return
     quiet = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
     settings.register_profile("tom-ci", derandomize=True, database=None, deadline=None, suppress_health_check=quiet,
                               print_blob=False)
     settings.register_profile("tom-dev", deadline=None, suppress_health_check=quiet)
-    PROFILES_REGISTERED = True
+    _registered_with = settings
 
 
 def judged(derived: Iterable[DerivedRecord]) -> list[DerivedRecord]:
