@@ -28,6 +28,7 @@ from pytest_tom.evals.base import Benchmark
 from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes
+from pytest_tom.robustness import register_profiles
 
 _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.MODEL_OPTION, "tom_model", "", {}),  # help generated from the scheme registry: see model_help
@@ -386,8 +387,6 @@ def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str
     if raw:
         from hypothesis import settings
         from hypothesis.errors import InvalidArgument
-
-        from pytest_tom.run.robustness import register_profiles
 
         register_profiles()
         try:

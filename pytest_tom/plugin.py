@@ -42,7 +42,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session."""
-    setup.configure(config)
+    setup.configure(config, TomHooks)
 
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:

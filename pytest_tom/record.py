@@ -180,3 +180,22 @@ class DerivedRecord:
 def index(records: Sequence[Record]) -> dict[str, Record]:
     """Records by sample id (the key baselines compare on)."""
     return {r.sample_id: r for r in records}
+
+
+@dataclass(frozen=True)
+class MetricData:
+    """One metric's units: ids, values in [0, 1], and the cluster of each (for intervals and pairing)."""
+
+    name: str
+    ids: tuple[str, ...]
+    values: tuple[float, ...]
+    clusters: tuple[str, ...]
+    description: str
+    higher_is_better: bool = True
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def rate(self) -> float | None:
+        return sum(self.values) / len(self.values) if self.values else None

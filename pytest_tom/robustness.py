@@ -8,6 +8,8 @@ aggregates need: whether the original was right, how many perturbations were tri
 minimal breaking one. From those: per strategy, the flip rate (share of questions some
 perturbation broke) and the robust accuracy (share right on the original and under every
 perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`, `robust_accuracy.permute`).
+The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too: the
+options check a profile name before any item exists.
 """
 
 from __future__ import annotations
@@ -20,6 +22,27 @@ from pytest_tom.record import DerivedRecord, Verdict
 
 KIND = "robustness"
 MARK = "tom_robustness"
+
+_registered_with: object = None
+"""The hypothesis `settings` class our profiles were registered on: once per hypothesis import.
+
+Compared by identity, not a flag: pytest's own tests (pytester) drop and re-import hypothesis
+between in-process runs while this module stays, and a fresh hypothesis has no profiles.
+"""
+
+
+def register_profiles() -> None:
+    """`tom-ci` (reproducible: derandomized, no database) and `tom-dev` (database on, so failures replay first)."""
+    global _registered_with
+    from hypothesis import HealthCheck, settings
+
+    if _registered_with is settings:
+        return
+    quiet = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+    settings.register_profile("tom-ci", derandomize=True, database=None, deadline=None, suppress_health_check=quiet,
+                              print_blob=False)
+    settings.register_profile("tom-dev", deadline=None, suppress_health_check=quiet)
+    _registered_with = settings
 
 
 def judged(derived: Iterable[DerivedRecord]) -> list[DerivedRecord]:

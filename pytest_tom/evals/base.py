@@ -17,17 +17,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.checks import read_json as read_json  # re-exported: loaders read their JSON here
-from pytest_tom.record import Record
+from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
-
-if TYPE_CHECKING:
-    from pytest_tom.gates.metrics import MetricData
 
 E = TypeVar("E")
 

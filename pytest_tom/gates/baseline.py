@@ -32,8 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.gates.metrics import MetricData
-from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.record import DerivedRecord, MetricData, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
 
 BASELINE_VERSION = 1

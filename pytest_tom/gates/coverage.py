@@ -41,7 +41,7 @@ class PlannedSuite:
     """One suite of the coming run as a comparison will see it, known before any model request."""
 
     name: str
-    """What rules call it (`<suite>` in `<suite>.<metric>`), as `run.gates.SuiteView.name`."""
+    """What rules call it (`<suite>` in `<suite>.<metric>`), as `gates.metrics.SuiteView.name`."""
     benchmark: str
     settings: Mapping[str, Any]
     data_fingerprint: str

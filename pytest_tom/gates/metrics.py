@@ -16,29 +16,34 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_tom import robustness
-from pytest_tom.evals.base import slug
+from pytest_tom.evals.base import Benchmark, slug
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.record import MetricData as MetricData  # re-exported: it lives with the other typed results
 
 
 @dataclass(frozen=True)
-class MetricData:
-    """One metric's units: ids, values in [0, 1], and the cluster of each (for intervals and pairing)."""
+class SuiteView:
+    """One suite's records as the gates see them (in one process or on the xdist controller)."""
 
+    sid: str
     name: str
-    ids: tuple[str, ...]
-    values: tuple[float, ...]
-    clusters: tuple[str, ...]
-    description: str
-    higher_is_better: bool = True
+    """What gate rules call the suite: its name in the test module, the benchmark for --tom-benchmark."""
+    benchmark: Benchmark[Any]
+    info: dict[str, Any]
+    records: list[Record]
+    derived: list[DerivedRecord]
 
-    @property
-    def n(self) -> int:
-        return len(self.values)
+    def label(self, metric: str) -> str:
+        """The full metric name, `<suite name>.<metric>` (`tombench.ability.faux_pas`)."""
+        return f"{self.name}.{metric}"
 
-    def rate(self) -> float | None:
-        return sum(self.values) / len(self.values) if self.values else None
+    def metrics(self) -> dict[str, MetricData]:
+        out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
+        out.update({m.name: m for m in self.benchmark.gate_rates(self.records)})
+        return out
 
 
 def gate_metrics(

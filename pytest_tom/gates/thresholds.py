@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.gates.metrics import MetricData
 from pytest_tom.gates.result import GateResult
+from pytest_tom.record import MetricData
 from pytest_tom.stats import estimate_rate
 
 _RULE = re.compile(

@@ -242,3 +242,12 @@ def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] 
                 if best is None or candidate < best:
                     best = candidate
     return text if best is None else text[: best[1]]
+
+
+def dtype_kwarg(transformers: Any, value: Any) -> dict[str, Any]:
+    """Pass a dtype as transformers >= 4.56 wants (`dtype=`) or as older releases (>= 4.47) want (`torch_dtype=`)."""
+    try:
+        major, minor = (int(x) for x in str(transformers.__version__).split(".")[:2])
+    except ValueError:
+        return {"dtype": value}
+    return {"dtype": value} if (major, minor) >= (4, 56) else {"torch_dtype": value}

@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._common import file_digest, models_root
+from pytest_tom.models._common import dtype_kwarg, file_digest, models_root
 
 CONVERTER_VERSION = 1
 _MARKER = "pytest-tom-conversion.json"
@@ -129,8 +129,6 @@ def convert(gguf: Path, out: Path) -> None:
     except ImportError as exc:
         raise TomDependencyError(
             f"converting {gguf.name} needs transformers and torch: pip install 'pytest-tom[hf]' ({exc})") from exc
-
-    from pytest_tom.models.hf import dtype_kwarg
 
     f32 = dtype_kwarg(transformers, torch.float32)
     loaded = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, **f32)

@@ -35,7 +35,15 @@ from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._batching import AdaptiveBatches, Failed
 from pytest_tom.models._capacity import CPU_BATCH, GPU_START, CapacityProbe
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import Option, Spec, loglikelihood_response, parse_spec, require_existing, too_long
+from pytest_tom.models._common import (
+    Option,
+    Spec,
+    dtype_kwarg,
+    loglikelihood_response,
+    parse_spec,
+    require_existing,
+    too_long,
+)
 from pytest_tom.models._decode import decode_rows
 from pytest_tom.models._gguf import resolve_checkpoint
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
@@ -77,15 +85,6 @@ OPTIONS: tuple[Option, ...] = (
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "half": "float16"}
-
-
-def dtype_kwarg(transformers: Any, value: Any) -> dict[str, Any]:
-    """Pass a dtype as transformers >= 4.56 wants (`dtype=`) or as older releases (>= 4.47) want (`torch_dtype=`)."""
-    try:
-        major, minor = (int(x) for x in str(transformers.__version__).split(".")[:2])
-    except ValueError:
-        return {"dtype": value}
-    return {"dtype": value} if (major, minor) >= (4, 56) else {"torch_dtype": value}
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metr
 from pytest_tom.gates.result import GateResult
 
 if TYPE_CHECKING:
-    from pytest_tom.run.gates import SuiteView
+    from pytest_tom.gates.metrics import SuiteView
     from pytest_tom.run.session import TomSession
 
 DEFAULT_RULE = "*.accuracy"

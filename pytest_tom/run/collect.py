@@ -26,13 +26,13 @@ from pytest_tom.run.records import DerivedSpec
 from pytest_tom.run.robustness import register_marks as register_robust_marks
 from pytest_tom.run.robustness import robustness_items
 from pytest_tom.run.session import tom_session
-from pytest_tom.strategies.base import resolve
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
     from pytest_tom.run.suites import LoadedSuite
     from pytest_tom.sample import Sample
+    from pytest_tom.strategies.base import StrategySpec
     from pytest_tom.suite import Suite
 
 
@@ -162,7 +162,11 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
         for d in after.pop(index, []):
             yield make(DerivedItem, f"{bench}_{d.kind}[{d.id}]", derived=d, suite=loaded)
 
-    specs = resolve(list(loaded.robustness)) if loaded.robustness else []
+    specs: list[StrategySpec] = []
+    if loaded.robustness:
+        from pytest_tom.strategies import resolve  # loads hypothesis and the built-in strategies: only when asked
+
+        specs = resolve(list(loaded.robustness))
     if specs:
         register_robust_marks(parent.config, specs)
     for i, s in enumerate(loaded.samples):

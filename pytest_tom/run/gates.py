@@ -11,15 +11,15 @@ exit status see it like any test; nothing is raised from the terminal summary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from pytest_tom.evals.base import Benchmark
-from pytest_tom.gates import GateResult, MetricData, check_threshold, gate_metrics, match, parse_threshold
+from pytest_tom.gates import GateResult, check_threshold, match, parse_threshold
+from pytest_tom.gates.metrics import SuiteView as SuiteView  # re-exported: the gates' view of a suite lives there
 from pytest_tom.gates.thresholds import Threshold
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
+from pytest_tom.run.baseline import baseline_results
 
 if TYPE_CHECKING:
     from pytest_tom.run.session import TomSession
@@ -29,28 +29,6 @@ GATE_PROPERTY = "tom_gate"
 """user_properties key of a gate's result (junitxml writes it, and the numbers below, as properties)."""
 
 When = Literal["setup", "call", "teardown"]
-
-
-@dataclass(frozen=True)
-class SuiteView:
-    """One suite's records as the gates see them (in one process or on the xdist controller)."""
-
-    sid: str
-    name: str
-    """What gate rules call the suite: its name in the test module, the benchmark for --tom-benchmark."""
-    benchmark: Benchmark[Any]
-    info: dict[str, Any]
-    records: list[Record]
-    derived: list[DerivedRecord]
-
-    def label(self, metric: str) -> str:
-        """The full metric name, `<suite name>.<metric>` (`tombench.ability.faux_pas`)."""
-        return f"{self.name}.{metric}"
-
-    def metrics(self) -> dict[str, MetricData]:
-        out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
-        out.update({m.name: m for m in self.benchmark.gate_rates(self.records)})
-        return out
 
 
 def is_gate_run(tom: TomSession) -> bool:
@@ -118,8 +96,6 @@ def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:
         return []
     views = suite_views(tom)
     results = threshold_results(views, cfg.thresholds)
-    from pytest_tom.run.baseline import baseline_results
-
     results.extend(baseline_results(views, tom))
     report_gates(session, results)
     return results

@@ -23,7 +23,7 @@ import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.robustness import KIND, MARK
+from pytest_tom.robustness import KIND, MARK, register_profiles
 from pytest_tom.run.gates import is_gate_run
 from pytest_tom.run.session import tom_session
 
@@ -31,22 +31,6 @@ if TYPE_CHECKING:
     from pytest_tom.run.suites import LoadedSuite
     from pytest_tom.sample import Sample
     from pytest_tom.strategies.base import Perturbation, StrategySpec
-
-PROFILES_REGISTERED = False
-
-
-def register_profiles() -> None:
-    """`tom-ci` (reproducible: derandomized, no database) and `tom-dev` (database on, so failures replay first)."""
-    global PROFILES_REGISTERED
-    if PROFILES_REGISTERED:
-        return
-    from hypothesis import HealthCheck, settings
-
-    quiet = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-    settings.register_profile("tom-ci", derandomize=True, database=None, deadline=None, suppress_health_check=quiet,
-                              print_blob=False)
-    settings.register_profile("tom-dev", deadline=None, suppress_health_check=quiet)
-    PROFILES_REGISTERED = True
 
 
 class Broken(AssertionError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -121,7 +121,12 @@ def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
     register_marks(config, [cls])
 
 
-def configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config, hooks: Callable[[TomSession], object]) -> None:
+    """Parse the options, register the marks, start the session and register `hooks(session)` as a plugin.
+
+    `hooks` is the hook object `plugin.py` defines (`TomHooks`): passed in, so the run layer never
+    imports the plugin module back.
+    """
     holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
     registry: Registry = holder.registry if holder is not None else Registry()
     backends: SchemeRegistry = holder.backends if holder is not None else SchemeRegistry()
@@ -146,9 +151,7 @@ def configure(config: pytest.Config) -> None:
     except TomConfigError as exc:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = tom
-    from pytest_tom.plugin import TomHooks
-
-    config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
+    config.pluginmanager.register(hooks(tom), "pytest-tom-session")
     if tom.worker is None and config.pluginmanager.has_plugin("xdist"):
         config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
 

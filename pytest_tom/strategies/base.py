@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_tom.errors import TomConfigError
 from pytest_tom.sample import Sample
 
 if TYPE_CHECKING:
@@ -90,22 +89,6 @@ def register(spec: StrategySpec) -> StrategySpec:
     """Add a strategy (third parties may register their own before the run collects)."""
     REGISTRY[spec.name] = spec
     return spec
-
-
-def resolve(names: str | list[str] | tuple[str, ...]) -> list[StrategySpec]:
-    """Specs for a comma-separated list (or "all"); an unknown name is a configuration error listing the known ones."""
-    from pytest_tom.strategies import (
-        counterfactual,  # noqa: F401
-        invariance,  # noqa: F401 - registers the built-in strategies
-    )
-
-    wanted = [n.strip() for n in (names.split(",") if isinstance(names, str) else names) if n.strip()]
-    if wanted == ["all"]:
-        return list(REGISTRY.values())
-    unknown = [n for n in wanted if n not in REGISTRY]
-    if unknown:
-        raise TomConfigError(f"unknown robustness strategy {unknown[0]!r}; known: {', '.join(REGISTRY)} (or all)")
-    return [REGISTRY[n] for n in dict.fromkeys(wanted)]
 
 
 def describe(specs: Mapping[str, StrategySpec] | None = None) -> list[dict[str, Any]]:

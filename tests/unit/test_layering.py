@@ -52,30 +52,91 @@ def test_pure_modules_import_neither_pytest_nor_heavy_sdks_at_top_level(path: Pa
     assert not roots & HEAVY, f"{path.name} imports {roots & HEAVY} at module level; import them lazily"
 
 
-def test_there_are_no_import_circles() -> None:
-    modules = {_module(p): p for p in ALL}
-    graph = {m: {n for n in _top_level_imports(p) if n in modules and n != m} for m, p in modules.items()}
-    # A package's __init__ importing its own submodules is not a circle its submodules can trip on.
-    for m in graph:
-        graph[m] = {n for n in graph[m] if not n.startswith(m + ".")}
-    state: dict[str, int] = {}
+def _every_import(path: Path, known: set[str]) -> set[str]:
+    """Package modules that `path` imports anywhere: module level, inside functions, under TYPE_CHECKING.
+
+    An import of a package counts as an import of its `__init__`; `from pkg import name` counts as an
+    import of `pkg.name` when that is a module of the package, else of `pkg`.
+    """
+    name = _module(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                stem = ".".join(parts[: len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets = [f"{stem}.{a.name}" if f"{stem}.{a.name}" in known else stem for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:  # the longest package module the import names
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative: every set of two or more modules that reach each other."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = []
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work.append((root, sorted(graph[root])))
+        while work:
+            v, todo = work[-1]
+            if todo:
+                w = todo.pop(0)
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, sorted(graph[w])))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
 
-    def visit(m: str) -> None:
-        state[m] = 1
-        stack.append(m)
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                cycle = stack[stack.index(n):] + [n]
-                raise AssertionError("import circle: " + " -> ".join(cycle))
-            if n not in state:
-                visit(n)
-        stack.pop()
-        state[m] = 2
 
-    for m in sorted(graph):
-        if m not in state:
-            visit(m)
+def _only_package_and_its_submodules(component: list[str], graph: dict[str, set[str]]) -> bool:
+    """A package's __init__ re-exporting its submodules, which import the package back: not a circle to break."""
+    members = set(component)
+    related = all(w.startswith(m + ".") or m.startswith(w + ".") for m in component for w in graph[m] & members)
+    return related and any(o.startswith(m + ".") for m in component for o in component)
+
+
+def test_there_are_no_import_circles() -> None:
+    """Every import counts, even inside a function or under TYPE_CHECKING: hiding one does not break a circle."""
+    modules = {_module(p): p for p in ALL}
+    graph = {m: _every_import(p, set(modules)) for m, p in modules.items()}
+    circles = [c for c in _strongly_connected(graph) if not _only_package_and_its_submodules(c, graph)]
+    assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.relative_to(PKG).as_posix())

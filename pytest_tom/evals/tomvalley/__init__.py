@@ -25,8 +25,7 @@ from pytest_tom.evals.tomvalley import prompts, release, scoring
 from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample
 from pytest_tom.evals.tomvalley.metrics import aggregate, metric_lines
 from pytest_tom.fetch import parse_flag
-from pytest_tom.gates.metrics import MetricData
-from pytest_tom.record import Record
+from pytest_tom.record import MetricData, Record
 
 __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
 
