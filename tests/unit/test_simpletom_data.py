@@ -99,6 +99,15 @@ def test_chains_and_balance_checks_are_built_from_the_samples() -> None:
 # --- malformed records -----------------------------------------------------------------------------------------
 
 
+
+def _error_after(copy: Path, config: str, line: int, change: dict[str, Any]) -> tuple[Path, str]:
+    """Rewrite one record of a copy of the fixtures and return the file and the load error's text."""
+    path = copy / config / "test.jsonl"
+    rewrite(path, line, change)
+    with pytest.raises(TomDataError) as info:
+        load(copy.parent)
+    return path, str(info.value)
+
 @pytest.mark.parametrize(("config", "line", "change", "field", "why"), [
     ("behavior-qa", 3, {"answerKey": "C"}, "answerKey", "gold 'C' is not 'A' or 'B'"),
     ("behavior-qa", 2, {"choices": {"text": ["x"], "label": ["A"]}}, "choices.text", "a list of 2 option texts"),
@@ -114,11 +123,7 @@ def test_chains_and_balance_checks_are_built_from_the_samples() -> None:
 ])
 def test_every_malformed_record_names_file_line_and_field(copy: Path, config: str, line: int, change: dict[str, Any],
                                                           field: str, why: str) -> None:
-    path = copy / config / "test.jsonl"
-    rewrite(path, line, change)
-    with pytest.raises(TomDataError) as info:
-        load(copy.parent)
-    text = str(info.value)
+    path, text = _error_after(copy, config, line, change)
     assert str(path) in text and f"line {line}" in text and field in text and why in text
 
 
@@ -163,11 +168,7 @@ def test_a_byte_order_mark_and_crlf_line_ends_are_read(copy: Path) -> None:
 ])
 def test_an_id_means_one_story_and_one_gold_in_every_config(copy: Path, config: str, line: int, change: dict[str, Any],
                                                              field: str, why: str) -> None:
-    path = copy / config / "test.jsonl"
-    rewrite(path, line, change)
-    with pytest.raises(TomDataError) as info:
-        load(copy.parent)
-    text = str(info.value)
+    path, text = _error_after(copy, config, line, change)
     assert f"{path}, record line {line}, field {field!r}: {why}" in text
 
 
