@@ -10,6 +10,7 @@ xdist; that mode is also compared with itself, so a normaliser that hid too litt
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,14 @@ def _report(raw: dict[str, Any]) -> dict[str, Any]:
             "engine": {k: v for k, v in raw["engine"].items() if k not in TIMING}}
 
 
+def _summary(lines: list[str]) -> list[str]:
+    """From pytest-tom's summary header to the line before the last (which holds the run's duration).
+
+    Compared with the engine's time and the baseline's file name masked."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("=") and " pytest-tom summary " in line), len(lines))
+    return lines[start:-1]
+
+
 def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str, mode: tuple[str, ...]) -> dict[str, Any]:
     """Run the session in `mode`; what it showed and wrote, and the requests the model was asked."""
     log = pytester.path / f"{name}.calls"
@@ -87,6 +96,10 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str, 
         "counts": result.parseoutcomes(),
         "statuses": json.loads((pytester.path / f"{name}.statuses.json").read_text()),
         "gate lines": [line for line in text.splitlines() if line.startswith(("  PASS ", "  FAIL "))],
+        # The summary tables, the gates and the baseline note, printed once (by the controller under xdist);
+        # the last line holds the run's duration.
+        "summary": [re.sub(r" in [0-9.]+ s,", " in T s,", line.replace(f"/{name}.base.json", "/BASELINE"))
+                    for line in _summary(text.splitlines())],
         "report": _report(json.loads((pytester.path / f"{name}.json").read_text())),
         "baseline": {k: v for k, v in baseline.items() if k != "created"},
         "calls": sorted(log.read_text().splitlines()),
@@ -109,6 +122,8 @@ def test_every_run_mode_agrees_with_a_run_without_xdist(pytester: pytest.Pyteste
     # The session is representative: every status, both gate verdicts, coherence groups and FANToM sets.
     assert {category for _, _, category in reference["statuses"]} >= {"passed", "failed", "wrong", "unparseable", "inconsistent"}
     assert [line.split()[0] for line in reference["gate lines"]] == ["FAIL", "PASS"]
+    assert {"tombench (tombench, 42 questions)", "fantom (fantom, 66 questions)"} <= set(reference["summary"])
+    assert any(line.startswith("  coherence groups: ") for line in reference["summary"])
     assert {suite["benchmark"] for suite in reference["report"]["suites"]} == {"tombench", "fantom"}
     assert {g["nodeid"].split("::")[0] for g in reference["report"]["groups"]} >= {"tombench", "fantom"}
     # Each request answered once, in every process together.
@@ -116,7 +131,7 @@ def test_every_run_mode_agrees_with_a_run_without_xdist(pytester: pytest.Pyteste
         assert len(r["calls"]) == len(set(r["calls"])) == r["report"]["engine"]["model_requests"] > 0
         assert r["exit"] == pytest.ExitCode.TESTS_FAILED  # the failing gate
 
-    for key in ("exit", "counts", "statuses", "gate lines", "calls"):
+    for key in ("exit", "counts", "statuses", "gate lines", "summary", "calls"):
         assert run[key] == reference[key], key
     for key in reference["report"]:  # one key at a time: a difference names its part of the report
         assert run["report"][key] == reference["report"][key], key
