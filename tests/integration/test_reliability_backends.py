@@ -94,7 +94,7 @@ def test_filtered_empty_and_malformed_api_answers_are_errors_never_cached_answer
         # backoff=0: the retries come at once (a subprocess cannot be handed the unit tests' fake clock).
         uri = f"openai:gpt-test?base_url={server.base_url}&max_retries={retries}&backoff=0"
         args = [*tom_args, f"--tom-model={uri}", "--tom-set=tombench.tries=1", "-m", "en", f"--tom-cache-dir={tmp_path / 'c'}",
-                "-rE", "--tb=line"]
+                "-rE", "--tb=line", "--tom-detail=full"]  # every erroring item listed: the counts below are per item
         runs = []
         for name in ("first.json", "second.json"):
             before = len(server.received)
