@@ -161,7 +161,7 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     root = Path(os.environ.get("TOM_DATA_DIR") or REPO / "fixtures").resolve()
     if args.model == "smollm2":
-        from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
+        from pytest_tom.models.hf.gguf import ensure_converted, smollm2_gguf
 
         folder = str(ensure_converted(smollm2_gguf()))
     else:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.models._common import looks_local, parse_spec, require_existing
-from pytest_tom.models._gguf import SMOLLM2_ALIASES
+from pytest_tom.models.hf.gguf import SMOLLM2_ALIASES
 from pytest_tom.suggest import did_you_mean, nearest
 
 HUB_TIMEOUT = 5.0

@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from pytest_tom.models import make_model  # noqa: E402
-from pytest_tom.models._gguf import ensure_converted, is_converted, smollm2_gguf  # noqa: E402
+from pytest_tom.models.hf.gguf import ensure_converted, is_converted, smollm2_gguf  # noqa: E402
 from pytest_tom.request import GenerationSettings, Message, Request  # noqa: E402
 
 pytestmark = pytest.mark.slow

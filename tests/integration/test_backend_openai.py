@@ -38,7 +38,7 @@ def free_port() -> int:
 def smollm2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from pytest_tom.models._gguf import ensure_converted, smollm2_gguf
+    from pytest_tom.models.hf.gguf import ensure_converted, smollm2_gguf
 
     models = os.environ.get("TOM_MODEL_DIR") or str(tmp_path_factory.getbasetemp() / "tom-models")
     old = os.environ.get("TOM_MODEL_DIR")

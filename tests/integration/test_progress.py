@@ -111,7 +111,7 @@ from pathlib import Path
 
 import pytest
 import pytest_tom
-from pytest_tom.models import _gguf
+from pytest_tom.models.hf import gguf as _gguf
 
 
 def noisy_convert(gguf, out):
@@ -172,7 +172,7 @@ def test_the_bundled_model_is_converted_and_loaded_with_a_word_and_no_captured_b
     pytest.importorskip("transformers")
     pytest.importorskip("gguf")
     from pytest_tom.errors import TomDependencyError
-    from pytest_tom.models._gguf import converted_dir_for, smollm2_gguf
+    from pytest_tom.models.hf.gguf import converted_dir_for, smollm2_gguf
 
     try:
         gguf = smollm2_gguf()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.models._api import BadAnswer, Empty, Permanent, Withheld, answer_text
+from pytest_tom.models.openai.api import BadAnswer, Empty, Permanent, Withheld, answer_text
 
 URL = "http://127.0.0.1:9/v1"
 

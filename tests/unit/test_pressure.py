@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pytest_tom.models._pressure import Pressure, Slots
+from pytest_tom.models.openai.pressure import Pressure, Slots
 
 TIMEOUT = 600.0
 

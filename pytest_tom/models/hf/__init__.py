@@ -32,8 +32,6 @@ from typing import Any
 
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._batching import AdaptiveBatches, Failed
-from pytest_tom.models._capacity import CPU_BATCH, GPU_START, CapacityProbe
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import (
     Option,
@@ -44,8 +42,6 @@ from pytest_tom.models._common import (
     require_existing,
     too_long,
 )
-from pytest_tom.models._decode import decode_rows
-from pytest_tom.models._gguf import resolve_checkpoint
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
@@ -56,6 +52,10 @@ from pytest_tom.models._tokenized import (
     local_fingerprint,
 )
 from pytest_tom.models.base import StreamingModel
+from pytest_tom.models.hf.batching import AdaptiveBatches, Failed
+from pytest_tom.models.hf.capacity import CPU_BATCH, GPU_START, CapacityProbe
+from pytest_tom.models.hf.decode import decode_rows
+from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1

@@ -9,7 +9,7 @@ exponential back-off, wait exactly as long as a `Retry-After` (or
 `retry-after-ms`) header asks, and after the last attempt return
 `Response(error=...)` so the engine records an item ERROR, never a wrong answer.
 
-How many requests are in flight adapts to the server (`_pressure.py`): it
+How many requests are in flight adapts to the server (`pressure.py`): it
 starts at `concurrency_start` (4), halves on a timeout, a 429/503/504 or an
 answer slower than half its timeout, and grows back while answers come fast,
 up to `concurrency` (32; `--tom-batch-size` overrides it), the ceiling. Each
@@ -72,7 +72,10 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._api import (
+from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
+from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
+from pytest_tom.models.base import StreamingModel, redact
+from pytest_tom.models.openai.api import (
     BadAnswer,
     Empty,
     Permanent,
@@ -83,10 +86,7 @@ from pytest_tom.models._api import (
     retry_after_seconds,
     snippet,
 )
-from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
-from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
-from pytest_tom.models._pressure import OVERLOAD_STATUS, Pressure, Slots
-from pytest_tom.models.base import StreamingModel, redact
+from pytest_tom.models.openai.pressure import OVERLOAD_STATUS, Pressure, Slots
 from pytest_tom.request import Request, Response
 
 BACKEND_VERSION = 1
