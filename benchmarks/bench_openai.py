@@ -51,7 +51,7 @@ def main() -> None:
     from helpers.fault_server import FaultServer
 
     from pytest_tom.engine import Engine, ResponseCache
-    from pytest_tom.evals.base import Program
+    from pytest_tom.framework.base import Program
     from pytest_tom.models import make_model
     from pytest_tom.record import Outcome, Record
     from pytest_tom.request import GenerationSettings, Message, Request

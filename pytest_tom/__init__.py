@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pytest_tom.derived import Derived, Judgement, all_pass
 from pytest_tom.errors import TomConfigError, TomDataError, TomDependencyError, TomError, TomModelError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.models.base import CallableModel, Model, StreamingModel, per_prompt
 from pytest_tom.models.mock import MockModel
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict

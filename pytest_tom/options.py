@@ -24,7 +24,7 @@ from pytest_tom import constants as C
 from pytest_tom import settings as S
 from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.framework.base import Benchmark
 from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pytest_tom import robustness
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.framework.base import Benchmark
 from pytest_tom.metrics import facet_table
 from pytest_tom.record import DerivedRecord, Record
 from pytest_tom.request import sha256_text

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption
+from pytest_tom.framework.base import Benchmark, BenchmarkOption
 
 SET_OPTION = "--tom-set"
 SET_INI = "tom_set"

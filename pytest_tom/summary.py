@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_tom import robustness
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.framework.base import Benchmark
 
 GROUP_WIDTH = 48
 GROUP_HEADER = "group (acc %: % of the group's questions right)"

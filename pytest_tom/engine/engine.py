@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_tom.engine.cache import ResponseCache
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.models.base import Model, redact
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import MODEL_UNDER_TEST, Request, Response

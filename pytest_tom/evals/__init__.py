@@ -13,7 +13,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 
 __all__ = ["BUILTIN", "Benchmark", "BenchmarkOption", "DataSource", "Program", "Registry"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom import robustness
-from pytest_tom.evals.base import Benchmark, slug
+from pytest_tom.framework.base import Benchmark, slug
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.record import MetricData as MetricData  # re-exported: it lives with the other typed results
 

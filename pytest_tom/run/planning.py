@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_tom.engine import Engine, ProgressCallback, ResponseCache, error_record
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.models import as_model
 from pytest_tom.models.base import Model
 from pytest_tom.models.embedding import make_scoring_model

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_tom.constants import RECORD_PROPERTY
 from pytest_tom.derived import Derived, evaluate
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.framework.base import Benchmark
 from pytest_tom.record import DerivedRecord, Outcome, Record
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark
+from pytest_tom.framework.base import Benchmark
 from pytest_tom.models import SchemeRegistry
 from pytest_tom.options import TomOptions, add_benchmark_options, add_legacy_ini
 from pytest_tom.options import add_options as _add_general_options

@@ -18,7 +18,7 @@ from typing import Any
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import Benchmark, DataSource
+from pytest_tom.framework.base import Benchmark, DataSource
 from pytest_tom.gates.baseline import data_fingerprint
 from pytest_tom.options import TomOptions
 from pytest_tom.sample import Sample

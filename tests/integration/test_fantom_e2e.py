@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -22,7 +22,7 @@ import json
 import re
 from pathlib import Path
 
-from pytest_tom.evals.base import slug
+from pytest_tom.framework.base import slug
 
 SETS = json.loads(Path(__DATA__).read_text())
 OVERRIDES = __OVERRIDES__

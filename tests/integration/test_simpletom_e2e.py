@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom import SimpleToM
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomato import ToMATO
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

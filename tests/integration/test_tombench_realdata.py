@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.engine import Engine
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import ToMBench
 from pytest_tom.evals.tombench.metrics import aggregate
 from pytest_tom.models.base import CallableModel

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.models import embedding
 from pytest_tom.models.mock import MockModel
 from pytest_tom.record import Outcome, Record

@@ -14,7 +14,7 @@ import pytest
 import pytest_tom.engine.engine as engine_module
 from pytest_tom.engine import Engine, ResponseCache
 from pytest_tom.errors import TomCacheWarning
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.models.base import Model
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import GenerationSettings, Message, Request, Response

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import Benchmark, DataSource, Program
+from pytest_tom.framework.base import Benchmark, DataSource, Program
 from pytest_tom.metrics import accuracy
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.report import build_report, item_dict, load_report, schema, write_report

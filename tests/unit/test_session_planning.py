@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.models.mock import MockModel
 from pytest_tom.options import TomOptions
 from pytest_tom.record import Outcome, Record

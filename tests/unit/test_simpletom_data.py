@@ -12,7 +12,7 @@ import pytest
 from helpers.file_server import Server
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom import SimpleToM, release
 from pytest_tom.evals.simpletom.data import (
     CONFIGS,

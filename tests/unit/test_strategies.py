@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
 from pytest_tom.evals.simpletom import SimpleToM
 from pytest_tom.evals.tombench import ToMBench

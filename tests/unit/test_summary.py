@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_tom.evals.base import Benchmark, DataSource, Program
+from pytest_tom.framework.base import Benchmark, DataSource, Program
 from pytest_tom.metrics import accuracy, wilson_interval
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.report import build_report

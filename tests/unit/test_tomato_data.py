@@ -13,7 +13,7 @@ from helpers.file_server import Server
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import Registry
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato import release as rel
 from pytest_tom.evals.tomato.data import TABLE8, parse_big_five, pattern, read_file

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_tom.derived import evaluate
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import ToMBench, release
 from pytest_tom.evals.tombench.data import (
     LETTERS,

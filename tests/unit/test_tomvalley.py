@@ -12,7 +12,7 @@ import pytest
 from helpers import tomvalley_oracle as oracle
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomvalley import ToMValley
 from pytest_tom.evals.tomvalley import derived as tv_derived
 from pytest_tom.evals.tomvalley.data import ToMValleySample, classify, context_samples, questions_per_context

@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.fantom import data as _data
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_tom.evals.base import slug
+from pytest_tom.framework.base import slug
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
     DATA_FILE,

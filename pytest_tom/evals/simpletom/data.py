@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.checks import distinct_options, read_jsonl
+from pytest_tom.framework.checks import distinct_options, read_jsonl
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "simpletom"

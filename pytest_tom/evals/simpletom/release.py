@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom.data import (
     CONFIGS,
     FILE,

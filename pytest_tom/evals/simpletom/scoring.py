@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.evals.simpletom.data import SimpleToMSample
 from pytest_tom.evals.simpletom.prompts import (
     MENTAL_STATE,

@@ -21,7 +21,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.tomato import derived as _derived
 from pytest_tom.evals.tomato import prompts, release, scoring
 from pytest_tom.evals.tomato.data import (

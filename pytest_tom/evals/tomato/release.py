@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import DataSource
-from pytest_tom.evals.checks import check_sha256
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import check_sha256
 from pytest_tom.evals.tomato.data import (
     FOLDER,
     OFFICIAL_GIT_BLOBS,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_tom.evals.base import Program
+from pytest_tom.framework.base import Program
 from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
 from pytest_tom.evals.tomato.prompts import PromptConfig, requests
 from pytest_tom.record import Outcome, Record

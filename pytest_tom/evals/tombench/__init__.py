@@ -25,7 +25,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,

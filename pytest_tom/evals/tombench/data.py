@@ -19,8 +19,8 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import slug
-from pytest_tom.evals.checks import distinct_options, read_jsonl
+from pytest_tom.framework.base import slug
+from pytest_tom.framework.checks import distinct_options, read_jsonl
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "tombench"

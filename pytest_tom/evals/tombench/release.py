@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import data
 from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, parse_pins, read_pins, sha256_file

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.evals.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.tomvalley import derived as _derived
 from pytest_tom.evals.tomvalley import prompts, release, scoring
 from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample

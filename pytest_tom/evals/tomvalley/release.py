@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.base import DataSource
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
 from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file

@@ -15,13 +15,13 @@ import difflib
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.checks import read_json as read_json  # re-exported: loaders read their JSON here
+from pytest_tom.framework.checks import read_json as read_json  # re-exported: loaders read their JSON here
 from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
@@ -37,9 +37,17 @@ program may yield an empty list to wait one wave.
 """
 
 
+FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False, "": False}
+
+
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark-specific setting, set as `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword."""
+    """A benchmark-specific setting, set as `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword.
+
+    `kind` is `str`, `int`, `float` or `bool`; the benchmark reads the converted value
+    (`self.settings["partial"]` is a bool) and `render` gives the text the report
+    records, so a bool is recorded as `"true"`/`"false"` exactly as before it was typed.
+    """
 
     name: str
     default: str
@@ -48,6 +56,13 @@ class BenchmarkOption:
     kind: type = str
 
     def convert(self, benchmark: str, raw: Any) -> Any:
+        if self.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            word = str(raw).strip().lower()
+            if word not in FLAG_WORDS:
+                raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected true or false")
+            return FLAG_WORDS[word]
         if isinstance(raw, str) and self.kind is not str:
             try:
                 value = self.kind(raw)
@@ -63,6 +78,37 @@ class BenchmarkOption:
                     f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of {', '.join(self.choices)}"
                 )
         return value
+
+    def render(self, value: Any) -> Any:
+        """The value as reports, baselines and cache keys record it (a bool as `"true"`/`"false"`)."""
+        if self.kind is bool:
+            return "true" if value else "false"
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Facet:
+    """One row of a benchmark's facet table: what a facet of its samples is used for.
+
+    A facet is a key of `Sample.facets` (`language`, `ability`, `order`...). One row
+    says everything the framework does with it, instead of five parallel lists:
+
+    * `marks`: the pytest marks its values put on items, each with its `--markers` text
+      (a row may hold marks that are not values of a facet, such as derived-check kinds);
+    * `stratum`: `--tom-sample` draws within each combination of the stratum facets;
+    * `tables`: terminal/report tables led by this facet: `()` is the facet alone,
+      `("task",)` tabulates it crossed with `task`;
+    * `gate`: each value gets a gateable accuracy (`ability.faux_pas`);
+    * `cluster`: the facet names the story or conversation a unit belongs to, so
+      intervals and paired comparisons resample whole clusters.
+    """
+
+    name: str
+    marks: Mapping[str, str] = field(default_factory=dict)
+    stratum: bool = False
+    tables: tuple[tuple[str, ...], ...] = ()
+    gate: bool = False
+    cluster: bool = False
 
 
 def stop_at_answer_option(why: str) -> BenchmarkOption:
@@ -90,16 +136,31 @@ class Benchmark(ABC, Generic[E]):
     name: ClassVar[str]
     description: ClassVar[str]
     options: ClassVar[tuple[BenchmarkOption, ...]] = ()
-    mark_docs: ClassVar[Mapping[str, str]] = {}
-    """Every mark this benchmark may put on an item, with its `pytest --markers` text."""
-    strata: ClassVar[tuple[str, ...]] = ()
-    """Facets that define the strata for `--tom-sample`."""
-    summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
-    """Facet combinations the terminal summary tabulates, in order."""
-    gate_facets: ClassVar[tuple[str, ...]] = ()
-    """Facets whose values each get a gateable metric (`ability.faux_pas`); see `pytest_tom.gates.metrics`."""
+    facets: ClassVar[tuple[Facet, ...]] = ()
+    """The facet table: one `Facet` row per facet, in the order tables and marks are listed."""
     rules: ClassVar[Mapping[str, Rule]] = {}
     """Rule of each kind of derived result this benchmark declares; kinds not listed use `all_pass`."""
+
+    # Read by the run layer; computed from `facets` when a subclass is defined.
+    mark_docs: ClassVar[Mapping[str, str]] = {}
+    strata: ClassVar[tuple[str, ...]] = ()
+    summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    gate_facets: ClassVar[tuple[str, ...]] = ()
+    cluster_facet: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "facets" not in cls.__dict__:
+            return
+        rows = cls.facets
+        clusters = [f.name for f in rows if f.cluster]
+        if len(clusters) > 1:
+            raise TypeError(f"{cls.__qualname__}: only one facet can be the cluster, got {clusters}")
+        cls.mark_docs = {cls.name: cls.description, **{m: d for f in rows for m, d in f.marks.items()}}
+        cls.strata = tuple(f.name for f in rows if f.stratum)
+        cls.summary_facets = tuple((f.name, *t) for f in rows for t in f.tables)
+        cls.gate_facets = tuple(f.name for f in rows if f.gate)
+        cls.cluster_facet = clusters[0] if clusters else None
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         given = dict(settings or {})
@@ -113,8 +174,7 @@ class Benchmark(ABC, Generic[E]):
             )
         self.settings: dict[str, Any] = {}
         for opt in self.options:
-            raw = given.get(opt.name, opt.default)
-            self.settings[opt.name] = opt.convert(self.name, raw)
+            self.settings[opt.name] = opt.convert(self.name, given.get(opt.name, opt.default))
 
     @abstractmethod
     def load(self, source: DataSource) -> list[Sample[E]]:
@@ -142,9 +202,10 @@ class Benchmark(ABC, Generic[E]):
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
         """The story or conversation a question or assertion belongs to: units of one are not independent.
 
-        Gate intervals and paired comparisons resample whole clusters; by default a unit stands alone.
+        Gate intervals and paired comparisons resample whole clusters; by default the facet table's
+        cluster facet names it, and a unit without one stands alone.
         """
-        return unit_id
+        return (facets.get(self.cluster_facet) if self.cluster_facet else None) or unit_id
 
     def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
         """Gateable rates beyond accuracies and derived kinds (ToMValley's compositional statuses); none by default.
@@ -164,7 +225,9 @@ class Benchmark(ABC, Generic[E]):
 
     def describe(self) -> dict[str, Any]:
         """What the report records about this benchmark's configuration."""
-        return {"name": self.name, "settings": dict(self.settings)}
+        known = {o.name: o for o in self.options}
+        return {"name": self.name,
+                "settings": {k: known[k].render(v) if k in known else v for k, v in self.settings.items()}}
 
 
 @functools.lru_cache(maxsize=4096)
