@@ -11,8 +11,8 @@ from pytest_tom.errors import TomConfigError, TomDataError, TomDependencyError, 
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.models.base import CallableModel, Model, StreamingModel, per_prompt
 from pytest_tom.models.mock import MockModel
+from pytest_tom.output.report import LoadedReport, load_report
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.report import LoadedReport, load_report
 from pytest_tom.request import GenerationSettings, Message, Request, Response
 from pytest_tom.sample import Choice, Conversation, Sample, Story, Turn, permute_choices, rename, rewrite_text
 from pytest_tom.suite import Suite, suite

@@ -5,7 +5,7 @@ sample into a `Program` (`program`): a generator that yields the model requests
 the sample needs (several tries, a dependent follow-up) and returns its scored
 `Record`. It declares its aggregate assertions as `Derived` definitions with the
 rules that judge them, and aggregates records the way its paper does
-(`metrics`). It never imports pytest, never calls a model and never writes
+(`metrics`, typed `Metric`s). It never imports pytest, never calls a model and never writes
 output: the engine owns every model call and the run layer owns pytest.
 """
 
@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.checks import read_json as read_json  # re-exported: loaders read their JSON here
+from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
@@ -215,12 +216,8 @@ class Benchmark(ABC, Generic[E]):
         """
         return []
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        """The paper's aggregate metrics over the suite's records, JSON-serialisable."""
-        return {}
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        """Terminal summary lines for `metrics`."""
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        """The paper's aggregate metrics over the suite's records, typed: the shared renderer prints and serialises them."""
         return []
 
     def describe(self) -> dict[str, Any]:

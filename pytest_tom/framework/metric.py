@@ -1,18 +1,29 @@
 """Typed metrics: what a benchmark reports, as values one renderer can print, serialise and gate.
 
 A benchmark's `metrics(records)` returns `Metric`s instead of formatting text: the
-terminal summary, the JSON report, Markdown and the gate inputs are all produced
-from these by the shared renderer, so no benchmark writes formatting code.
+terminal summary, the JSON report and Markdown are all produced from these by the
+shared renderer (`pytest_tom.output`), so no benchmark writes formatting code.
+
+A benchmark whose paper tables are easiest computed as a nested dict (the five
+ported ones) declares how to show it with `Show` rows and calls `from_tree`: every
+leaf becomes a `Metric` keyed by its path, so the JSON report keeps its shape
+exactly, and only the leaves a `Show` row names are printed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from fnmatch import fnmatchcase
+from typing import Any, Literal
 
-Unit = Literal["rate", "score", "count", "points", "text"]
-"""rate: a share in [0, 1] (printed as a percentage); score: a mean of values in [0, 1] that is not a share
-of items (token F1, cosine); count: an integer; points: a signed difference of rates; text: a setting or a label."""
+Unit = Literal["rate", "percent", "score", "count", "points", "text", "list", "group"]
+"""rate: a share in [0, 1] (printed as a percentage); percent: a share already in percent (FANToM's
+upstream rounding); score: a mean of values that is not a share of items; count: an integer;
+points: a signed difference of rates; text: a setting or a label; list: several values (`value` is
+a tuple); group: an object of the report with nothing in it (kept so the JSON keeps its shape)."""
+
+Value = float | int | str | bool | tuple[Any, ...] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +37,7 @@ class Metric:
     """
 
     key: tuple[str, ...]
-    value: float | int | str | bool | None
+    value: Value
     label: str = ""
     unit: Unit = "rate"
     table: str = ""
@@ -34,8 +45,71 @@ class Metric:
     n: int | None = None
     cluster: str = ""
     """What the interval resamples (`story`, `conversation`); empty for items."""
+    std: float | None = None
+    """Standard deviation over sampled runs (ToMATO's "mean±std over five runs"), in the value's unit."""
 
     @property
     def name(self) -> str:
         """The dotted form of `key` (`languages.en.task_avg`)."""
         return ".".join(self.key)
+
+
+@dataclass(frozen=True, slots=True)
+class Show:
+    """Which leaves of a metrics tree are printed, and how: one row of a benchmark's display table.
+
+    `pattern` matches a leaf's key part by part, each part a shell glob (`("tasks", "*",
+    "accuracy")`); `label` and `table` are `str.format` templates whose `{0}`, `{1}`... are
+    the key parts matched by the pattern's globs, so one row labels a whole family of cells.
+    """
+
+    pattern: tuple[str, ...]
+    label: str
+    table: str = ""
+    unit: Unit = "rate"
+
+    def match(self, key: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The parts the globs matched, or None when `key` is not this row's."""
+        if len(key) != len(self.pattern) or not all(fnmatchcase(k, p) for k, p in zip(key, self.pattern, strict=True)):
+            return None
+        return tuple(k for k, p in zip(key, self.pattern, strict=True) if any(c in p for c in "*?["))
+
+
+def _unit(value: Any) -> Unit:
+    if isinstance(value, tuple):
+        return "list"
+    if isinstance(value, str | bool):
+        return "text"
+    return "count" if isinstance(value, int) else "rate"
+
+
+def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = (), prefix: tuple[str, ...] = ()) -> list[Metric]:
+    """Every leaf of a nested metrics dict as a `Metric`, in the dict's order; `shows` say which are printed.
+
+    A leaf is a value that is not a non-empty dict; a list becomes a tuple and an empty dict a
+    `group`, so `pytest_tom.output.to_json` rebuilds the dict exactly. An `accuracy` leaf takes
+    its interval (`ci95`), `n` and `std` from the dict it sits in (a tally's fields).
+    """
+    out: list[Metric] = []
+    for name, value in tree.items():
+        key = (*prefix, str(name))
+        if isinstance(value, Mapping):
+            out.extend(from_tree(value, shows, key) if value else [Metric(key, None, unit="group")])
+            continue
+        leaf = tuple(value) if isinstance(value, list) else value
+        for show in shows:
+            caps = show.match(key)
+            if caps is not None:
+                extra = _siblings(tree) if name == "accuracy" else {}
+                out.append(Metric(key, leaf, show.label.format(*caps), show.unit, show.table.format(*caps), **extra))
+                break
+        else:
+            out.append(Metric(key, leaf, unit=_unit(leaf)))
+    return out
+
+
+def _siblings(tree: Mapping[str, Any]) -> dict[str, Any]:
+    ci, n, std = tree.get("ci95"), tree.get("n"), tree.get("std")
+    whole = isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, int | float) for x in ci)
+    return {"interval": (float(ci[0]), float(ci[1])) if whole and ci is not None else None,
+            "n": n if isinstance(n, int) else None, "std": std if isinstance(std, float) else None}

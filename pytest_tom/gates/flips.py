@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("first", type=Path, help="a --tom-report of one run")
     parser.add_argument("second", type=Path, help="a --tom-report of another run of the same model")
     args = parser.parse_args(argv)
-    from pytest_tom.report import load_report
+    from pytest_tom.output.report import load_report
 
     try:
         est, n = measure(load_report(args.first).records, load_report(args.second).records)

@@ -105,7 +105,7 @@ def suite_runs(views: Sequence[SuiteView], noise_flip_rate: float | None = None)
 
 
 def _version() -> str:
-    from pytest_tom.report import _version as report_version
+    from pytest_tom.output.report import _version as report_version
 
     return report_version()
 

@@ -112,7 +112,7 @@ class RunRecords:
     def report(self) -> dict[str, Any] | None:
         if not self.items and not self.derived:
             return None
-        from pytest_tom.report import build_report
+        from pytest_tom.output.report import build_report
 
         items = list(self.items.values())
         return build_report(

@@ -207,7 +207,7 @@ class TomSession:
 
     def summary_lines(self) -> list[str]:
         """The summary's lines; never raises, so a bug in building them cannot take the test results with it."""
-        from pytest_tom.summary import summary_lines
+        from pytest_tom.output.summary import summary_lines
 
         try:
             report = self.report()
@@ -225,7 +225,7 @@ class TomSession:
         path = self.options.report
         if path is None:
             return problem
-        from pytest_tom.report import write_report
+        from pytest_tom.output.report import write_report
 
         try:
             report = self.report()
@@ -241,12 +241,15 @@ class TomSession:
         path = self.options.gates.markdown
         if path is None:
             return None
-        from pytest_tom.gates.markdown import render_markdown, write_markdown
+        from pytest_tom.output.markdown import render_markdown, write_markdown
+        from pytest_tom.output.summary import every_suite_metrics
 
         cfg = self.options.gates
         try:
+            report = self.report()
             text = render_markdown(self.gate_results, model_uri=str((self.records.model or {}).get("uri") or self.options.model),
-                                   baseline=str(cfg.baseline) if cfg.baseline else None, summary_lines=self.summary_lines())
+                                   baseline=str(cfg.baseline) if cfg.baseline else None, summary_lines=self.summary_lines(),
+                                   metrics=every_suite_metrics(report, self.records.benchmark) if report else ())
             write_markdown(path, text)
         except Exception as exc:  # noqa: BLE001 - as for the report: one line, never a lost summary
             return f"pytest-tom: ERROR: the Markdown summary was not written to {path}: {type(exc).__name__}: {exc}"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
+from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -182,7 +182,7 @@ def test_random_baseline_runs_both_contexts(pytester: pytest.Pytester, minilm: s
     ])
     report = json.loads((pytester.path / "report.json").read_text())
     jsonschema = pytest.importorskip("jsonschema")
-    from pytest_tom.report import schema
+    from pytest_tom.output.report import schema
 
     jsonschema.validate(report, schema())
     suite = report["suites"][0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_tom.report import schema
+from pytest_tom.output.report import schema
 
 
 def test_a_perfect_model_passes_every_question_and_story(pytester: pytest.Pytester, tom_args: list[str], oracle_conftest) -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_tom.gates.markdown import render_markdown
 from pytest_tom.gates.metrics import MetricData
 from pytest_tom.gates.result import GateResult
 from pytest_tom.gates.thresholds import check_threshold, parse_threshold
 from pytest_tom.gates.wording import line, untestable, verdict
+from pytest_tom.output.markdown import render_markdown
 from pytest_tom.stats import compare_paired
 
 

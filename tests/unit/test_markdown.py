@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from pytest_tom.gates.markdown import FLIP_CAP, render_markdown, write_markdown
 from pytest_tom.gates.result import GateResult
+from pytest_tom.output.markdown import FLIP_CAP, render_markdown, write_markdown
 from pytest_tom.stats import Comparison, Estimate
 
 

@@ -14,8 +14,8 @@ from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.base import Benchmark, DataSource, Program
 from pytest_tom.metrics import accuracy
+from pytest_tom.output.report import build_report, item_dict, load_report, schema, write_report
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.report import build_report, item_dict, load_report, schema, write_report
 from pytest_tom.request import sha256_text
 from pytest_tom.sample import Sample
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from pytest_tom.framework.base import Benchmark, DataSource, Program
 from pytest_tom.metrics import accuracy, wilson_interval
+from pytest_tom.output.report import build_report
+from pytest_tom.output.summary import GROUP_WIDTH, pct, summary_lines, table_lines
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.report import build_report
 from pytest_tom.sample import Sample
-from pytest_tom.summary import GROUP_WIDTH, pct, summary_lines, table_lines
 
 
 class Toy(Benchmark[None]):

@@ -28,7 +28,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.fantom import data as _data
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
@@ -41,12 +40,13 @@ from pytest_tom.evals.fantom.data import (
     load_sets,
 )
 from pytest_tom.evals.fantom.derived import RULES, character_checks, set_assertions
-from pytest_tom.evals.fantom.metrics import context_reports
-from pytest_tom.evals.fantom.metrics import metric_lines as _metric_lines
+from pytest_tom.evals.fantom.metrics import SHOW, context_reports
 from pytest_tom.evals.fantom.prompts import ask, parse_response
 from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.fetch import parse_flag, parse_sha256
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response
@@ -235,20 +235,17 @@ class FANToM(Benchmark[FantomExtra]):
         """A question's or set's conversation (both contexts of it): every question reads the same dialogue."""
         return facets.get("conversation") or facets.get("unit", "").split("-")[0] or unit_id
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
         names = sorted({str(r.details["embedder"]) for r in records
                         if r.facets.get("question_type") == "belief_free" and r.details.get("embedder")})
         choice = self.embedder_choice()
-        return {
+        return from_tree({
             "embedder": names[0] if len(names) == 1 else (names or (choice.name if choice else None)),
             "embedder_is_paper_model": (names == [embedding.PAPER_MODEL]) if names else bool(choice and choice.paper_model),
             "parsing": self.settings["parsing"], "aggregation": self.settings["aggregation"],
             "prompt": self.settings["prompt"],
             "contexts": context_reports(records, CONTEXTS, self.settings["aggregation"], self.settings["parsing"]),
-        }
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return _metric_lines(metrics)
+        }, SHOW)
 
 
 def _error(sample: Sample[FantomExtra], raws: Sequence[str], message: str) -> Record:

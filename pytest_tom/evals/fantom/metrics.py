@@ -9,14 +9,34 @@ errored) is left out and counted, never scored on a partial set.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
 from pytest_tom.evals.fantom.scoring import gold_int
+from pytest_tom.framework.metric import Show
 from pytest_tom.record import Outcome, Record
 from pytest_tom.scoring import mentions, weighted_f1
+
+_SETTINGS = "fantom (Dist. is comparable to the paper only with its embedder)"
+_REPORT = ("fantom {0} context, upstream's {1} report (set and character scores: % of units with every question "
+           "right; other scores % of questions right; F1: token F1 or weighted yes/no F1)")
+_EXTRA = "fantom {0} context, {1}: illusory ToM, counts and units left out of set scores"
+SHOW = (
+    Show(("embedder",), "embedder", _SETTINGS, "text"),
+    Show(("embedder_is_paper_model",), "the paper's embedder", _SETTINGS, "text"),
+    Show(("parsing",), "parsing", _SETTINGS, "text"),
+    Show(("aggregation",), "aggregation", _SETTINGS, "text"),
+    Show(("prompt",), "prompt", _SETTINGS, "text"),
+    Show(("contexts", "*", "*", "*wrong_reasons:freq", "*"), "{2} {3}", _REPORT, "count"),
+    Show(("contexts", "*", "*", "*:*"), "{2}", _REPORT, "percent"),
+    Show(("contexts", "*", "*", "fact_word-f1"), "fact token F1", _REPORT, "percent"),
+    Show(("contexts", "*", "extra", "*", "belief:choice_dist_agreement"), "choice/dist. agree", _EXTRA, "percent"),
+    Show(("contexts", "*", "extra", "*", "*:freq", "*"), "{2} {3}", _EXTRA, "count"),
+    Show(("contexts", "*", "extra", "*", "*"), "{2}", _EXTRA, "count"),
+)
+"""What the terminal and Markdown print; the report keeps every number."""
 
 
 def round_numpy(v: float | None) -> float | None:
@@ -237,71 +257,3 @@ def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregat
         control, extra_ac = scenario_report(recs, "accessible", aggregation, mode, context)
         out[context] = {"fantom": fantom, "control_task": control, "extra": {"inaccessible": extra_in, "accessible": extra_ac}}
     return out
-
-
-def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """The terminal summary: a legend of how each score is computed, then per context and scenario the paper's
-    columns, illusory counts and error kinds.
-    """
-
-    def v(x: Any) -> str:
-        return "n/a" if x is None else f"{x:.1f}"
-
-    lines = []
-    emb = metrics.get("embedder")
-    paper = metrics.get("embedder_is_paper_model")
-    if metrics.get("contexts"):
-        unit = metrics.get("aggregation") or "set"
-        lines.append(f"fantom scores: ALL*, ALL, All = % of {unit}s with every question right; per character ALL, "
-                     f"consistency = % of characters;")
-        lines.append("  belief choice, dist., list, dist. by order = % of questions right; token F1 = mean over answers "
-                     "(beliefs: those judged right); y/n F1 = weighted F1 of the yes/no answers")
-    for context, m in metrics.get("contexts", {}).items():
-        warn = "" if paper or emb is None else " [not the paper's model: Dist. not comparable to the paper]"
-        lines.append(f"fantom {context} context ({metrics.get('aggregation')} aggregation, {metrics.get('parsing')} "
-                     f"parsing, embedder {emb}{warn}):")
-        facts = m["extra"]["inaccessible"].get("n_fact", 0)
-        if facts:
-            lines.append(f"  fact questions: mean token F1 {v(m['fantom'].get('fact_word-f1'))} (n={facts})")
-        for label, rep_key, scenario in (("missed info (inaccessible)", "fantom", "inaccessible"),
-                                         ("control (accessible)", "control_task", "accessible")):
-            r = m[rep_key]
-            p = scenario + ":"
-            extra = m["extra"][scenario]
-            if not extra.get("units"):
-                continue
-            lines.append(
-                f"  {label}: ALL* {v(r.get(p + 'set:ALL*'))} | ALL {v(r.get(p + 'set:ALL'))} | belief choice "
-                f"{v(r.get(p + 'belief:multiple-choice'))}, dist. {v(r.get(p + 'belief:distance'))}, token F1 "
-                f"{v(r.get(p + 'belief_true_word-f1'))}"
-            )
-            lines.append(
-                f"    answerability All {v(r.get(p + 'answerability:set:ALL'))}, list {v(r.get(p + 'answerability:list'))}, "
-                f"y/n F1 {v(r.get(p + 'answerability:binary-f1'))} | info access All "
-                f"{v(r.get(p + 'info_accessibility:set:ALL'))}, list {v(r.get(p + 'info_accessibility:list'))}, "
-                f"y/n F1 {v(r.get(p + 'info_accessibility:binary-f1'))}"
-            )
-            orders = ", ".join(f"{k.removeprefix(p)} {v(val)}" for k, val in r.items()
-                               if k.startswith(p) and k.removeprefix(p).split(":")[0] in ("first-order", "second-order"))
-            lines.append(
-                f"    dist. by order: {orders or 'n/a'} | per character: ALL {v(r.get(p + 'set:ALL_character'))}, "
-                f"consistency {v(r.get(p + 'set:character_answer_consistency'))}"
-            )
-            if extra.get("belief:choice_dist_pairs") or extra.get("sets_with_choice_and_lists"):
-                lines.append(
-                    f"    illusory: choice/dist. agree {v(extra.get('belief:choice_dist_agreement'))} "
-                    f"(n={extra.get('belief:choice_dist_pairs', 0)}; choice right, dist. wrong "
-                    f"{extra.get('belief:choice_right_dist_wrong', 0)}; dist. right, choice wrong "
-                    f"{extra.get('belief:dist_right_choice_wrong', 0)}) | choices right but a list wrong: "
-                    f"{extra.get('sets:choice_right_list_wrong', 0)} of {extra.get('sets_with_choice_and_lists', 0)} sets"
-                )
-            reasons = r.get(p + "tom:lists:wrong_reasons:freq") or {}
-            binary = r.get(p + "tom:binary:wrong_reasons:freq") or {}
-            lines.append(
-                "    errors: answerability list "
-                + (", ".join(f"{k} {n}" for k, n in reasons.items()) or "none")
-                + "; yes/no " + (", ".join(f"{k} {n}" for k, n in binary.items()) or "none")
-                + (f"; {extra['incomplete_units']} incomplete {metrics.get('aggregation')}(s) left out of set scores"
-                   if extra.get("incomplete_units") else "")
-            )
-    return lines

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.simpletom import derived as _derived
 from pytest_tom.evals.simpletom import prompts, release, scoring
 from pytest_tom.evals.simpletom.data import (
@@ -32,8 +31,10 @@ from pytest_tom.evals.simpletom.data import (
     SimpleToMSample,
     severity_mark,
 )
-from pytest_tom.evals.simpletom.metrics import aggregate, metric_lines
+from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
 from pytest_tom.fetch import parse_pins, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
@@ -100,8 +101,5 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         """A question's story: its three questions (and its chain) share the story text."""
         return facets.get("story") or unit_id
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return aggregate(records, self.settings["intervention"])
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return metric_lines(metrics)
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return from_tree(aggregate(records, self.settings["intervention"]), SHOW)

@@ -1,4 +1,4 @@
-"""The paper's SimpleToM metrics over typed records, with the spec's arithmetic self-checks, and summary lines.
+"""The paper's SimpleToM metrics over typed records, with the spec's arithmetic self-checks, and what is printed.
 
 Accuracy per question type (unparseable answers count as wrong, as the paper counts them;
 errors are not answers), the paper's average (the unweighted mean of the three; mental-state
@@ -18,10 +18,43 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_tom.evals.simpletom.data import QUESTION_TYPES, SCENARIOS, TYPE_NAMES
+from pytest_tom.evals.simpletom.data import QUESTION_TYPES, SCENARIOS
 from pytest_tom.evals.simpletom.derived import BUCKETS, MIN_BALANCE_ANSWERS, SAME_LETTER_THRESHOLD, bucket, letter_counts
+from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import mean, tally
 from pytest_tom.record import Outcome, Record
+
+_TYPES = "simpletom (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)"
+_CHAINS = "simpletom chains (stories with all three answered; first broken link and conditionals, % of stories)"
+_BALANCE = "simpletom letter balance (answers and gold per letter; the gold content never varies)"
+SHOW = (
+    Show(("intervention",), "intervention", _TYPES, "text"),
+    Show(("types", "*", "accuracy"), "{0}", _TYPES),
+    Show(("types", "*", "unparseable"), "{0} unparseable", _TYPES, "count"),
+    Show(("average",), "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS)",
+         _TYPES),
+    Show(("chains", "stories"), "stories", _CHAINS, "count"),
+    Show(("chains", "bucket_rates", "*"), "{0}", _CHAINS),
+    Show(("chains", "counts", "mental_state"), "MS right", _CHAINS, "count"),
+    Show(("chains", "p_behavior_given_ms"), "P(behavior right | MS right)", _CHAINS),
+    Show(("chains", "counts", "ms_behavior"), "MS and behavior right", _CHAINS, "count"),
+    Show(("chains", "p_judgment_given_ms_behavior"), "P(judgment right | MS and behavior right)", _CHAINS),
+    Show(("chains", "reverse_inconsistency_rate"), "reverse inconsistency P(behavior wrong, judgment right)", _CHAINS),
+    Show(("chains", "behavior_x_judgment", "*"), "{0}", "simpletom behavior x judgment (stories; b1j0: behavior right, "
+         "judgment wrong)", "count"),
+    Show(("balance", "*", "answers", "*"), "{0} answered {1}", _BALANCE, "count"),
+    Show(("balance", "*", "golds", "*"), "{0} gold {1}", _BALANCE, "count"),
+    Show(("balance", "*", "constant"), "{0} constant answerer", _BALANCE, "text"),
+    Show(("scenarios", "*", "types", "*", "accuracy"), "{0} {1}", "simpletom by scenario (% right)"),
+    Show(("scenarios", "*", "chains", "bucket_rates", "all_correct"), "{0} chains all correct",
+         "simpletom by scenario (% right)"),
+    Show(("severities", "*", "types", "*", "accuracy"), "{0} {1}", "simpletom by severity (% right)"),
+    Show(("severities", "*", "chains", "bucket_rates", "all_correct"), "{0} chains all correct",
+         "simpletom by severity (% right)"),
+    Show(("self_check_violations",), "SELF-CHECK FAILED (spec 5 C; a bug in the records or the metrics, not the model)",
+         "!!! simpletom", "list"),
+)
+"""What the terminal and Markdown print; the report keeps every number."""
 
 
 def _rate(k: int, n: int) -> float | None:
@@ -150,60 +183,3 @@ def aggregate(records: Sequence[Record], intervention: str = "none") -> dict[str
         "balance": balance(records),
         "self_check_violations": violations,
     }
-
-
-def _pct(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}"
-
-
-def metric_lines(m: Mapping[str, Any]) -> list[str]:
-    """Terminal summary lines, each saying how its numbers are computed."""
-    if not m.get("types"):
-        return []
-    lines = []
-    cells = []
-    for t, v in m["types"].items():
-        lo, hi = v["ci95"]
-        cells.append(f"{TYPE_NAMES[t]} {_pct(v['accuracy'])} [{_pct(lo)}, {_pct(hi)}] (n={v['n']}"
-                     + (f", {v['unparseable']} unparseable" if v["unparseable"] else "") + ")")
-    lines.append(f"simpletom (intervention {m['intervention']}): " + " | ".join(cells)
-                 + " (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)")
-    if m["average"] is not None:
-        lines.append(f"  average {_pct(m['average'])} (the paper's: unweighted mean of the three type accuracies; "
-                     "mental-state questions are asked without any intervention, so under one this uses the "
-                     "baseline MS accuracy)")
-    c = m["chains"]
-    if c["stories"]:
-        r = c["bucket_rates"]
-        lines.append(
-            f"  chains ({c['stories']} stories with all three answered; first broken link, % of stories): all correct "
-            f"{_pct(r['all_correct'])} | fail_ms {_pct(r['fail_ms'])} | fail_behavior {_pct(r['fail_behavior'])} | "
-            f"fail_judgment {_pct(r['fail_judgment'])}")
-        n_ms, n_msb = c["counts"]["mental_state"], c["counts"]["ms_behavior"]
-        lines.append(
-            f"  P(behavior right | MS right) {_pct(c['p_behavior_given_ms'])} (of {n_ms} stories) | "
-            f"P(judgment right | MS and behavior right) {_pct(c['p_judgment_given_ms_behavior'])} (of {n_msb}) | "
-            f"reverse inconsistency P(behavior wrong, judgment right) {_pct(c['reverse_inconsistency_rate'])} "
-            "(% of stories)")
-        t = c["behavior_x_judgment"]
-        lines.append(f"  behavior x judgment (stories): B right/J right {t['b1j1']}, B right/J wrong {t['b1j0']}, "
-                     f"B wrong/J right {t['b0j1']}, B wrong/J wrong {t['b0j0']}")
-    bal = []
-    for t, v in m["balance"].items():
-        answers = ", ".join(f"{k} {_pct(n / v['n'])}" for k, n in v["answers"].items())
-        golds = ", ".join(f"{k} {_pct(n / v['n'])}" for k, n in v["golds"].items())
-        flag = f" ALWAYS {v['top_letter']!r}: constant answerer?" if v["constant"] else ""
-        bal.append(f"{TYPE_NAMES[t]} answers {answers} vs gold {golds}{flag}")
-    if bal:
-        lines.append("  letter balance (% of the type's answers per letter; the gold content never varies): "
-                     + " | ".join(bal))
-    for title, key in (("scenario", "scenarios"), ("severity", "severities")):
-        rows = []
-        for name, g in m[key].items():
-            accs = "/".join(_pct(g["types"][t]["accuracy"]) if t in g["types"] else "-" for t in QUESTION_TYPES)
-            rows.append(f"{name} {accs} ({_pct(g['chains']['bucket_rates'].get('all_correct'))})")
-        if len(rows) > 1:
-            lines.append(f"  by {title} (MS/behavior/judgment % right (% of chains all correct)): " + ", ".join(rows))
-    for why in m["self_check_violations"]:
-        lines.append(f"  !!! SELF-CHECK FAILED (spec 5 C; a bug in the records or the metrics, not the model): {why}")
-    return lines

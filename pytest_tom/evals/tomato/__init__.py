@@ -21,7 +21,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.tomato import derived as _derived
 from pytest_tom.evals.tomato import prompts, release, scoring
 from pytest_tom.evals.tomato.data import (
@@ -34,8 +33,10 @@ from pytest_tom.evals.tomato.data import (
     ToMATOExtra,
     ToMATOSample,
 )
-from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
+from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.fetch import parse_pins, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
@@ -118,11 +119,8 @@ class ToMATO(Benchmark[ToMATOExtra]):
         """A question's conversation: one conversation per (SOTOPIA combo, mental state) holds up to 14 questions."""
         return facets.get("conversation") or unit_id
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return aggregate(records, self.label())
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return metric_lines(metrics)
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return from_tree(aggregate(records, self.label()), SHOW)
 
     def label(self) -> str:
         """How the suite asked, in a few words for the summary."""

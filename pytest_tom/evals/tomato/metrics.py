@@ -1,4 +1,4 @@
-"""The paper's ToMATO aggregation over typed records (Tables 3, 5, 10, 11), and the terminal summary.
+"""The paper's ToMATO aggregation over typed records (Tables 3, 5, 10, 11), and which numbers are printed.
 
 Every number is an accuracy per run, then the mean and the standard deviation over runs (the
 paper's "mean±std over five runs"; population std, numpy's default, as the paper does not say
@@ -22,10 +22,27 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.evals.tomato.data import FACTOR_KEYS, LEVELS, MENTAL_STATES
+from pytest_tom.framework.metric import Show
 from pytest_tom.record import Outcome, Record
 
 GROUPS = ("first", "second", "fb")
 """Table 3's rows per mental state; fb is a subset of second."""
+
+_HEAD = "tomato (% right; mean±std over runs)"
+_FIVE = "tomato Big Five of the asked speaker (Tables 5 and 11, per order)"
+SHOW = (
+    Show(("label",), "asked with", _HEAD, "text"),
+    Show(("runs",), "runs", _HEAD, "count"),
+    Show(("all", "accuracy"), "ALL (micro over every question; FB questions are second-order ones, counted once)", _HEAD),
+    Show(("all", "unparseable"), "no readable [A]-[D] answer (counted as not correct)", _HEAD, "count"),
+    Show(("fb_gap",), "false-belief gap 2nd non-FB - FB (the paper's LLMs: +9.5 to +16.2)", _HEAD, "points"),
+    Show(("orders", "*", "accuracy"), "{0}", "tomato micro per order"),
+    Show(("macro", "*", "accuracy"), "{0}", "tomato macro (Table 10: unweighted mean over the mental states present)"),
+    Show(("cells", "*", "*", "accuracy"), "{0} {1}", "tomato cells (Table 3)"),
+    Show(("personality", "*", "[hl]*", "[fs]*", "accuracy"), "{0} {1} {2}", _FIVE),
+    Show(("personality", "*", "gap", "all"), "{0} gap high - low", _FIVE, "points"),
+)
+"""What the terminal and Markdown print; the report keeps every number."""
 
 
 def run_correct(r: Record) -> list[bool]:
@@ -110,51 +127,3 @@ def aggregate(records: Sequence[Record], label: str = "") -> dict[str, Any]:
         "fb_gap": _gap(orders["second_non_fb"], orders["fb"]),
         "personality": personality,
     }
-
-
-def _pct(c: Mapping[str, Any] | None, runs: int, std: bool = True) -> str:
-    if c is None:
-        return "-"
-    text = f"{100 * c['accuracy']:.1f}"
-    return text + (f"±{100 * c['std']:.1f}" if std and runs > 1 else "")
-
-
-def _pts(v: float | None) -> str:
-    return "n/a" if v is None else f"{100 * v:+.1f}"
-
-
-def metric_lines(m: Mapping[str, Any]) -> list[str]:
-    """Terminal summary lines, each saying how its numbers are computed."""
-    if not m.get("n"):
-        return []
-    runs = m["runs"]
-    o = m["orders"]
-    every = f"mean±std over {runs} runs" if runs > 1 else "one run"
-    head = (f"tomato ({m['label']}; % right, {every}): ALL {_pct(m['all'], runs)} (n={m['n']}, micro over every "
-            f"question; FB questions are second-order ones, counted once)")
-    parts = [f"{name} {_pct(o[g], runs)} (n={o[g]['n']})" for name, g in
-             (("1st", "first"), ("2nd", "second"), ("FB", "fb"), ("2nd non-FB", "second_non_fb")) if o[g]]
-    lines = [head, "  micro per order: " + " | ".join(parts)]
-    macro = [f"{name} {_pct(m['macro'][g], runs)}" for name, g in (("1st", "first"), ("2nd", "second"), ("FB", "fb"))
-             if m["macro"][g]]
-    if macro:
-        lines.append("  macro (Table 10: unweighted mean over the mental states present): " + " | ".join(macro))
-    cells = []
-    for state, c in m["cells"].items():
-        cells.append(f"{state} " + "/".join(_pct(c[g], runs, std=False) for g in GROUPS))
-    lines.append("  cells (Table 3, % right 1st/2nd/FB): " + ", ".join(cells))
-    if m["fb_gap"] is not None:
-        lines.append(f"  false-belief gap: 2nd non-FB - FB = {_pts(m['fb_gap'])} points (the paper's LLMs: +9.5 to "
-                     "+16.2)")
-    rows = []
-    for factor, split in m["personality"].items():
-        halves = [f"{part} {_pct(split['high'][part], runs, False)}/{_pct(split['low'][part], runs, False)}"
-                  for part in ("first", "second") if split["high"][part] or split["low"][part]]
-        if halves:
-            rows.append(f"{factor[0].upper()} " + ", ".join(halves) + f" (gap {_pts(split['gap']['all'])})")
-    if rows:
-        lines.append("  Big Five of the asked speaker (Tables 5 and 11, % right high/low per order; gap high - low "
-                     "over all): " + " | ".join(rows))
-    if m["all"]["unparseable"]:
-        lines.append(f"  {m['all']['unparseable']} questions had no readable [A]-[D] answer (counted as not correct)")
-    return lines

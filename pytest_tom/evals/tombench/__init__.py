@@ -25,7 +25,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,
@@ -37,9 +36,11 @@ from pytest_tom.evals.tombench.data import (
     ToMBenchExtra,
     ToMBenchSample,
 )
-from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
+from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.fetch import parse_flag, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -142,8 +143,5 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         """A question's story (the INDEX blocks): a model that misreads a story misses several of its questions."""
         return facets.get("story") or unit_id
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return aggregate(records, self.settings["aggregation"])
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return metric_lines(metrics)
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return from_tree(aggregate(records, self.settings["aggregation"]), SHOW)

@@ -1,4 +1,8 @@
-"""The paper's aggregation (Tables 2, 3, 21 and 22) over typed records, and its terminal summary."""
+"""The paper's aggregation (Tables 2, 3, 21 and 22) over typed records, and which of its numbers are printed.
+
+Each printed table says how it is computed: the suite's table pools questions, so its
+"Non-Literal Communication" row and the macro "nonliteral" category here differ.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,27 @@ from pytest_tom.evals.tombench.data import (
     HUMAN_TASK_ACCURACY_ZH,
     TASK_ORDER,
 )
+from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import mean, tally
 from pytest_tom.record import Outcome, Record
+
+_AVG = "tombench {0}: unweighted means of the task, category and coherent rates (over the tasks present)"
+SHOW = (
+    Show(("aggregation",), "aggregation", "tombench", "text"),
+    Show(("languages", "*", "task_avg"), "task AVG", _AVG),
+    Show(("languages", "*", "ability_avg"), "ability AVG", _AVG),
+    Show(("languages", "*", "coherent_avg"), "coherent AVG", _AVG),
+    Show(("languages", "*", "complete"), "every task present", _AVG, "text"),
+    Show(("languages", "*", "tasks", "*", "accuracy"), "{1}", "tombench {0} tasks (% of questions right)"),
+    Show(("languages", "*", "coherent", "*", "accuracy"), "{1}",
+         "tombench {0} coherent stories (Table 22: % of stories with every question right)"),
+    Show(("languages", "*", "loglikelihood_accuracy"), "% of questions right", "tombench {0} log-likelihood scoring"),
+    Show(("languages", "*", "generate_vs_loglikelihood_disagreement"), "disagrees with generation on",
+         "tombench {0} log-likelihood scoring"),
+    Show(("languages", "*", "categories", "*"), "{1}",
+         "tombench {0} categories (unweighted mean of the category's abilities, not per question)"),
+)
+"""What the terminal and Markdown print; the report keeps every number."""
 
 
 def _accuracy(records: Sequence[Record]) -> float | None:
@@ -118,42 +141,3 @@ def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mo
             coherent[task] = {"stories": story_total[task], "passed": story_pass[task], "accuracy": c,
                               "drop": (orig - c) if orig is not None else None}
     return coherent
-
-
-def metric_lines(metrics: Mapping[str, Any]) -> list[str]:
-    """Per language: the three AVGs, the task accuracies with their coherent rates, and the categories.
-
-    Each aggregate says how it is computed: the suite's table pools questions, so
-    its "Non-Literal Communication" row and the macro "nonliteral" category here differ.
-    """
-
-    def pct(v: float | None) -> str:
-        return "  n/a" if v is None else f"{100 * v:5.1f}"
-
-    lines = []
-    for lang, m in metrics.get("languages", {}).items():
-        lines.append(
-            f"tombench {lang} ({metrics['aggregation']} aggregation): task AVG {pct(m['task_avg'])}"
-            f" | ability AVG {pct(m['ability_avg'])} | coherent AVG {pct(m['coherent_avg'])}"
-            + " (unweighted means of the task, category and coherent rates below"
-            + (")" if m["complete"] else "; partial selection: over the tasks present)")
-        )
-        cells = []
-        for task in TASK_ORDER:
-            t = m["tasks"].get(task)
-            if t is None:
-                continue
-            coh = m["coherent"].get(task)
-            cells.append(f"{task.upper()} {pct(t['accuracy'])}" + (f"/{pct(coh['accuracy']).strip()}" if coh else ""))
-        if cells:
-            lines.append("  tasks (% of questions right/% of stories with every question right): " + ", ".join(cells))
-        if m.get("generate_vs_loglikelihood_disagreement") is not None:
-            lines.append(
-                f"  log-likelihood scoring: % of questions right {pct(m['loglikelihood_accuracy'])}, disagrees with "
-                f"generation on "
-                f"{pct(m['generate_vs_loglikelihood_disagreement']).strip()}% of items"
-            )
-        cats = [f"{c} {pct(v)}" for c, v in m["categories"].items()]
-        if cats:
-            lines.append("  categories (unweighted mean of the category's abilities, not per question): " + ", ".join(cats))
-    return lines

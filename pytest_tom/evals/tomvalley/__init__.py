@@ -19,12 +19,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
 from pytest_tom.evals.tomvalley import derived as _derived
 from pytest_tom.evals.tomvalley import prompts, release, scoring
 from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample
-from pytest_tom.evals.tomvalley.metrics import aggregate, metric_lines
+from pytest_tom.evals.tomvalley.metrics import SHOW, aggregate
 from pytest_tom.fetch import parse_flag
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import MetricData, Record
 
 __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
@@ -109,8 +110,5 @@ class ToMValley(Benchmark[ToMValleyExtra]):
                            higher_is_better=status == "fully_correct")
                 for status in _derived.STATUSES]
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return aggregate(records, self.settings)
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return metric_lines(metrics)
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return from_tree(aggregate(records, self.settings), SHOW)

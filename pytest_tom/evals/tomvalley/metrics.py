@@ -20,11 +20,30 @@ from typing import Any
 
 from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
 from pytest_tom.evals.tomvalley.derived import STATUSES, dependencies, statuses
+from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import tally
 from pytest_tom.record import Outcome, Record
 
 CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
 """Table 3's columns, in its order."""
+
+SHOW = (
+    Show(("protocol",), "protocol", "tomvalley", "text"),
+    Show(("style",), "style", "tomvalley", "text"),
+    Show(("contexts",), "contexts", "tomvalley", "count"),
+    Show(("questions",), "questions", "tomvalley", "count"),
+    Show(("avg", "accuracy"), "AVG (micro, counts summed over contexts, unparseable counted wrong)", "tomvalley"),
+    Show(("avg", "unparseable"), "unparseable", "tomvalley", "count"),
+    Show(("table3", "*", "accuracy"), "{0}", "tomvalley Table 3 (item.question type, % right)"),
+    Show(("items", "*", "accuracy"), "{0}", "tomvalley items"),
+    Show(("question_types", "*", "accuracy"), "{0}", "tomvalley question types"),
+    Show(("subtypes", "*", "accuracy"), "{0}", "tomvalley sub-types (with chance level)"),
+    Show(("subtypes", "*", "chance"), "{0} chance", "tomvalley sub-types (with chance level)"),
+    Show(("spans", "*", "accuracy"), "{0}", "tomvalley spans (T1+T2, lost in the middle)"),
+    Show(("composition", "*", "n"), "{0} n", "tomvalley composition (Fig. 6, % of compositional questions)", "count"),
+    Show(("composition", "*", "*"), "{0} {1}", "tomvalley composition (Fig. 6, % of compositional questions)"),
+)
+"""What the terminal and Markdown print; the report keeps every number."""
 
 
 def _acc(records: Sequence[Record]) -> dict[str, Any]:
@@ -73,34 +92,3 @@ def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[st
         "spans": spans,
         "composition": composition,
     }
-
-
-def _pct(d: Mapping[str, Any]) -> str:
-    acc = d.get("accuracy")
-    return "  n/a" if acc is None else f"{acc:5.2f}"
-
-
-def metric_lines(m: Mapping[str, Any]) -> list[str]:
-    """Table 3's row, the Table 4 columns, sub-types with chance, spans and the compositional statuses."""
-    out = [f"ToMValley ({m['protocol']}, {m['style']}): {m['questions']:,} questions in {m['contexts']:,} "
-           f"context{'' if m['contexts'] == 1 else 's'}; "
-           f"AVG {_pct(m['avg']).strip()} (micro, counts summed over contexts, unparseable counted wrong: "
-           f"{m['avg']['unparseable']:,})"]
-    heads = " ".join(f"{item[0].upper()}-{qtype[0].upper()}" for item, qtype in CELLS)
-    out.append(f"  table 3   {heads}   AVG")
-    out.append("            " + " ".join(f"{_pct(m['table3'][f'{i}.{q}']):>3}" for i, q in CELLS)
-               + f" {_pct(m['avg'])}")
-    out.append("  items     " + "  ".join(f"{k} {_pct(v).strip()}" for k, v in m["items"].items()))
-    out.append("  types     " + "  ".join(f"{k} {_pct(v).strip()}" for k, v in m["question_types"].items()))
-    subs = []
-    for k, v in m["subtypes"].items():
-        if v["n"]:
-            chance = f" (chance {v['chance']:.2f})" if v.get("chance") is not None else ""
-            subs.append(f"{k} {_pct(v).strip()}{chance}")
-    out.append("  subtypes  " + "  ".join(subs))
-    if m["spans"]:
-        out.append("  spans (T1+T2, lost in the middle)  " + "  ".join(f"{k} {_pct(v).strip()}"
-                                                                       for k, v in m["spans"].items()))
-    for kind, c in m["composition"].items():
-        out.append(f"  composition {kind:<14} n={c['n']:<6} " + "  ".join(f"{s} {c[s]:.2f}" for s in STATUSES))
-    return out

@@ -1,7 +1,8 @@
 """The terminal summary: one table per suite, the paper's metrics, and derived-result counts.
 
 Built from the report dict, so it reads the same in one process and on the
-pytest-xdist controller.
+pytest-xdist controller: the paper's metrics are recomputed as typed `Metric`s from
+the report's records (the JSON keeps only their values) and printed by the one renderer.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from typing import Any
 
 from pytest_tom import robustness
 from pytest_tom.framework.base import Benchmark
+from pytest_tom.framework.metric import Metric
+from pytest_tom.output.render import terminal_lines
+from pytest_tom.record import Record
 
 GROUP_WIDTH = 48
 GROUP_HEADER = "group (acc %: % of the group's questions right)"
@@ -34,6 +38,26 @@ def table_lines(tables: list[dict[str, Any]]) -> list[str]:
                 f"{100 * lo:5.1f}-{100 * hi:5.1f}  {100 * row['parse_rate']:6.1f} {row['unparseable']:>7} {row['errors']:>6}"
             )
     return lines
+
+
+def suite_metrics(report: Mapping[str, Any], benchmark: Benchmark[Any], sid: str) -> list[Metric]:
+    """A suite's typed metrics, from the records the report holds (so the xdist controller gets them too)."""
+    records = [Record.from_dict(d) for d in report.get("items", []) if d.get("suite", "") == sid]
+    return benchmark.metrics(records) if records else []
+
+
+def every_suite_metrics(
+    report: Mapping[str, Any], benchmark_for: Callable[[str], Benchmark[Any] | None],
+) -> list[tuple[str, list[Metric]]]:
+    """Each suite's id and typed metrics (Markdown's tables); a suite whose metrics break is left out."""
+    out = []
+    for suite in report.get("suites", []):
+        bench = benchmark_for(suite["id"])
+        try:
+            out.append((suite["id"], suite_metrics(report, bench, suite["id"]) if bench is not None else []))
+        except Exception:  # noqa: BLE001, S112 - the terminal summary says why; Markdown must still be written
+            continue
+    return out
 
 
 def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benchmark[Any] | None]) -> list[str]:
@@ -61,7 +85,7 @@ def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benc
         bench = benchmark_for(suite["id"])
         if bench is not None:
             try:
-                lines.extend(bench.metric_lines(suite.get("metrics", {})))
+                lines.extend(terminal_lines(suite_metrics(report, bench, suite["id"])))
             except Exception as exc:  # noqa: BLE001 - the summary must print even if a metric breaks
                 lines.append(f"  (metrics unavailable: {type(exc).__name__}: {exc})")
         for kind, counts in suite.get("groups", {}).items():

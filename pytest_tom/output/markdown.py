@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_tom.framework.metric import Metric
 from pytest_tom.gates.result import GateResult
 from pytest_tom.gates.wording import coverage_words, untestable, verdict
+from pytest_tom.output.render import by_table, value_text
 from pytest_tom.stats import Estimate
 
 FLIP_CAP = 20
@@ -35,13 +37,15 @@ def render_markdown(
     model_uri: str,
     baseline: str | None,
     summary_lines: Sequence[str] = (),
+    metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
     title: str = "pytest-tom gates",
 ) -> str:
     """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
 
     Failing gates come first in the table and in the sections below it: on a long list the
     reader's question is "what broke", and the order among passing (or failing) gates is kept.
-    `summary_lines` (the terminal's metric lines, say) go into a collapsed block at the end.
+    `summary_lines` (the terminal's metric lines, say) go into a collapsed block at the end, and
+    `metrics` (each suite's typed metrics) into a collapsed table per suite.
     """
     out = [f"## {_text(title)}", ""]
     failed = [r for r in results if not r.passed]
@@ -66,7 +70,19 @@ def render_markdown(
     if summary_lines:
         fence = _fence(summary_lines)
         out += ["", "<details><summary>Metrics</summary>", "", fence + "text", *summary_lines, fence, "", "</details>"]
+    for suite, rows in metrics:
+        table = metric_rows(rows)
+        if len(table) > 2:
+            out += ["", f"<details><summary>Paper metrics of {_html(suite)}</summary>", "", *table, "", "</details>"]
     return "\n".join(out) + "\n"
+
+
+def metric_rows(metrics: Sequence[Metric]) -> list[str]:
+    """The printed metrics as a Markdown table: table, metric, value (formatted by unit, as in the terminal)."""
+    out = ["| table | metric | value |", "|---|---|---|"]
+    for table, rows in by_table(metrics).items():
+        out += [f"| {_text(table)} | {_text(m.label)} | {_text(value_text(m))} |" for m in rows]
+    return out
 
 
 def write_markdown(path: Path | str, text: str) -> None:

@@ -18,6 +18,7 @@ from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.metrics import facet_table
+from pytest_tom.output.render import to_json
 from pytest_tom.record import DerivedRecord, Record
 from pytest_tom.request import sha256_text
 
@@ -55,7 +56,7 @@ def suite_entry(
     elif records:
         try:
             tables += [{"by": list(f), "rows": facet_table(records, f)} for f in benchmark.summary_facets]
-            metrics = benchmark.metrics(records)
+            metrics = to_json(benchmark.metrics(records))
         except Exception as exc:  # noqa: BLE001 - a report must still be written if a metric breaks
             metrics = {"error": f"{type(exc).__name__}: {exc}"}
     entry["tables"] = tables

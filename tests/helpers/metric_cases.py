@@ -20,7 +20,7 @@ from pytest_tom.models import make_model
 from pytest_tom.models.embedding import make_scoring_model
 from pytest_tom.record import Record
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 EXPECTED = Path(__file__).with_name("metrics_c01d35f.json")
 
 CASES: dict[str, tuple[type[Benchmark[Any]], dict[str, Any]]] = {
