@@ -62,8 +62,8 @@ def value_text(m: Metric) -> str:
 
 
 def shown(metrics: Iterable[Metric]) -> list[Metric]:
-    """The metrics to print: labelled, with a value (an undefined rate or an empty list has nothing to show)."""
-    return [m for m in metrics if m.label and m.value is not None and m.value != () and m.unit != "group"]
+    """The metrics to print: labelled, with a value (an undefined rate, an empty list or text has nothing to show)."""
+    return [m for m in metrics if m.label and m.value not in (None, (), "") and m.unit != "group"]
 
 
 def by_table(metrics: Iterable[Metric]) -> dict[str, list[Metric]]:

@@ -28,6 +28,7 @@ from pytest_tom.framework.base import DataSource
 from pytest_tom.models import embedding
 from pytest_tom.models.base import Model
 from pytest_tom.models.mock import MockModel
+from pytest_tom.output.render import terminal_lines, to_json
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Conversation, Sample, permute_choices, rename
@@ -644,7 +645,7 @@ def test_metrics_leave_out_partial_and_errored_sets() -> None:
         record("c2", "answerability_yn", "error", "3-0-0"),
         record("c3", "answerability_yn", "correct", "3-0-0", binarized=1, gold_yes_no="yes", character="x"),
     ]
-    m = bench.metrics(recs)["contexts"]["short"]
+    m = to_json(bench.metrics(recs))["contexts"]["short"]
     assert m["fantom"]["inaccessible:answerability:set:ALL"] == 100.0  # only set A is complete
     # list accuracy over every scored list item: a1, b1, c1 -> 2/3
     assert m["fantom"]["inaccessible:answerability:list"] == pytest.approx(66.7)
@@ -674,14 +675,16 @@ def test_illusory_counts_pair_formats_and_flag_choices_without_lists() -> None:
         record("short-3-0-0-belief_free-1", "belief_free", "correct", "3-0-0", size=2, upstream=free, score=1.0),
         record("short-3-0-0-belief_choice-1", "belief_choice", "error", "3-0-0", size=2, upstream=choice),
     ]
-    extra = bench.metrics(recs)["contexts"]["short"]["extra"]["inaccessible"]
+    extra = to_json(bench.metrics(recs))["contexts"]["short"]["extra"]["inaccessible"]
     assert extra["belief:choice_dist_pairs"] == 3
     assert extra["belief:choice_dist_agreement"] == pytest.approx(33.3)
     assert extra["belief:choice_right_dist_wrong"] == 1 and extra["belief:dist_right_choice_wrong"] == 1
     assert extra["sets_with_choice_and_lists"] == 2 and extra["sets:choice_right_list_wrong"] == 1
-    lines = bench.metric_lines(bench.metrics(recs))
-    assert any("illusory: choice/dist. agree 33.3 (n=3; choice right, dist. wrong 1; dist. right, choice wrong 1)"
-               " | choices right but a list wrong: 1 of 2 sets" in ln for ln in lines), lines
+    text = "\n".join(terminal_lines(bench.metrics(recs)))
+    for shown in ("choice/dist. agree 33.3%", "belief:choice_dist_pairs 3", "belief:choice_right_dist_wrong 1",
+                  "belief:dist_right_choice_wrong 1", "sets:choice_right_list_wrong 1", "sets_with_choice_and_lists 2"):
+        assert shown in text, (shown, text)
+    assert "fantom short context, inaccessible: illusory ToM" in text
 
 
 def test_per_character_metrics_tile_the_lists() -> None:
@@ -700,16 +703,17 @@ def test_per_character_metrics_tile_the_lists() -> None:
     assert report["inaccessible:set:character_answer_consistency"] == 50.0
 
 
-def test_metric_lines_name_the_embedder() -> None:
+def test_the_printed_metrics_name_the_embedder() -> None:
     bench = FANToM({})
     recs = [record("f", "belief_free", "correct", size=1, embedder="some-model", score=0.5,
                    upstream="tom:belief:inaccessible", tom_type="first-order", character="kailey")]
-    result = bench.metrics(recs)
+    result = to_json(bench.metrics(recs))
     assert result["embedder"] == "some-model" and result["embedder_is_paper_model"] is False
-    lines = bench.metric_lines(result)
-    assert lines[0].startswith("fantom scores: ALL*, ALL, All = % of sets with every question right")  # the legend
-    assert "embedder some-model [not the paper's model" in lines[2]
-    assert any("ALL* 100.0" in ln and "dist. 100.0" in ln for ln in lines)
+    text = "\n".join(terminal_lines(bench.metrics(recs)))
+    assert "Dist. is comparable to the paper only with its embedder" in text  # the settings table says why it matters
+    assert "embedder some-model | the paper's embedder False" in text
+    assert "% of units with every question right" in text  # the table's title says how set scores are computed
+    assert "inaccessible:set:ALL* 100.0%" in text and "inaccessible:belief:distance 100.0%" in text
 
 
 def test_upstream_rounding() -> None:

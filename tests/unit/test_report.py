@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.base import Benchmark, DataSource, Program
+from pytest_tom.framework.metric import Metric
 from pytest_tom.metrics import accuracy
 from pytest_tom.output.report import build_report, item_dict, load_report, schema, write_report
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
@@ -34,16 +35,14 @@ class Toy(Benchmark[None]):
         raise NotImplementedError
         yield []
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return {"accuracy": accuracy(records), "ids": sorted(r.sample_id for r in records)}
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return [f"  toy accuracy: {metrics['accuracy']}"]
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return [Metric(("accuracy",), accuracy(records), "toy accuracy"),
+                Metric(("ids",), tuple(sorted(r.sample_id for r in records)), unit="list")]
 
 
 class Broken(Toy):
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return {"x": 1 / 0}
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return [Metric(("x",), 1 / 0)]
 
 
 KEY_A, KEY_B = sha256_text("a"), sha256_text("b")

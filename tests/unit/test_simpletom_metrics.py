@@ -9,7 +9,9 @@ import pytest
 from pytest_tom.derived import Derived
 from pytest_tom.evals.simpletom import SimpleToM
 from pytest_tom.evals.simpletom.derived import balance_rule, bucket, chain_rule
-from pytest_tom.evals.simpletom.metrics import aggregate, chain_stats, metric_lines, self_checks
+from pytest_tom.evals.simpletom.metrics import SHOW, aggregate, chain_stats, self_checks
+from pytest_tom.framework.metric import from_tree
+from pytest_tom.output.render import terminal_lines
 from pytest_tom.record import Outcome, Record
 
 TYPES = ("mental_state", "behavior", "judgment")
@@ -27,6 +29,10 @@ def rec(story: str, qtype: str, outcome: str, *, gold: str = "A", scenario: str 
 
 def story(sid: str, outcomes: str, **kw: Any) -> list[Record]:
     return [rec(sid, t, o, **kw) for t, o in zip(TYPES, outcomes, strict=True)]
+
+
+def lines_of(m: dict[str, Any]) -> list[str]:
+    return terminal_lines(from_tree(m, SHOW))
 
 
 def approx(x: float) -> Any:
@@ -87,20 +93,22 @@ def test_the_spec_bounds_hold_and_a_violation_is_loud() -> None:
     found = self_checks(broken)
     assert any("P(fail_behavior)" in w for w in found) and any("P(all_correct)" in w for w in found)
     assert any("buckets sum to" in w for w in found)
-    lines = metric_lines({**m, "self_check_violations": found})
-    assert sum(line.startswith("  !!! SELF-CHECK FAILED") for line in lines) == len(found)
+    text = "\n".join(lines_of({**m, "self_check_violations": found}))
+    assert "!!! simpletom:" in text and "SELF-CHECK FAILED (spec 5 C" in text and all(w in text for w in found)
+    assert "SELF-CHECK" not in "\n".join(lines_of(m))
 
 
-def test_summary_lines_say_how_they_are_computed() -> None:
+def test_the_printed_metrics_say_how_they_are_computed() -> None:
     records = [r for i, o in enumerate(("ccc", "cwc", "wcw", "ccw")) for r in story(f"s{i}", o)]
-    lines = metric_lines(aggregate(records))
-    assert lines[0].startswith("simpletom (intervention none): mental state 75.0 [")
-    assert "Wilson 95% interval; unparseable counts as wrong" in lines[0]
-    assert lines[1].startswith("  average 66.7 (the paper's: unweighted mean of the three type accuracies")
-    assert lines[2] == ("  chains (4 stories with all three answered; first broken link, % of stories): all correct "
-                        "25.0 | fail_ms 25.0 | fail_behavior 25.0 | fail_judgment 25.0")
-    assert "P(behavior right | MS right) 66.7 (of 3 stories)" in lines[3]
-    assert metric_lines({}) == []
+    text = "\n".join(lines_of(aggregate(records)))
+    assert "simpletom (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)" in text
+    assert "mental_state 75.0% [" in text
+    assert "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 66.7%" in text
+    assert "simpletom chains (stories with all three answered; first broken link and conditionals, % of stories): stories 4" \
+        in text
+    for cell in ("fail_ms 25.0%", "fail_behavior 25.0%", "fail_judgment 25.0%", "all_correct 25.0%", "MS right 3",
+                 "P(behavior right | MS right) 66.7%"):
+        assert cell in text, cell
 
 
 def test_balance_flags_an_always_same_letter_answerer() -> None:
@@ -108,7 +116,8 @@ def test_balance_flags_an_always_same_letter_answerer() -> None:
     # every answer is "A": right when the gold is A, wrong when it is B
     m = aggregate(records)
     assert m["balance"]["behavior"]["same_answer_rate"] == 1.0 and m["balance"]["behavior"]["constant"]
-    assert "ALWAYS 'A': constant answerer?" in "\n".join(metric_lines(m))
+    text = "\n".join(lines_of(m))
+    assert "behavior most answered A" in text and "behavior constant answerer True" in text
     d = Derived("simpletom", "behavior", "letter_balance", tuple(r.sample_id for r in records),
                 facets={"question_type": "behavior"}, params={"threshold": 0.95})
     j = balance_rule(d, records)

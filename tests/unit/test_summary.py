@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pytest_tom.framework.base import Benchmark, DataSource, Program
+from pytest_tom.framework.metric import Metric
 from pytest_tom.metrics import accuracy, wilson_interval
 from pytest_tom.output.report import build_report
 from pytest_tom.output.summary import GROUP_WIDTH, pct, summary_lines, table_lines
@@ -25,15 +26,12 @@ class Toy(Benchmark[None]):
         raise NotImplementedError
         yield []
 
-    def metrics(self, records: Sequence[Record]) -> dict[str, Any]:
-        return {"accuracy": accuracy(records)}
-
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
-        return [f"  toy paper accuracy: {pct(metrics['accuracy'])}"]
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
+        return [Metric(("accuracy",), accuracy(records), "toy paper accuracy")]
 
 
 class BrokenLines(Toy):
-    def metric_lines(self, metrics: Mapping[str, Any]) -> list[str]:
+    def metrics(self, records: Sequence[Record]) -> list[Metric]:
         raise KeyError("accuracy")
 
 
@@ -77,7 +75,7 @@ def test_the_summary_of_a_small_report() -> None:
         row("all", 4, 2, 0.75, 1, 1),
         row("en", 3, 2, 2 / 3, 1, 0),
         row("zh", 1, 0, 1.0, 0, 1),
-        "  toy paper accuracy:   50.0",
+        "  toy paper accuracy 50.0%",
         "  coherence groups: 2/4 passed, 1 failed, 1 errors",
     ]
 

@@ -11,9 +11,11 @@ import pytest
 from pytest_tom.derived import evaluate
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato.derived import FB_GAP, PERSONALITY, gap_interval
-from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
+from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.metric import from_tree
 from pytest_tom.gates.metrics import gate_metrics
+from pytest_tom.output.render import terminal_lines, to_json
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.request import Response
 
@@ -53,7 +55,7 @@ def approx(x: float) -> Any:
 
 def test_one_run_reproduces_the_hand_computed_tables() -> None:
     bench, samples = suite()
-    m = bench.metrics(run(bench, samples, [TABLE]))
+    m = to_json(bench.metrics(run(bench, samples, [TABLE])))
     assert m["runs"] == 1 and m["n"] == 20 and m["errors"] == 0
     # ALL: 12 of the 20 questions (first 8 of 10, second 4 of 10); the 6 FB questions are among the second 10
     assert (m["all"]["correct"], m["all"]["accuracy"], m["all"]["unparseable"]) == (12, approx(0.6), 2)
@@ -87,7 +89,7 @@ def test_sampled_runs_give_mean_and_population_std() -> None:
     every = {st: "cccc" for st in TABLE}
     none = {st: "wwww" for st in TABLE}
     records = run(bench, samples, [TABLE, every, none])
-    m = bench.metrics(records)
+    m = to_json(bench.metrics(records))
     assert m["runs"] == 3 and m["all"]["runs"] == [approx(0.6), 1.0, 0.0]
     assert m["all"]["accuracy"] == approx(1.6 / 3)
     assert m["all"]["std"] == approx(math.sqrt(114 / 675))  # deviations 1/15, 7/15, -8/15
@@ -99,22 +101,25 @@ def test_sampled_runs_give_mean_and_population_std() -> None:
     assert verdicts["2nd-order-belief-about-belief_K3Q7A_1"] is Outcome.INCORRECT  # [D], [C], [D]: gold C
     # unreadable, right, wrong: the readable votes tie, and the earlier run decides
     assert verdicts["2nd-order-belief-about-belief_K3Q7A_3"] is Outcome.CORRECT
-    lines = metric_lines(m)
-    assert lines[0].startswith("tomato (subset all, vanilla, system prompt system, generate, first extraction, "
-                               "T=0.6 top_p=0.9; % right, mean±std over 3 runs): ALL 53.3±41.1 (n=20")
+    text = "\n".join(terminal_lines(bench.metrics(records)))
+    assert "tomato (% right; mean±std over runs):" in text
+    assert "asked with subset all, vanilla, system prompt system, generate, first extraction, T=0.6 top_p=0.9" in text
+    assert "runs 3" in text and "counted once) 53.3±41.1% (n=20)" in text
 
 
-def test_metric_lines_name_how_each_number_is_computed() -> None:
+def test_the_printed_metrics_name_how_each_number_is_computed() -> None:
     bench, samples = suite()
-    lines = metric_lines(bench.metrics(run(bench, samples, [TABLE])))
-    text = "\n".join(lines)
-    assert "ALL 60.0 (n=20, micro over every question; FB questions are second-order ones, counted once)" in text
-    assert "micro per order: 1st 80.0 (n=10) | 2nd 40.0 (n=10) | FB 16.7 (n=6) | 2nd non-FB 75.0 (n=4)" in text
-    assert "macro (Table 10: unweighted mean over the mental states present): 1st 80.0 | 2nd 40.0 | FB 20.0" in text
-    assert "belief 100.0/0.0/0.0" in text and "false-belief gap: 2nd non-FB - FB = +58.3 points" in text
-    assert "N first 100.0/66.7, second 50.0/33.3 (gap +25.0)" in text
-    assert "2 questions had no readable [A]-[D] answer" in text
-    assert metric_lines(aggregate([])) == []
+    text = "\n".join(terminal_lines(bench.metrics(run(bench, samples, [TABLE]))))
+    assert "ALL (micro over every question; FB questions are second-order ones, counted once) 60.0% (n=20)" in text
+    assert "tomato micro per order: first 80.0% (n=10) | second 40.0% (n=10) | fb 16.7% (n=6) | second_non_fb 75.0% (n=4)" in text
+    assert "tomato macro (Table 10: unweighted mean over the mental states present): first 80.0% | second 40.0% | fb 20.0%" in text
+    assert "belief first 100.0% (n=" in text and "belief second 0.0% (n=" in text and "belief fb 0.0% (n=" in text
+    assert "false-belief gap 2nd non-FB - FB (the paper's LLMs: +9.5 to +16.2) +58.3 pp" in text
+    for cell in ("neuroticism high first 100.0%", "neuroticism low first 66.7%", "neuroticism high second 50.0%",
+                 "neuroticism low second 33.3%", "neuroticism gap high - low +25.0 pp"):
+        assert cell in text, cell
+    assert "no readable [A]-[D] answer (counted as not correct) 2" in text
+    assert terminal_lines(from_tree(aggregate([]), SHOW)) == ["  tomato (% right; mean±std over runs): runs 0"]
 
 
 def test_errors_leave_every_denominator() -> None:
@@ -122,7 +127,7 @@ def test_errors_leave_every_denominator() -> None:
     records = run(bench, samples, [TABLE])
     records[0] = Record(benchmark="tomato", sample_id=records[0].sample_id, outcome=Outcome.ERROR,
                         facets=records[0].facets, message="timeout")
-    m = bench.metrics(records)
+    m = to_json(bench.metrics(records))
     assert m["n"] == 19 and m["errors"] == 1 and m["all"]["correct"] == 11
     assert m["cells"]["belief"]["first"]["n"] == 1
 

@@ -27,10 +27,11 @@ from pytest_tom.evals.tombench.data import (
     load_file,
     strip_option_prefix,
 )
-from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
+from pytest_tom.evals.tombench.metrics import aggregate
 from pytest_tom.evals.tombench.prompts import SYSTEM_PROMPTS, USER_TEMPLATES, Config, permutation, render_user, tries
 from pytest_tom.evals.tombench.scoring import score
 from pytest_tom.framework.base import DataSource
+from pytest_tom.output.render import terminal_lines, to_json
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Choice, Story, permute_choices, rename
@@ -473,15 +474,17 @@ class TestAggregation:
         m = aggregate(recs)["languages"]["en"]
         assert m["tasks"]["fbt"]["unparseable"] == 1 and m["tasks"]["fbt"]["accuracy"] == 0.5
 
-    def test_metric_lines_summarise_each_language(self, fixtures_dir: Path) -> None:
+    def test_the_printed_metrics_summarise_each_language(self, fixtures_dir: Path) -> None:
         bench, samples = _load(fixtures_dir, languages="en", tries=1)
         records = [_run(bench, s, _gold_answer(s))[1] for s in samples]
-        lines = bench.metric_lines(bench.metrics(records))
-        assert lines[0] == ("tombench en (paper aggregation): task AVG 100.0 | ability AVG 100.0 | coherent AVG 100.0"
-                            " (unweighted means of the task, category and coherent rates below; partial selection: over the tasks present)")
-        assert lines[1] == ("  tasks (% of questions right/% of stories with every question right): "
-                            "PST 100.0/100.0, FBT 100.0/100.0, SST 100.0/100.0, FRT 100.0/100.0")
-        assert metric_lines({"aggregation": "paper"}) == []
+        text = "\n".join(terminal_lines(bench.metrics(records)))
+        assert "tombench en: unweighted means of the task, category and coherent rates (over the tasks present)" in text
+        for cell in ("task AVG 100.0%", "ability AVG 100.0%", "coherent AVG 100.0%", "every task present False"):
+            assert cell in text, cell
+        for task in ("pst", "fbt", "sst", "frt"):
+            assert f"{task} 100.0% [" in text.split("tombench en tasks")[1].split("\n  tombench")[0], task
+        assert "tombench en coherent stories (Table 22: % of stories with every question right): pst 100.0%" in text
+        assert terminal_lines(bench.metrics([])) == ["  tombench: aggregation paper"]
 
 
 class TestScoring:
@@ -579,7 +582,7 @@ class TestScoring:
         assert [r.kind for r in requests] == ["generate", "loglikelihood"]
         assert record.outcome is Outcome.CORRECT and record.parsed == "B"
         assert record.details["loglikelihood_answer"] == "A" and record.details["loglikelihood_correct"] is False
-        m = bench.metrics([record])["languages"]["en"]
+        m = to_json(bench.metrics([record]))["languages"]["en"]
         assert m["generate_vs_loglikelihood_disagreement"] == 1.0 and m["loglikelihood_accuracy"] == 0.0
 
     def test_a_story_passes_coherence_only_if_every_question_passes(self, fixtures_dir: Path) -> None:
@@ -620,4 +623,4 @@ class TestScoring:
         monkeypatch.setattr(Path, "read_text", no_io)
         monkeypatch.setattr(Path, "is_dir", no_io)
         bench = ToMBench({"languages": "en"})
-        assert bench.metrics([]) == {"aggregation": "paper", "languages": {}}
+        assert to_json(bench.metrics([])) == {"aggregation": "paper", "languages": {}}

@@ -44,6 +44,7 @@ SHOW = (
          "judgment wrong)", "count"),
     Show(("balance", "*", "answers", "*"), "{0} answered {1}", _BALANCE, "count"),
     Show(("balance", "*", "golds", "*"), "{0} gold {1}", _BALANCE, "count"),
+    Show(("balance", "*", "top_letter"), "{0} most answered", _BALANCE, "text"),
     Show(("balance", "*", "constant"), "{0} constant answerer", _BALANCE, "text"),
     Show(("scenarios", "*", "types", "*", "accuracy"), "{0} {1}", "simpletom by scenario (% right)"),
     Show(("scenarios", "*", "chains", "bucket_rates", "all_correct"), "{0} chains all correct",
