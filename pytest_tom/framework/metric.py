@@ -60,7 +60,8 @@ class Show:
 
     `pattern` matches a leaf's key part by part, each part a shell glob (`("tasks", "*",
     "accuracy")`); `label` and `table` are `str.format` templates whose `{0}`, `{1}`... are
-    the key parts matched by the pattern's globs, so one row labels a whole family of cells.
+    the key parts matched by the pattern's globs, so one row labels a whole family of cells,
+    and whose named fields are the tree's top-level settings.
     """
 
     pattern: tuple[str, ...]
@@ -83,25 +84,32 @@ def _unit(value: Any) -> Unit:
     return "count" if isinstance(value, int) else "rate"
 
 
-def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = (), prefix: tuple[str, ...] = ()) -> list[Metric]:
+def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = ()) -> list[Metric]:
     """Every leaf of a nested metrics dict as a `Metric`, in the dict's order; `shows` say which are printed.
 
     A leaf is a value that is not a non-empty dict; a list becomes a tuple and an empty dict a
-    `group`, so `pytest_tom.output.to_json` rebuilds the dict exactly. An `accuracy` leaf takes
-    its interval (`ci95`), `n` and `std` from the dict it sits in (a tally's fields).
+    `group`, so `pytest_tom.output.render.to_json` rebuilds the dict exactly. An `accuracy` leaf
+    takes its interval (`ci95`), `n` and `std` from the dict it sits in (a tally's fields). The
+    templates may also name the tree's top-level settings (`{aggregation}`).
     """
+    settings = {k: v for k, v in tree.items() if not isinstance(v, Mapping)}
+    return _leaves(tree, shows, (), settings)
+
+
+def _leaves(tree: Mapping[str, Any], shows: Sequence[Show], prefix: tuple[str, ...], settings: Mapping[str, Any]) -> list[Metric]:
     out: list[Metric] = []
     for name, value in tree.items():
         key = (*prefix, str(name))
         if isinstance(value, Mapping):
-            out.extend(from_tree(value, shows, key) if value else [Metric(key, None, unit="group")])
+            out.extend(_leaves(value, shows, key, settings) if value else [Metric(key, None, unit="group")])
             continue
         leaf = tuple(value) if isinstance(value, list) else value
         for show in shows:
             caps = show.match(key)
             if caps is not None:
                 extra = _siblings(tree) if name == "accuracy" else {}
-                out.append(Metric(key, leaf, show.label.format(*caps), show.unit, show.table.format(*caps), **extra))
+                label, table = show.label.format(*caps, **settings), show.table.format(*caps, **settings)
+                out.append(Metric(key, leaf, label, show.unit, table, **extra))
                 break
         else:
             out.append(Metric(key, leaf, unit=_unit(leaf)))

@@ -1,7 +1,7 @@
 """The one renderer of typed metrics: the report's nested `metrics` object, terminal lines, Markdown rows.
 
 Every benchmark's metrics go through these functions, so a number is formatted by its
-unit the same way everywhere (a rate as a percentage, a difference as signed points,
+unit the same way everywhere (a rate in percent, a difference as signed points,
 with its interval and n when it has them) and a new benchmark gets all its output by
 returning `Metric`s.
 """
@@ -33,9 +33,9 @@ def to_json(metrics: Iterable[Metric]) -> dict[str, Any]:
 
 def _number(value: float, unit: str) -> str:
     if unit == "rate":
-        return f"{100 * value:.1f}%"
+        return f"{100 * value:.1f}"
     if unit == "percent":
-        return f"{value:.1f}%"
+        return f"{value:.1f}"
     if unit == "points":
         return f"{100 * value:+.1f} pp"
     if unit == "count" and float(value).is_integer():
@@ -44,7 +44,11 @@ def _number(value: float, unit: str) -> str:
 
 
 def value_text(m: Metric) -> str:
-    """The value formatted by its unit, with its spread over runs, interval and n when present."""
+    """The value formatted by its unit, with its spread over runs, interval and n when present.
+
+    Rates print as percentages without the sign (`61.2`), as the summary table prints them: the
+    table's title says what they are a percentage of.
+    """
     v = m.value
     if isinstance(v, tuple):
         return "; ".join(str(x) for x in v)
@@ -52,9 +56,9 @@ def value_text(m: Metric) -> str:
         return "n/a" if v is None else str(v)
     text = _number(v, m.unit)
     if m.std:
-        text = text.replace("%", f"±{_number(m.std, m.unit)}") if m.unit in ("rate", "percent") else f"{text}±{m.std:.3f}"
+        text += f"±{_number(m.std, m.unit)}"
     if m.interval is not None:
-        lo, hi = (_number(x, m.unit).rstrip("%") for x in m.interval)
+        lo, hi = (_number(x, m.unit) for x in m.interval)
         text += f" [{lo}, {hi}]"
     if m.n is not None:
         text += f" (n={m.n:,})"

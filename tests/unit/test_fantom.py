@@ -681,7 +681,7 @@ def test_illusory_counts_pair_formats_and_flag_choices_without_lists() -> None:
     assert extra["belief:choice_right_dist_wrong"] == 1 and extra["belief:dist_right_choice_wrong"] == 1
     assert extra["sets_with_choice_and_lists"] == 2 and extra["sets:choice_right_list_wrong"] == 1
     text = "\n".join(terminal_lines(bench.metrics(recs)))
-    for shown in ("choice/dist. agree 33.3%", "belief:choice_dist_pairs 3", "belief:choice_right_dist_wrong 1",
+    for shown in ("choice/dist. agree 33.3", "belief:choice_dist_pairs 3", "belief:choice_right_dist_wrong 1",
                   "belief:dist_right_choice_wrong 1", "sets:choice_right_list_wrong 1", "sets_with_choice_and_lists 2"):
         assert shown in text, (shown, text)
     assert "fantom short context, inaccessible: illusory ToM" in text
@@ -713,7 +713,7 @@ def test_the_printed_metrics_name_the_embedder() -> None:
     assert "Dist. is comparable to the paper only with its embedder" in text  # the settings table says why it matters
     assert "embedder some-model | the paper's embedder False" in text
     assert "% of units with every question right" in text  # the table's title says how set scores are computed
-    assert "inaccessible:set:ALL* 100.0%" in text and "inaccessible:belief:distance 100.0%" in text
+    assert "inaccessible:set:ALL* 100.0" in text and "inaccessible:belief:distance 100.0" in text
 
 
 def test_upstream_rounding() -> None:

@@ -44,17 +44,17 @@ def test_show_rows_label_families_of_cells_and_take_interval_and_n_from_the_tall
     metrics = from_tree(tree, (Show(("tasks", "*", "accuracy"), "{0}", "tasks of {0}"),))
     fbt = next(m for m in metrics if m.key == ("tasks", "fbt", "accuracy"))
     assert (fbt.label, fbt.table, fbt.n, fbt.interval) == ("fbt", "tasks of fbt", 20, (0.34, 0.74))
-    assert value_text(fbt) == "55.0% [34.0, 74.0] (n=20)"
+    assert value_text(fbt) == "55.0 [34.0, 74.0] (n=20)"
     assert not [m for m in metrics if m.key == ("tasks", "fbt", "n") and m.label]
 
 
 def test_values_are_formatted_by_unit() -> None:
-    assert value_text(Metric(("a",), 0.125, "a")) == "12.5%"
-    assert value_text(Metric(("a",), 12.5, "a", "percent")) == "12.5%"
+    assert value_text(Metric(("a",), 0.125, "a")) == "12.5"
+    assert value_text(Metric(("a",), 12.5, "a", "percent")) == "12.5"
     assert value_text(Metric(("a",), -0.031, "a", "points")) == "-3.1 pp"
     assert value_text(Metric(("a",), 1234, "a", "count")) == "1,234"
     assert value_text(Metric(("a",), "paper", "a", "text")) == "paper"
-    assert value_text(Metric(("a",), 0.5, "a", std=0.02)) == "50.0±2.0%"
+    assert value_text(Metric(("a",), 0.5, "a", std=0.02)) == "50.0±2.0"
     assert value_text(Metric(("a",), ("one", "two"), "a", "list")) == "one; two"
 
 
@@ -68,7 +68,7 @@ def test_terminal_lines_group_by_table_in_order_and_skip_what_has_nothing_to_sho
         Metric(("empty",), (), "no violations", "list", table="first table"),
     ]
     lines = terminal_lines(metrics)
-    assert lines == ["  first table: x 50.0% | y 75.0%", "  second table: u 25.0%"]
+    assert lines == ["  first table: x 50.0 | y 75.0", "  second table: u 25.0"]
 
 
 def test_long_tables_wrap_between_cells() -> None:
@@ -82,4 +82,4 @@ def test_markdown_rows_escape_labels_and_group_by_table() -> None:
     rows = metric_rows([Metric(("a",), 0.5, "a|b", table="T <1>"), Metric(("h",), 0.2)])
     assert rows[0].startswith("| table |")
     assert len(rows) == 3
-    assert "a\\|b" in rows[2] and "&lt;1&gt;" in rows[2] and "50.0%" in rows[2]
+    assert "a\\|b" in rows[2] and "&lt;1&gt;" in rows[2] and "50.0" in rows[2]

@@ -102,12 +102,12 @@ def test_the_printed_metrics_say_how_they_are_computed() -> None:
     records = [r for i, o in enumerate(("ccc", "cwc", "wcw", "ccw")) for r in story(f"s{i}", o)]
     text = "\n".join(lines_of(aggregate(records)))
     assert "simpletom (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)" in text
-    assert "mental_state 75.0% [" in text
-    assert "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 66.7%" in text
+    assert "mental_state 75.0 [" in text
+    assert "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 66.7" in text
     assert "simpletom chains (stories with all three answered; first broken link and conditionals, % of stories): stories 4" \
         in text
-    for cell in ("fail_ms 25.0%", "fail_behavior 25.0%", "fail_judgment 25.0%", "all_correct 25.0%", "MS right 3",
-                 "P(behavior right | MS right) 66.7%"):
+    for cell in ("fail_ms 25.0", "fail_behavior 25.0", "fail_judgment 25.0", "all_correct 25.0", "MS right 3",
+                 "P(behavior right | MS right) 66.7"):
         assert cell in text, cell
 
 

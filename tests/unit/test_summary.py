@@ -75,7 +75,7 @@ def test_the_summary_of_a_small_report() -> None:
         row("all", 4, 2, 0.75, 1, 1),
         row("en", 3, 2, 2 / 3, 1, 0),
         row("zh", 1, 0, 1.0, 0, 1),
-        "  toy paper accuracy 50.0%",
+        "  toy paper accuracy 50.0",
         "  coherence groups: 2/4 passed, 1 failed, 1 errors",
     ]
 

@@ -104,19 +104,19 @@ def test_sampled_runs_give_mean_and_population_std() -> None:
     text = "\n".join(terminal_lines(bench.metrics(records)))
     assert "tomato (% right; mean±std over runs):" in text
     assert "asked with subset all, vanilla, system prompt system, generate, first extraction, T=0.6 top_p=0.9" in text
-    assert "runs 3" in text and "counted once) 53.3±41.1% (n=20)" in text
+    assert "runs 3" in text and "counted once) 53.3±41.1 (n=20)" in text
 
 
 def test_the_printed_metrics_name_how_each_number_is_computed() -> None:
     bench, samples = suite()
     text = "\n".join(terminal_lines(bench.metrics(run(bench, samples, [TABLE]))))
-    assert "ALL (micro over every question; FB questions are second-order ones, counted once) 60.0% (n=20)" in text
-    assert "tomato micro per order: first 80.0% (n=10) | second 40.0% (n=10) | fb 16.7% (n=6) | second_non_fb 75.0% (n=4)" in text
-    assert "tomato macro (Table 10: unweighted mean over the mental states present): first 80.0% | second 40.0% | fb 20.0%" in text
-    assert "belief first 100.0% (n=" in text and "belief second 0.0% (n=" in text and "belief fb 0.0% (n=" in text
+    assert "ALL (micro over every question; FB questions are second-order ones, counted once) 60.0 (n=20)" in text
+    assert "tomato micro per order: first 80.0 (n=10) | second 40.0 (n=10) | fb 16.7 (n=6) | second_non_fb 75.0 (n=4)" in text
+    assert "tomato macro (Table 10: unweighted mean over the mental states present): first 80.0 | second 40.0 | fb 20.0" in text
+    assert "belief first 100.0 (n=" in text and "belief second 0.0 (n=" in text and "belief fb 0.0 (n=" in text
     assert "false-belief gap 2nd non-FB - FB (the paper's LLMs: +9.5 to +16.2) +58.3 pp" in text
-    for cell in ("neuroticism high first 100.0%", "neuroticism low first 66.7%", "neuroticism high second 50.0%",
-                 "neuroticism low second 33.3%", "neuroticism gap high - low +25.0 pp"):
+    for cell in ("neuroticism high first 100.0", "neuroticism low first 66.7", "neuroticism high second 50.0",
+                 "neuroticism low second 33.3", "neuroticism gap high - low +25.0 pp"):
         assert cell in text, cell
     assert "no readable [A]-[D] answer (counted as not correct) 2" in text
     assert terminal_lines(from_tree(aggregate([]), SHOW)) == ["  tomato (% right; mean±std over runs): runs 0"]

@@ -450,8 +450,8 @@ def test_metrics_equal_the_hand_computed_ones(samples: list[ToMValleySample]) ->
                                        "restoration_error": 27 / 83, "full_error": 12 / 83}
     assert m["composition"]["influence"]["n"] == 27
     lines = "\n".join(terminal_lines(bench.metrics(oracle_records(samples))))
-    assert "questions 127" in lines and "contexts 2" in lines and "counted wrong) 50.4% [" in lines
-    assert "transformation2 0.0% [" in lines and "transformation2 chance" in lines
+    assert "questions 127" in lines and "contexts 2" in lines and "counted wrong) 50.4 [" in lines
+    assert "transformation2 0.0 [" in lines and "transformation2 chance" in lines
     rates = {g.name: g for g in bench.gate_rates(oracle_records(samples))}
     assert rates["restoration_error"].rate() == pytest.approx(27 / 83) and not rates["restoration_error"].higher_is_better
     assert set(rates["restoration_error"].clusters) == {"trial7001", "trial7002"}

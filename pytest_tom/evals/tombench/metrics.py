@@ -22,13 +22,13 @@ from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import mean, tally
 from pytest_tom.record import Outcome, Record
 
-_AVG = "tombench {0}: unweighted means of the task, category and coherent rates (over the tasks present)"
+_AVG = "tombench {0} ({aggregation} aggregation)"
 SHOW = (
-    Show(("aggregation",), "aggregation", "tombench", "text"),
     Show(("languages", "*", "task_avg"), "task AVG", _AVG),
     Show(("languages", "*", "ability_avg"), "ability AVG", _AVG),
     Show(("languages", "*", "coherent_avg"), "coherent AVG", _AVG),
-    Show(("languages", "*", "complete"), "every task present", _AVG, "text"),
+    Show(("languages", "*", "complete"), "(unweighted means of the task, category and coherent rates below) every task present",
+         _AVG, "text"),
     Show(("languages", "*", "tasks", "*", "accuracy"), "{1}", "tombench {0} tasks (% of questions right)"),
     Show(("languages", "*", "coherent", "*", "accuracy"), "{1}",
          "tombench {0} coherent stories (Table 22: % of stories with every question right)"),
