@@ -170,10 +170,10 @@ def test_the_summary_says_how_each_aggregate_is_computed(pytester: pytest.Pytest
     result = pytester.runpytest(*tom_args, "--tom-model=random:0", "-q", "--tom-set=tombench.languages=en")
     result.stdout.fnmatch_lines([
         "  group (acc %: % of the group's questions right)*n  acc %*",
-        "tombench en (paper aggregation): task AVG * | ability AVG * | coherent AVG * (unweighted means of the task, "
-        "category and coherent rates below; partial selection: over the tasks present)",
-        "  tasks (% of questions right/% of stories with every question right): *",
-        "  categories (unweighted mean of the category's abilities, not per question): *",
+        "  tombench en tasks (% of questions right): *",
+        "  tombench en (paper aggregation): task AVG * | ability AVG * | coherent AVG *",
+        "    (unweighted means of the task, category and coherent rates below) every task present False",
+        "  tombench en categories (unweighted mean of the category's abilities, not per question): *",
     ])
 
 

@@ -122,4 +122,4 @@ def test_partial_story_selection_skips_the_coherence_test(pytester: pytest.Pytes
 
 def test_loglikelihood_scoring_and_disagreement(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args, "--tom-model=random:2", "--tom-set=tombench.scoring=both", "-q", "--tb=no")
-    result.stdout.fnmatch_lines(["*log-likelihood scoring: % of questions right *, disagrees with generation on *% of items"])
+    result.stdout.fnmatch_lines(["  tombench en log-likelihood scoring: % of items it disagrees with generation on * | % of questions right *"])

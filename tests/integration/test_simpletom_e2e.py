@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.shown import missing
 
 from pytest_tom.evals.simpletom import SimpleToM
 from pytest_tom.framework.base import DataSource
@@ -156,12 +157,12 @@ def test_baseline_metrics_equal_the_hand_computed_ones(pytester: pytest.Pytester
         '*  behavior:     WRONG answered (A) "report the moldy jam to a store clerk", gold (B) "pay for the jam"',
         '*  judgment:     ok    answered (B) "Reasonable", gold (B) "Reasonable"',
     ])
-    result.stdout.fnmatch_lines([
-        "simpletom (intervention none): mental state 90.0 * | behavior 50.0 * (n=10, 1 unparseable) | judgment 50.0 *",
-        "  average 63.3 (the paper's*",
-        "  chains (10 stories with all three answered; first broken link, % of stories): all correct 20.0 | fail_ms "
-        "10.0 | fail_behavior 50.0 | fail_judgment 20.0",
-    ])
+    result.stdout.fnmatch_lines(["  simpletom (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)*"])
+    assert not missing(
+        result.stdout.str(), "mental_state 90.0", "behavior 50.0", "behavior unparseable 1", "judgment 50.0",
+        "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 63.3",
+        "stories 10", "all_correct 20.0", "fail_ms 10.0", "fail_behavior 50.0", "fail_judgment 20.0",
+    )
 
 
 def test_reminder_metrics_equal_the_hand_computed_ones(pytester: pytest.Pytester) -> None:
@@ -187,8 +188,8 @@ def test_a_constant_answerer_fails_the_letter_balance_checks(pytester: pytest.Py
     _, groups = suite_of(pytester)
     assert {g["gid"]: g["outcome"] for g in groups if g["group_kind"] == "letter_balance"} == {
         "mental_state": "failed", "behavior": "failed", "judgment": "failed"}
-    result.stdout.fnmatch_lines(["*letter balance * mental state answers A 100.0 vs gold A 50.0, B 50.0 ALWAYS 'A': "
-                                 "constant answerer?*"])
+    assert not missing(result.stdout.str(), "mental_state answered A 10", "mental_state gold A 5", "mental_state gold B 5",
+                       "mental_state most answered A", "mental_state constant answerer True")
     result.stdout.fnmatch_lines([
         "*SimpleToM mental state answers are (almost) always the same letter: 'A' on 10 of 10 (100.0%, threshold 95%) "
         "while the gold is 'A' on 5 (50.0%)*",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.shown import missing
 
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.framework.base import DataSource
@@ -111,10 +112,11 @@ def test_metrics_checks_and_messages_equal_the_hand_computed_ones(pytester: pyte
         "  run 1: 'So the answer is [[]D].' -> [[]D]",
     ])
     result.stdout.fnmatch_lines([
-        "tomato (subset all, vanilla, system prompt system, generate, first extraction; % right, one run): ALL 65.0 "
-        "(n=20, micro over every question; FB questions are second-order ones, counted once)",
-        "  micro per order: 1st 80.0 (n=10) | 2nd 50.0 (n=10) | FB 16.7 (n=6) | 2nd non-FB 100.0 (n=4)",
+        "  tomato (% right; mean±std over runs):*",
+        "  tomato micro per order: first 80.0 (n=10) | second 50.0 (n=10) | fb 16.7 (n=6) | second_non_fb 100.0 (n=4)",
     ])
+    assert not missing(result.stdout.str(), "asked with subset all, vanilla, system prompt system, generate, first extraction",
+                       "ALL (micro over every question; FB questions are second-order ones, counted once) 65.0 (n=20)")
 
 
 def test_official_extraction_keeps_the_comma_quirk(pytester: pytest.Pytester) -> None:

@@ -33,7 +33,7 @@ SHOW = (
     Show(("languages", "*", "coherent", "*", "accuracy"), "{1}",
          "tombench {0} coherent stories (Table 22: % of stories with every question right)"),
     Show(("languages", "*", "loglikelihood_accuracy"), "% of questions right", "tombench {0} log-likelihood scoring"),
-    Show(("languages", "*", "generate_vs_loglikelihood_disagreement"), "disagrees with generation on",
+    Show(("languages", "*", "generate_vs_loglikelihood_disagreement"), "% of items it disagrees with generation on",
          "tombench {0} log-likelihood scoring"),
     Show(("languages", "*", "categories", "*"), "{1}",
          "tombench {0} categories (unweighted mean of the category's abilities, not per question)"),
