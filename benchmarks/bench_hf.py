@@ -41,8 +41,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def questions(data: Path, n: int, languages: str, tries: int = 1, stop: bool = False):  # type: ignore[no-untyped-def]
-    from pytest_tom.evals.tombench import ToMBench
     from pytest_tom.framework.base import DataSource
+    from pytest_tom.evals.tombench import ToMBench
     from pytest_tom.run.suites import stratified_sample
 
     bench = ToMBench({"tries": str(tries), "languages": languages, "stop_at_answer": str(stop).lower()})

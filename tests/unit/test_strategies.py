@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from pytest_tom.errors import TomConfigError
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
 from pytest_tom.evals.simpletom import SimpleToM
 from pytest_tom.evals.tombench import ToMBench
 from pytest_tom.evals.tomvalley import ToMValley
 from pytest_tom.evals.tomvalley.prompts import PromptConfig, context_request
-from pytest_tom.framework.base import DataSource
 from pytest_tom.sample import Sample
 from pytest_tom.strategies import (
     REGISTRY,

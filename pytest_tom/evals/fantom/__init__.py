@@ -28,6 +28,8 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.fantom import data as _data
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
@@ -45,8 +47,6 @@ from pytest_tom.evals.fantom.prompts import ask, parse_response
 from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.fetch import parse_flag, parse_sha256
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response

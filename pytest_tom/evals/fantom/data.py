@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import check_extracted, fetch_archive
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import distinct_options, read_json, required_text
+from pytest_tom.fetch import check_extracted, fetch_archive
 
 # --- official constants ----------------------------------------------------------------------
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.simpletom import derived as _derived
 from pytest_tom.evals.simpletom import prompts, release, scoring
 from pytest_tom.evals.simpletom.data import (
@@ -33,8 +35,6 @@ from pytest_tom.evals.simpletom.data import (
 )
 from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
 from pytest_tom.fetch import parse_pins, release_flags
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]

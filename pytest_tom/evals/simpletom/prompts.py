@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.fetch import parse_flag
 from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
+from pytest_tom.fetch import parse_flag
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Choice
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom.data import (
     CONFIGS,
     FILE,
@@ -33,7 +34,6 @@ from pytest_tom.evals.simpletom.data import (
     samples,
 )
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, parse_pins, read_pins, sha256_file
-from pytest_tom.framework.base import DataSource
 
 
 def parse_setting(value: str) -> dict[str, str] | None:

@@ -21,6 +21,8 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.tomato import derived as _derived
 from pytest_tom.evals.tomato import prompts, release, scoring
 from pytest_tom.evals.tomato.data import (
@@ -35,8 +37,6 @@ from pytest_tom.evals.tomato.data import (
 )
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.fetch import parse_pins, release_flags
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
+from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
 from pytest_tom.fetch import parse_flag
-from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.request import GenerationSettings, Message, Request
 
 SYSTEM = (

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import check_sha256
 from pytest_tom.evals.tomato.data import (
     FOLDER,
     OFFICIAL_GIT_BLOBS,
@@ -33,8 +35,6 @@ from pytest_tom.evals.tomato.data import (
     read_file,
 )
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
-from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.checks import check_sha256
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "

@@ -25,6 +25,8 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,
@@ -39,8 +41,6 @@ from pytest_tom.evals.tombench.data import (
 from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.fetch import parse_flag, release_flags
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]

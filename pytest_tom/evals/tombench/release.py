@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import data
 from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, parse_pins, read_pins, sha256_file
-from pytest_tom.framework.base import DataSource
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "

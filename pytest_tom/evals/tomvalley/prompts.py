@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.evals.tomvalley.data import ToMValleyExtra, ToMValleySample
 from pytest_tom.framework.base import BenchmarkOption
+from pytest_tom.evals.tomvalley.data import ToMValleyExtra, ToMValleySample
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Conversation, Turn
 
