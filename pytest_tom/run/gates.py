@@ -18,6 +18,7 @@ import pytest
 from pytest_tom.gates import GateResult, check_threshold, match, parse_threshold
 from pytest_tom.gates.metrics import SuiteView as SuiteView  # re-exported: the gates' view of a suite lives there
 from pytest_tom.gates.thresholds import Threshold
+from pytest_tom.output.junit import gate_properties
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.run.baseline import baseline_results
 
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from pytest_tom.run.session import TomSession
 
 GATE_MARK = "tom_gate"
-GATE_PROPERTY = "tom_gate"
-"""user_properties key of a gate's result (junitxml writes it, and the numbers below, as properties)."""
 
 When = Literal["setup", "call", "teardown"]
 
@@ -101,20 +100,6 @@ def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:
     return results
 
 
-def _props(result: GateResult) -> list[tuple[str, object]]:
-    props: list[tuple[str, object]] = [(GATE_PROPERTY, result.to_dict())]
-    if result.estimate is not None:
-        props += [("tom_gate_value", round(result.estimate.point, 6)), ("tom_gate_low", round(result.estimate.low, 6)),
-                  ("tom_gate_high", round(result.estimate.high, 6)), ("tom_gate_n", result.estimate.n)]
-    if result.threshold is not None:
-        props.append(("tom_gate_threshold", f"{result.bound} {result.op} {result.threshold:g}"))
-    if result.comparison is not None:
-        c = result.comparison
-        props += [("tom_gate_baseline", round(c.base, 6)), ("tom_gate_diff", round(c.diff.point, 6)),
-                  ("tom_gate_p_adjusted", round(c.p_adjusted, 6))]
-    return props
-
-
 def _gate_report(nodeid: str, when: When, outcome: Literal["passed", "failed"], longrepr: Any = None,
                  props: list[tuple[str, object]] | None = None) -> pytest.TestReport:
     location = (GATE_MARK, None, nodeid)
@@ -130,7 +115,7 @@ def report_gates(session: pytest.Session, results: Sequence[GateResult]) -> None
         nodeid = f"{GATE_MARK}[{result.name}]"
         location = (GATE_MARK, None, nodeid)
         hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
-        props = _props(result)  # on every phase, as an item's user_properties are (junitxml reads teardown's)
+        props = gate_properties(result)  # on every phase, as an item's user_properties are (junitxml reads teardown's)
         hook.pytest_runtest_logreport(report=_gate_report(nodeid, "setup", "passed", None, props))
         call = _gate_report(nodeid, "call", "passed" if result.passed else "failed",
                             None if result.passed else result.message, props)
