@@ -16,6 +16,7 @@ from typing import Any
 from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
 from pytest_tom.evals.fantom.scoring import gold_int
 from pytest_tom.framework.metric import Show
+from pytest_tom.metrics import mean
 from pytest_tom.record import Outcome, Record
 from pytest_tom.scoring import mentions, weighted_f1
 
@@ -49,10 +50,6 @@ def round_python(v: float | None) -> float | None:
     return None if v is None else round(v, 3) * 100
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _ok(r: Record) -> bool:
     return r.outcome is Outcome.CORRECT
 
@@ -72,7 +69,7 @@ def _all_by(records: Iterable[Record], field: str) -> float | None:
     for r in records:
         key = r.facets[field]
         by[key] = by.get(key, True) and _ok(r)
-    return _mean([float(v) for v in by.values()])
+    return mean([float(v) for v in by.values()])
 
 
 def illusory_counts(target: Sequence[Record]) -> dict[str, Any]:
@@ -96,7 +93,7 @@ def illusory_counts(target: Sequence[Record]) -> dict[str, Any]:
     sets = [v for v in by_set.values() if v["choice"] and v["list"]]
     return {
         "belief:choice_dist_pairs": len(pairs),
-        "belief:choice_dist_agreement": round_numpy(_mean([float(d == c) for d, c in pairs])),
+        "belief:choice_dist_agreement": round_numpy(mean([float(d == c) for d, c in pairs])),
         "belief:choice_right_dist_wrong": sum(c and not d for d, c in pairs),
         "belief:dist_right_choice_wrong": sum(d and not c for d, c in pairs),
         "sets_with_choice_and_lists": len(sets),
@@ -180,16 +177,16 @@ def scenario_report(
                "tom:info_accessibility:list", "tom:info_accessibility:binary"}
     rep[p + "set:ALL"] = round_numpy(_all_by([r for r in whole if r.facets["upstream_type"] in for_all], field))
     choice = [r for r in target if r.facets["upstream_type"].endswith(":multiple-choice")]
-    rep[p + "belief:multiple-choice"] = round_numpy(_mean([float(_ok(r)) for r in choice]))
+    rep[p + "belief:multiple-choice"] = round_numpy(mean([float(_ok(r)) for r in choice]))
     dist = [r for r in target if r.facets["upstream_type"] == f"tom:belief:{scenario}"]
-    rep[p + "belief:distance"] = round_numpy(_mean([float(_ok(r)) for r in dist]))
-    rep[p + "belief_true_word-f1"] = round_numpy(_mean([float(r.score or 0.0) for r in dist if _ok(r)]))
+    rep[p + "belief:distance"] = round_numpy(mean([float(_ok(r)) for r in dist]))
+    rep[p + "belief_true_word-f1"] = round_numpy(mean([float(r.score or 0.0) for r in dist if _ok(r)]))
     extra: dict[str, Any] = {}
     for family in FAMILIES:
         fam = [r for r in whole if r.facets["family"] == family]
         rep[p + f"{family}:set:ALL"] = round_numpy(_all_by(fam, field))
         lst = [r for r in target if _qtype(r) == f"{family}_list"]
-        rep[p + f"{family}:list"] = round_numpy(_mean([float(_ok(r)) for r in lst]))
+        rep[p + f"{family}:list"] = round_numpy(mean([float(_ok(r)) for r in lst]))
         yn = [r for r in target if _qtype(r) == f"{family}_yn"]
         preds = [int(r.details.get("binarized", -1)) for r in yn]
         refs = [gold_int(r.details.get("gold_yes_no", "no")) for r in yn]
@@ -199,7 +196,7 @@ def scenario_report(
         extra[f"{family}:n_list"] = len(lst)
         extra[f"{family}:n_yes_no"] = len(yn)
     facts = [r for r in scored if _qtype(r) == "fact"]
-    rep["fact_word-f1"] = round_numpy(_mean([float(r.score or 0.0) for r in facts]))
+    rep["fact_word-f1"] = round_numpy(mean([float(r.score or 0.0) for r in facts]))
     rep[p + "tom:lists:wrong_reasons:freq"] = _list_reasons([r for r in target if _qtype(r) == "answerability_list"])
     rep[p + "tom:binary:wrong_reasons:freq"] = _binary_reasons([r for r in target if _qtype(r).endswith("_yn")])
     # Table 4 (upstream: "only consider the BeliefQ[dist.] questions"), by upstream's question_type label.
@@ -213,10 +210,10 @@ def scenario_report(
     for key, vals in (*sorted(by_order.items()), *sorted(by_type.items())):
         rep[p + key] = round_numpy(sum(vals) / len(vals))
     rows = character_entries(whole, field, mode)
-    rep[p + "set:ALL_character"] = round_numpy(_mean([float(all(e.ok for e in es)) for es in rows.values()]))
+    rep[p + "set:ALL_character"] = round_numpy(mean([float(all(e.ok for e in es)) for es in rows.values()]))
     consistency = [len({e.value for e in es if e.value is not None}) == 1
                    for es in rows.values() if any(e.value is not None for e in es)]
-    rep[p + "set:character_answer_consistency"] = round_numpy(_mean([float(v) for v in consistency]))
+    rep[p + "set:character_answer_consistency"] = round_numpy(mean([float(v) for v in consistency]))
     extra.update(illusory_counts(target))
     extra.update({
         "units": len(present), "complete_units": len(complete), "incomplete_units": len(present) - len(complete),

@@ -19,7 +19,7 @@ from pytest_tom.evals.tombench.data import (
     TASK_ORDER,
 )
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import mean, tally
+from pytest_tom.metrics import accuracy, mean, tally
 from pytest_tom.record import Outcome, Record
 
 _AVG = "tombench {0} ({aggregation} aggregation)"
@@ -39,10 +39,6 @@ SHOW = (
          "tombench {0} categories (unweighted mean of the category's abilities, not per question)"),
 )
 """What the terminal and Markdown print; the report keeps every number."""
-
-
-def _accuracy(records: Sequence[Record]) -> float | None:
-    return sum(r.outcome is Outcome.CORRECT for r in records) / len(records) if records else None
 
 
 def aggregate(records: Sequence[Record], mode: str = "paper") -> dict[str, Any]:
@@ -77,15 +73,15 @@ def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
     abilities: dict[str, float | None] = {}
     for ability, rs in by_ability.items():
         if mode == "paper" and ability == DESIRE_II:
-            parts = [_accuracy(by_sub[s]) for s in DESIRE_II_SUB_LABELS if by_sub.get(s)]
+            parts = [accuracy(by_sub[s]) for s in DESIRE_II_SUB_LABELS if by_sub.get(s)]
             abilities[ability] = mean(p for p in parts if p is not None)
         else:
-            abilities[ability] = _accuracy(rs)
+            abilities[ability] = accuracy(rs)
     categories: dict[str, float] = {}
     for cat, names in ABILITIES.items():
         if mode == "paper" and cat == "Desire":
             groups = [s for a in names for s in (DESIRE_II_SUB_LABELS if a == DESIRE_II else (a,))]
-            vals = [_accuracy(by_sub[s]) for s in groups if by_sub.get(s)]
+            vals = [accuracy(by_sub[s]) for s in groups if by_sub.get(s)]
         else:
             vals = [abilities[a] for a in names if abilities.get(a) is not None]
         value = mean(v for v in vals if v is not None)
@@ -98,7 +94,7 @@ def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
     human = {t: HUMAN_TASK_ACCURACY_ZH[t] - v["accuracy"] for t, v in tasks.items() if v["accuracy"] is not None}
     return {
         "n": len(scored),
-        "micro_accuracy": _accuracy(scored),
+        "micro_accuracy": accuracy(scored),
         "tasks": tasks,
         "task_avg": task_avg,
         "abilities": abilities,
