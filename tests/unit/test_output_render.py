@@ -9,7 +9,7 @@ import pytest
 from helpers.metric_cases import CASES, EXPECTED, records
 
 from pytest_tom.framework.metric import Metric, Show, from_tree
-from pytest_tom.output.markdown import metric_rows
+from pytest_tom.output.markdown import metric_rows, render_markdown
 from pytest_tom.output.render import terminal_lines, to_json, value_text
 
 
@@ -83,3 +83,11 @@ def test_markdown_rows_escape_labels_and_group_by_table() -> None:
     assert rows[0].startswith("| table |")
     assert len(rows) == 3
     assert "a\\|b" in rows[2] and "&lt;1&gt;" in rows[2] and "50.0" in rows[2]
+
+
+def test_the_markdown_summary_holds_each_suites_paper_metrics() -> None:
+    metrics = [Metric(("accuracy",), 0.5, "accuracy", table="toy", interval=(0.25, 0.75), n=8), Metric(("json_only",), 1)]
+    text = render_markdown([], model_uri="m", baseline=None, metrics=[("toy_suite", metrics), ("empty", [])])
+    assert "<details><summary>Paper metrics of toy_suite</summary>" in text
+    assert "| toy | accuracy | 50.0 [25.0, 75.0] (n=8) |" in text
+    assert "Paper metrics of empty" not in text and "json_only" not in text
