@@ -30,9 +30,9 @@ from pytest_tom.run.session import tom_session
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
+    from pytest_tom.robustness.base import StrategySpec
     from pytest_tom.run.suites import LoadedSuite
     from pytest_tom.sample import Sample
-    from pytest_tom.strategies.base import StrategySpec
     from pytest_tom.suite import Suite
 
 
@@ -164,7 +164,7 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
 
     specs: list[StrategySpec] = []
     if loaded.robustness:
-        from pytest_tom.strategies import resolve  # loads hypothesis and the built-in strategies: only when asked
+        from pytest_tom.robustness import resolve  # loads hypothesis and the built-in strategies: only when asked
 
         specs = resolve(list(loaded.robustness))
     if specs:
