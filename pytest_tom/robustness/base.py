@@ -168,9 +168,10 @@ def reason(fn: Callable[[Sample[Any]], object], *errors: type[Exception]) -> Cal
     def why_not(sample: Sample[Any]) -> str | None:
         from hypothesis.errors import InvalidArgument
 
+        caught: tuple[type[Exception], ...] = (InvalidArgument, *errors)
         try:
             fn(sample)
-        except (InvalidArgument, *errors) as exc:
+        except caught as exc:
             return str(exc)
         return None
     return why_not

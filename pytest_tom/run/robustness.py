@@ -27,8 +27,8 @@ from pytest_tom.run.gates import is_gate_run
 from pytest_tom.run.session import tom_session
 
 if TYPE_CHECKING:
+    from pytest_tom.engine.suites import LoadedSuite
     from pytest_tom.robustness.base import StrategySpec
-    from pytest_tom.run.suites import LoadedSuite
     from pytest_tom.sample import Sample
 
 

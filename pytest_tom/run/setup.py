@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -121,12 +121,8 @@ def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
     register_marks(config, [cls])
 
 
-def configure(config: pytest.Config, hooks: Callable[[TomSession], object]) -> None:
-    """Parse the options, register the marks, start the session and register `hooks(session)` as a plugin.
-
-    `hooks` is the hook object `plugin.py` defines (`TomHooks`): passed in, so the run layer never
-    imports the plugin module back.
-    """
+def configure(config: pytest.Config) -> TomSession:
+    """Parse the options, register the marks and start the session (`plugin.py` builds its hook object on it)."""
     holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
     registry: Registry = holder.registry if holder is not None else Registry()
     backends: SchemeRegistry = holder.backends if holder is not None else SchemeRegistry()
@@ -151,9 +147,13 @@ def configure(config: pytest.Config, hooks: Callable[[TomSession], object]) -> N
     except TomConfigError as exc:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = tom
-    config.pluginmanager.register(hooks(tom), "pytest-tom-session")
-    if tom.worker is None and config.pluginmanager.has_plugin("xdist"):
-        config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
+    return tom
+
+
+def add_xdist_controller(tom: TomSession) -> None:
+    """On the pytest-xdist controller (not a worker, not one process), the hooks that take the workers' share."""
+    if tom.worker is None and tom.config.pluginmanager.has_plugin("xdist"):
+        tom.config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
 
 
 def check_model(tom: TomSession) -> None:
@@ -194,7 +194,7 @@ def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
 
 
 def _is_tom_item(item: pytest.Item) -> bool:
-    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.engine.suites import LoadedSuite
 
     return isinstance(getattr(item, "suite", None), LoadedSuite)
 
