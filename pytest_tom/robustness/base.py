@@ -135,18 +135,28 @@ def perturbable(benchmark: str) -> Perturbable:
     return found
 
 
-@functools.cache
+_ADDED: dict[str, StrategySpec] = {}
+"""Strategies `register`ed in this process, on top of every registry built after."""
+
+
 def registry() -> LazyRegistry[StrategySpec]:
-    """Every strategy: the benchmarks' own first (counterfactuals), the generic ones, entry points, then `register`."""
+    """Every strategy: the benchmarks' own first (counterfactuals), the generic ones, entry points, then `register`.
+
+    Built afresh on each call (a few per run): a cached one would keep the strategies of modules
+    that pytester's in-process runs drop, bound to a hypothesis they dropped too.
+    """
     owned: dict[str, str] = {}
     for cls in _benchmarks().loadable():
         owned.update(perturbable(cls.name).strategies)
-    return LazyRegistry("robustness strategy", {**owned, **GENERIC}, "pytest_tom.strategies")
+    found: LazyRegistry[StrategySpec] = LazyRegistry("robustness strategy", {**owned, **GENERIC}, "pytest_tom.strategies")
+    for name, spec in _ADDED.items():
+        found.add(name, spec)
+    return found
 
 
 def register(spec: StrategySpec) -> StrategySpec:
     """Add a strategy (third parties may register their own before the run collects)."""
-    registry().add(spec.name, spec)
+    _ADDED[spec.name] = spec
     return spec
 
 
