@@ -46,8 +46,8 @@ USAGE: dict[str, str] = {
 """How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 
 CHECKS: dict[str, str] = {
-    "hf": "pytest_tom.models.hf.hub:check_hf",
-    "vllm": "pytest_tom.models.hf.hub:check_vllm",
+    "hf": "pytest_tom.models._hub:check_hf",
+    "vllm": "pytest_tom.models._hub:check_vllm",
 }
 """Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item)."""
 

@@ -38,15 +38,15 @@ from pytest_tom.models._common import (
     require_existing,
     too_long,
 )
-from pytest_tom.models.base import StreamingModel
-from pytest_tom.models.hf.prefix import sharing_order
-from pytest_tom.models.hf.tokenized import (
+from pytest_tom.models._prefix import sharing_order
+from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
     fingerprint_parts,
     hub_fingerprint,
     local_fingerprint,
 )
+from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1

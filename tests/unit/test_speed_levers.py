@@ -21,9 +21,9 @@ from pytest_tom.evals.simpletom.scoring import parse_answer
 from pytest_tom.evals.tomato.prompts import PromptConfig as ToMATOConfig
 from pytest_tom.evals.tomato.scoring import extract
 from pytest_tom.models._common import cut_at_stops
+from pytest_tom.models._prefix import plan, sharing_order
 from pytest_tom.models.hf.batching import AdaptiveBatches
 from pytest_tom.models.hf.capacity import CapacityProbe, fitting_batch
-from pytest_tom.models.hf.prefix import plan, sharing_order
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.scoring.choice import bracketed_label, bracketed_stops
 
@@ -237,7 +237,7 @@ def _shared_requests(max_new_tokens: int = 12, **settings: Any) -> list[Request]
 
 def test_prefix_reuse_gives_the_plain_paths_greedy_tokens(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_tom.models import make_model
-    from pytest_tom.models.hf.prefix import takes_cache_objects
+    from pytest_tom.models._prefix import takes_cache_objects
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     requests = _shared_requests()

@@ -52,7 +52,7 @@ def test_unknown_marks_line_names_each_unknown_word_with_its_nearest_marks() -> 
 
 # -- the model-id check ------------------------------------------------------------------------------------------
 
-hub = pytest.importorskip("pytest_tom.models.hf.hub")
+hub = pytest.importorskip("pytest_tom.models._hub")
 
 
 @pytest.fixture

@@ -42,13 +42,8 @@ from pytest_tom.models._common import (
     require_existing,
     too_long,
 )
-from pytest_tom.models.base import StreamingModel
-from pytest_tom.models.hf.batching import AdaptiveBatches, Failed
-from pytest_tom.models.hf.capacity import CPU_BATCH, GPU_START, CapacityProbe
-from pytest_tom.models.hf.decode import decode_rows
-from pytest_tom.models.hf.gguf import resolve_checkpoint
-from pytest_tom.models.hf.prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
-from pytest_tom.models.hf.tokenized import (
+from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
+from pytest_tom.models._tokenized import (
     TokenizedChat,
     checkpoint_fingerprint,
     file_hashes,
@@ -56,6 +51,11 @@ from pytest_tom.models.hf.tokenized import (
     hub_fingerprint,
     local_fingerprint,
 )
+from pytest_tom.models.base import StreamingModel
+from pytest_tom.models.hf.batching import AdaptiveBatches, Failed
+from pytest_tom.models.hf.capacity import CPU_BATCH, GPU_START, CapacityProbe
+from pytest_tom.models.hf.decode import decode_rows
+from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
