@@ -1,25 +1,9 @@
-"""Robustness: hypothesis strategies that perturb benchmark samples, the search over them, and what the results add up to.
+"""Robustness: strategies that perturb samples (`base`, `invariance`, `text`), hypothesis' search over them
+(`search`), and what the results add up to (`results`: flip rates, robust accuracies for summary, report, gates).
 
-* `base`: what a perturbation is (`Perturbation`), a named strategy (`StrategySpec`), what a
-  benchmark tells the strategies (`Perturbable`, offered through its `robustness` attribute)
-  and the lazy registry the names resolve through (`resolve`, `register`);
-* `invariance`: the generic meaning-preserving strategies (`renamings`, `choice_permutations`,
-  `irrelevant_sentences`, `whitespace_noise`, `rephrasings`); a benchmark's own counterfactuals
-  live in its folder (`pytest_tom.evals.simpletom.strategies.witness`);
-* `search`: hypothesis run over one question's perturbations, without pytest;
-* `results`: the derived records' flip rates and robust accuracies (summary, report, gates).
-
-Use the strategies in your own property tests::
-
-    from hypothesis import given
-    from pytest_tom.robustness.invariance import renamings
-
-    @given(renamings(sample, names="female"))
-    def test_my_model_ignores_names(p):
-        assert answer(p.sample) == answer(sample)
-
-or let the plugin run them per item with `--tom-robustness=rename,permute` and `-m tom_robustness`.
-This module imports neither hypothesis nor a strategy: the plugin loads it at start-up.
+A benchmark's own templates and counterfactuals live in its folder (`evals/<bench>/strategies.py`), offered as
+a `Perturbable` through its `robustness` attribute. This module imports neither hypothesis nor a strategy: the
+plugin loads it at start-up; use `pytest_tom.robustness.invariance.renamings` & co in your own property tests.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """The search behind a robustness item, without pytest: hypothesis tries perturbations until one breaks the answer.
 
-`search` runs one (question, strategy) property over hypothesis' draws through a caller's
-`answer` function (the run layer passes the engine's, so every model call is cached), and
-returns how many distinct perturbations it tried, the minimal breaking one after shrinking,
-or the model error that stopped it. `failure_message` is what a broken item shows.
+The caller's `answer` function asks the model (the run layer passes the engine's, so every call is cached).
 """
 
 from __future__ import annotations
