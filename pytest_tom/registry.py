@@ -23,12 +23,9 @@ T = TypeVar("T")
 
 
 def load_target(target: str) -> object:
-    """Import "module:attr" (the attribute may be dotted) and return the attribute."""
+    """Import "module:attr" and return the attribute."""
     module, _, attr = target.partition(":")
-    obj: object = importlib.import_module(module)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
-    return obj
+    return getattr(importlib.import_module(module), attr)
 
 
 class LazyRegistry(Generic[T]):
@@ -72,17 +69,13 @@ class LazyRegistry(Generic[T]):
         hint = did_you_mean(nearest(name, self._targets))
         return f" ({hint})" if hint else ""
 
-    def unknown(self, name: str, extra: str = "") -> TomConfigError:
-        """The error for a name nobody registered: the known names, then the nearest."""
-        return TomConfigError(f"unknown {self.what} {name!r}; {self.listing}: {', '.join(self.names())}{extra}"
-                              f"{self.suggestion(name)}")
-
     def get(self, name: str) -> T:
         """The object registered under `name`, imported now if it was a target string."""
         if name in self._loaded:
             return self._loaded[name]
         if name not in self._targets:
-            raise self.unknown(name)
+            raise TomConfigError(f"unknown {self.what} {name!r}; {self.listing}: {', '.join(self.names())}"
+                                 f"{self.suggestion(name)}")
         target = self._targets[name]
         obj: T = load_target(target) if isinstance(target, str) else target  # type: ignore[assignment]
         self._loaded[name] = obj

@@ -64,12 +64,6 @@ class SchemeRegistry(LazyRegistry[Factory]):
             raise TomConfigError(f"model scheme {scheme!r} must be letters, digits, '-' or '_'")
         super().add(scheme, factory)
 
-    def schemes(self) -> list[str]:
-        return self.names()
-
-    def factory(self, scheme: str) -> Factory:
-        return self.get(scheme)
-
     def check(self, uri: str) -> None:
         """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
 
@@ -87,11 +81,11 @@ class SchemeRegistry(LazyRegistry[Factory]):
         scheme, _, spec = uri.partition(":")
         if scheme not in self:
             raise TomConfigError(
-                f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(self.schemes())} "
+                f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(self.names())} "
                 "(a third-party backend registers a scheme with the pytest_tom_add_backends hook or the "
                 f"'pytest_tom.models' entry point){self.suggestion(scheme)}"
             )
-        model = as_model(self.factory(scheme)(spec), uri=uri)
+        model = as_model(self.get(scheme)(spec), uri=uri)
         if not model.uri:
             model.uri = uri
         return model
