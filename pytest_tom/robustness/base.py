@@ -103,7 +103,7 @@ class Perturbable:
     rephrasings: tuple[tuple[re.Pattern[str], Rewrite], ...] = ()
     """Meaning-preserving templates for its question shapes (`rephrase`); a question none matches is left alone."""
     text_facets: tuple[str, ...] = ()
-    """Facets that hold text a rename must rewrite (FANToM's asked character)."""
+    """Facets that hold text a rename must rewrite (an asked character)."""
     narrative: bool = False
     """Its stories may take sentences about nobody between theirs (`irrelevant`): nobody's presence hangs on a line."""
     strategies: Mapping[str, str] = field(default_factory=dict)

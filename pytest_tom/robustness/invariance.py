@@ -1,7 +1,7 @@
 """Meaning-preserving changes: the answer's correctness must not move.
 
 * `renamings`: consistent, collision-free renaming of the characters everywhere the model looks
-  (context, question, choices, gold, the benchmark's extra text, FANToM's character lists);
+  (context, question, choices, gold, the benchmark's extra text and character lists);
 * `choice_permutations`: the option texts in another order under the same labels, gold remapped;
 * `irrelevant_sentences`: sentences about nobody (the weather, a clock) inserted between a story's
   sentences, where they cannot change who knows what;

@@ -255,3 +255,13 @@ def test_tomato_questions_are_rephrased_between_its_two_shapes() -> None:
         assert q.startswith(("How does ", "What does ")) and f" says {utterance}?" in q
         assert q.split(" ")[2] == speaker  # the asked person comes first now
     assert not any(REGISTRY["rephrase"].applies(s) for s in samples if not s.question.startswith("When "))
+
+
+def test_the_generic_robustness_package_names_no_benchmark() -> None:
+    """Benchmark knowledge lives with its benchmark (`evals/<bench>/strategies.py`), offered as a `Perturbable`."""
+    from pytest_tom.evals import BUILTIN
+
+    package = Path(__file__).resolve().parents[2] / "pytest_tom" / "robustness"
+    for path in package.glob("*.py"):
+        text = path.read_text(encoding="utf-8").lower()
+        assert not [b for b in BUILTIN if b in text], f"{path.name} names a benchmark"
