@@ -41,9 +41,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def questions(data: Path, n: int, languages: str, tries: int = 1, stop: bool = False):  # type: ignore[no-untyped-def]
-    from pytest_tom.framework.base import DataSource
+    from pytest_tom.engine.suites import stratified_sample
     from pytest_tom.evals.tombench import ToMBench
-    from pytest_tom.run.suites import stratified_sample
+    from pytest_tom.framework.base import DataSource
 
     bench = ToMBench({"tries": str(tries), "languages": languages, "stop_at_answer": str(stop).lower()})
     qs = bench.load(DataSource(root=data, download=False, cache_dir=Path(tempfile.gettempdir())))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,7 @@ METAVARS: dict[str, str] = {
 """What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
 
-def model_help(schemes: Mapping[str, str] | None = None) -> str:
+def model_help(schemes: Iterable[str] | None = None) -> str:
     """`--tom-model`'s help: every scheme the registry knows (built-in and entry points), so it cannot drift."""
     names = list(schemes if schemes is not None else model_schemes())
     forms = [USAGE.get(s, f"{s}:... (a third-party backend)") for s in names]
@@ -268,7 +268,7 @@ class TomOptions:
     detail: str | None = None
     """short or full: how a failing item is shown; None leaves it to -v and --tb (`pytest_tom.run.failures`)."""
     robustness: tuple[str, ...] = ()
-    """Strategy names of the robustness items (`pytest_tom.strategies`); suites may add their own."""
+    """Strategy names of the robustness items (`pytest_tom.robustness`); suites may add their own."""
     robustness_examples: int = 10
     robustness_profile: str = "tom-dev"
     gates: GateConfig = field(default_factory=GateConfig)
@@ -377,7 +377,7 @@ def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str
     raw = _value(config, "tom_robustness")
     names: tuple[str, ...] = ()
     if raw:
-        from pytest_tom.strategies import resolve
+        from pytest_tom.robustness import resolve
 
         names = tuple(s.name for s in resolve(str(raw)))
     examples = _int(config, "tom_robustness_examples", "--tom-robustness-examples")

@@ -41,8 +41,13 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session."""
-    setup.configure(config, TomHooks)
+    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session.
+
+    The session's hooks (`TomHooks`) are built here on the session, then the xdist controller's.
+    """
+    tom = setup.configure(config)
+    config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
+    setup.add_xdist_controller(tom)
 
 
 def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:

@@ -30,7 +30,7 @@ class Suite:
     gates: tuple[str, ...] = ()
     """Thresholds on this suite's metrics (`accuracy:lower>=0.3`); any makes the run a gate run."""
     robustness: tuple[str, ...] = ()
-    """Robustness strategies searched per question (`pytest_tom.strategies`), added to --tom-robustness."""
+    """Robustness strategies searched per question (`pytest_tom.robustness`), added to --tom-robustness."""
 
 
 def suite(
@@ -54,7 +54,7 @@ def suite(
             (metric names as in `--tom-threshold`, without the suite's name). Parsed now, so a typo
             fails at import rather than after the run.
         robustness: strategies hypothesis searches per question, e.g. ``["rename", "permute"]`` (see
-            `pytest_tom.strategies`); checked now.
+            `pytest_tom.robustness`); checked now.
         **settings: benchmark settings, e.g. ``languages="en", prompt="cot"``.
     """
     rules = (gates,) if isinstance(gates, str) else tuple(gates)
@@ -62,7 +62,7 @@ def suite(
         parse_threshold(rule, where=f"pytest_tom.suite({benchmark!r}, gates=...)")
     names: tuple[str, ...] = ()
     if robustness:
-        from pytest_tom.strategies import resolve
+        from pytest_tom.robustness import resolve
 
         names = tuple(s.name for s in resolve(robustness if isinstance(robustness, str) else list(robustness)))
     return Suite(benchmark=benchmark, settings=dict(settings), sample=sample, seed=seed, data_dir=data_dir, gates=rules,

@@ -8,12 +8,11 @@ parties add theirs through the `pytest_tom.benchmarks` entry-point group or the
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
+from pytest_tom.registry import LazyRegistry
 
 __all__ = ["BUILTIN", "Benchmark", "BenchmarkOption", "DataSource", "Program", "Registry"]
 
@@ -26,7 +25,7 @@ BUILTIN: dict[str, str] = {
 }
 
 
-class Registry:
+class Registry(LazyRegistry[type[Benchmark[object]]]):
     """Name -> benchmark class, filled from BUILTIN, entry points and the hook.
 
     `on_add` is called with every class registered through `add` (the plugin uses
@@ -34,40 +33,14 @@ class Registry:
     """
 
     def __init__(self, on_add: Callable[[type[Benchmark[object]]], None] | None = None) -> None:
-        self._targets: dict[str, str | type[Benchmark[object]]] = dict(BUILTIN)
-        for ep in entry_points(group="pytest_tom.benchmarks"):
-            self._targets.setdefault(ep.name, ep.value)
+        super().__init__("benchmark", BUILTIN, "pytest_tom.benchmarks", listing="available")
         self._on_add = on_add
 
-    def add(self, cls: type[Benchmark[object]]) -> None:
+    def add(self, cls: type[Benchmark[object]]) -> None:  # type: ignore[override]
         """Register a benchmark class under its `name`."""
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name.isidentifier():
             raise TomConfigError(f"benchmark class {cls.__qualname__} needs a `name` that is a Python identifier")
-        self._targets[name] = cls
+        super().add(name, cls)
         if self._on_add is not None:
             self._on_add(cls)
-
-    def names(self) -> list[str]:
-        return sorted(self._targets)
-
-    def get(self, name: str) -> type[Benchmark[object]]:
-        target = self._targets.get(name)
-        if target is None:
-            raise TomConfigError(f"unknown benchmark {name!r}; available: {', '.join(self.names())}")
-        if isinstance(target, str):
-            module, _, attr = target.partition(":")
-            target = getattr(importlib.import_module(module), attr)
-            assert isinstance(target, type)
-            self._targets[name] = target
-        return target
-
-    def loadable(self) -> list[type[Benchmark[object]]]:
-        """Every benchmark class that imports; a broken third-party one must not break `pytest --help`."""
-        out = []
-        for name in self.names():
-            try:
-                out.append(self.get(name))
-            except Exception:  # noqa: BLE001, S112
-                continue
-        return out

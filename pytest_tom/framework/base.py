@@ -139,6 +139,8 @@ class Benchmark(ABC, Generic[E]):
     options: ClassVar[tuple[BenchmarkOption, ...]] = ()
     facets: ClassVar[tuple[Facet, ...]] = ()
     """The facet table: one `Facet` row per facet, in the order tables and marks are listed."""
+    robustness: ClassVar[str | None] = None
+    """"module:attr" of the benchmark's `robustness.Perturbable` (its question templates, its own strategies)."""
     rules: ClassVar[Mapping[str, Rule]] = {}
     """Rule of each kind of derived result this benchmark declares; kinds not listed use `all_pass`."""
 

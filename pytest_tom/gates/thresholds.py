@@ -9,12 +9,18 @@ the user's choice and is printed with every verdict.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pytest_tom.errors import TomConfigError
+from pytest_tom.gates.metrics import match
 from pytest_tom.gates.result import GateResult
 from pytest_tom.record import MetricData
 from pytest_tom.stats import estimate_rate
+
+if TYPE_CHECKING:
+    from pytest_tom.gates.metrics import SuiteView
 
 _RULE = re.compile(
     r"^\s*(?P<metric>[A-Za-z0-9_.*?\-\[\]/:]+?)(?::(?P<bound>point|lower|upper))?\s*(?P<op>>=|<=)\s*"
@@ -64,3 +70,33 @@ def check_threshold(rule: Threshold, metric: MetricData, full_name: str, *, leve
         + ("" if rule.bound == "point" else f" (the {rule.bound} bound is {got:.1%})")
     )
     return GateResult(name, "threshold", full_name, passed, est, message, rule.value, rule.op, rule.bound)
+
+
+def threshold_results(views: Sequence[SuiteView], rules: Sequence[Threshold]) -> list[GateResult]:
+    """Every threshold against every metric it names; a rule that names no metric of any suite fails, listing them."""
+    results: list[GateResult] = []
+    available: list[str] = []
+    matched_any: dict[str, bool] = {r.text: False for r in rules}
+    for view in views:
+        metrics = view.metrics()
+        names = {view.label(m): m for m in metrics}
+        available.extend(names)
+        own = [parse_threshold(t, where=f"suite {view.sid} gates") for t in view.info.get("gates") or ()]
+        for rule, table in [(r, names) for r in rules] + [(r, {m: m for m in metrics}) for r in own]:
+            for name in match(rule.pattern, table):
+                matched_any[rule.text] = True
+                metric = table[name]
+                results.append(check_threshold(rule, metrics[metric], view.label(metric)))
+            if rule in own and not match(rule.pattern, table):
+                results.append(_no_match(rule, f"suite {view.sid}", sorted(metrics)))
+    for rule in rules:
+        if not matched_any[rule.text]:
+            results.append(_no_match(rule, "--tom-threshold", sorted(set(available))))
+    return results
+
+
+def _no_match(rule: Threshold, where: str, available: Sequence[str]) -> GateResult:
+    shown = ", ".join(available[:40]) + (f" ... ({len(available)} in all)" if len(available) > 40 else "")
+    return GateResult(rule.text, "threshold", rule.pattern, False, None,
+                      f"{where}: the gate {rule.text!r} names no metric of this run; metrics: {shown or 'none (nothing ran)'}",
+                      rule.value, rule.op, rule.bound)

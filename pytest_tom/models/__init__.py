@@ -9,13 +9,12 @@ hook (``registry.add("toy", factory)``) or the `pytest_tom_make_model` hook.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from importlib.metadata import entry_points
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.models.base import CallableModel, Model, per_prompt
 from pytest_tom.models.python import as_model
+from pytest_tom.registry import LazyRegistry, load_target
 
 __all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
            "schemes"]
@@ -53,30 +52,17 @@ CHECKS: dict[str, str] = {
 """Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item)."""
 
 
-class SchemeRegistry:
+class SchemeRegistry(LazyRegistry[Factory]):
     """URI scheme -> model factory: BUILTIN, then entry points, then hook registrations."""
 
     def __init__(self) -> None:
-        self._targets: dict[str, str | Factory] = dict(BUILTIN)
-        for ep in entry_points(group="pytest_tom.models"):
-            self._targets.setdefault(ep.name, ep.value)
+        super().__init__("scheme", BUILTIN, "pytest_tom.models")
 
-    def add(self, scheme: str, factory: Factory) -> None:
+    def add(self, scheme: str, factory: Factory) -> None:  # type: ignore[override]
         """Register `factory` for URIs `scheme:...`."""
         if not scheme or not scheme.replace("_", "").replace("-", "").isalnum():
             raise TomConfigError(f"model scheme {scheme!r} must be letters, digits, '-' or '_'")
-        self._targets[scheme] = factory
-
-    def schemes(self) -> list[str]:
-        return sorted(self._targets)
-
-    def factory(self, scheme: str) -> Factory:
-        target = self._targets[scheme]
-        if isinstance(target, str):
-            module, _, attr = target.partition(":")
-            loaded: Factory = getattr(importlib.import_module(module), attr)
-            return loaded
-        return target
+        super().add(scheme, factory)
 
     def check(self, uri: str) -> None:
         """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
@@ -85,32 +71,29 @@ class SchemeRegistry:
         third party registered again is theirs to judge. Nothing is built or loaded.
         """
         scheme, _, spec = uri.partition(":")
-        if scheme not in CHECKS or self._targets.get(scheme) != BUILTIN.get(scheme):
-            return
-        module, _, attr = CHECKS[scheme].partition(":")
-        getattr(importlib.import_module(module), attr)(spec, uri=uri)
+        if scheme in CHECKS and self.is_builtin(scheme):
+            check = load_target(CHECKS[scheme])
+            assert callable(check)
+            check(spec, uri=uri)
 
     def make(self, uri: str) -> Model:
         """Resolve a model URI such as ``random:42`` or ``python:mypkg.model:generate``."""
         scheme, _, spec = uri.partition(":")
-        if scheme not in self._targets:
+        if scheme not in self:
             raise TomConfigError(
-                f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(self.schemes())} "
+                f"--tom-model {uri!r}: unknown scheme {scheme!r}; known: {', '.join(self.names())} "
                 "(a third-party backend registers a scheme with the pytest_tom_add_backends hook or the "
-                "'pytest_tom.models' entry point)"
+                f"'pytest_tom.models' entry point){self.suggestion(scheme)}"
             )
-        model = as_model(self.factory(scheme)(spec), uri=uri)
+        model = as_model(self.get(scheme)(spec), uri=uri)
         if not model.uri:
             model.uri = uri
         return model
 
 
-def schemes() -> dict[str, str]:
-    """The built-in and entry-point schemes (for messages and docs)."""
-    found = dict(BUILTIN)
-    for ep in entry_points(group="pytest_tom.models"):
-        found.setdefault(ep.name, ep.value)
-    return found
+def schemes() -> list[str]:
+    """The built-in and entry-point schemes, built-in first (for messages and docs)."""
+    return list(SchemeRegistry())
 
 
 def make_model(uri: str, registry: SchemeRegistry | None = None) -> Model:

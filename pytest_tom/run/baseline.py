@@ -55,7 +55,7 @@ def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
     Named as `run.gates.suite_views` names them; a group counts only when all its members
     are selected (otherwise it is skipped, never judged on part of its members).
     """
-    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.engine.suites import LoadedSuite
 
     suites: dict[str, LoadedSuite] = {}
     samples: dict[str, list[Any]] = {}

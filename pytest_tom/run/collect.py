@@ -17,12 +17,12 @@ import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
 from pytest_tom.derived import Derived
+from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.errors import TomConfigError, TomError, TomModelError
 from pytest_tom.models.base import Model, format_user_frames
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.run import failures
 from pytest_tom.run.gates import is_gate_run
-from pytest_tom.run.records import DerivedSpec
 from pytest_tom.run.robustness import register_marks as register_robust_marks
 from pytest_tom.run.robustness import robustness_items
 from pytest_tom.run.session import tom_session
@@ -30,9 +30,9 @@ from pytest_tom.run.session import tom_session
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.engine.suites import LoadedSuite
+    from pytest_tom.robustness.base import StrategySpec
     from pytest_tom.sample import Sample
-    from pytest_tom.strategies.base import StrategySpec
     from pytest_tom.suite import Suite
 
 
@@ -164,7 +164,7 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
 
     specs: list[StrategySpec] = []
     if loaded.robustness:
-        from pytest_tom.strategies import resolve  # loads hypothesis and the built-in strategies: only when asked
+        from pytest_tom.robustness import resolve  # loads hypothesis and the built-in strategies: only when asked
 
         specs = resolve(list(loaded.robustness))
     if specs:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.record import Record, Verdict
 from pytest_tom.run.failures import derived_failure
 from pytest_tom.run.gates import is_gate_run
-from pytest_tom.run.records import DerivedSpec
 
 if TYPE_CHECKING:
     from pytest_tom.run.session import TomSession

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from pytest_tom.gates import GateResult, check_threshold, match, parse_threshold
+from pytest_tom.gates import GateResult
 from pytest_tom.gates.metrics import SuiteView as SuiteView  # re-exported: the gates' view of a suite lives there
-from pytest_tom.gates.thresholds import Threshold
+from pytest_tom.gates.thresholds import threshold_results
 from pytest_tom.output.junit import gate_properties
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.run.baseline import baseline_results
@@ -56,36 +56,6 @@ def suite_views(tom: TomSession) -> list[SuiteView]:
         views.append(SuiteView(sid, label, bench, dict(tom.records.suites.get(sid) or {}), records.get(sid, []),
                                derived.get(sid, [])))
     return views
-
-
-def threshold_results(views: Sequence[SuiteView], rules: Sequence[Threshold]) -> list[GateResult]:
-    """Every threshold against every metric it names; a rule that names no metric of any suite fails, listing them."""
-    results: list[GateResult] = []
-    available: list[str] = []
-    matched_any: dict[str, bool] = {r.text: False for r in rules}
-    for view in views:
-        metrics = view.metrics()
-        names = {view.label(m): m for m in metrics}
-        available.extend(names)
-        own = [parse_threshold(t, where=f"suite {view.sid} gates") for t in view.info.get("gates") or ()]
-        for rule, table in [(r, names) for r in rules] + [(r, {m: m for m in metrics}) for r in own]:
-            for name in match(rule.pattern, table):
-                matched_any[rule.text] = True
-                metric = table[name]
-                results.append(check_threshold(rule, metrics[metric], view.label(metric)))
-            if rule in own and not match(rule.pattern, table):
-                results.append(_no_match(rule, f"suite {view.sid}", sorted(metrics)))
-    for rule in rules:
-        if not matched_any[rule.text]:
-            results.append(_no_match(rule, "--tom-threshold", sorted(set(available))))
-    return results
-
-
-def _no_match(rule: Threshold, where: str, available: Sequence[str]) -> GateResult:
-    shown = ", ".join(available[:40]) + (f" ... ({len(available)} in all)" if len(available) > 40 else "")
-    return GateResult(rule.text, "threshold", rule.pattern, False, None,
-                      f"{where}: the gate {rule.text!r} names no metric of this run; metrics: {shown or 'none (nothing ran)'}",
-                      rule.value, rule.op, rule.bound)
 
 
 def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from pytest_tom.engine.planning import Planner
+from pytest_tom.engine.records import DerivedSpec, RunRecords
+from pytest_tom.engine.suites import Suites, stratified_sample
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
 from pytest_tom.models import SchemeRegistry, as_model
 from pytest_tom.models.base import Model
 from pytest_tom.options import TomOptions, report_path_problem
-from pytest_tom.run.planning import Planner
 from pytest_tom.run.progress import Progress
-from pytest_tom.run.records import DerivedSpec, RunRecords
-from pytest_tom.run.suites import Suites, stratified_sample
 from pytest_tom.run.xdist import OUTPUT_KEY, worker_of
 
 SESSION_KEY = pytest.StashKey["TomSession"]()

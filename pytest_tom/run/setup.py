@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -64,6 +64,14 @@ def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager
     pluginmanager.hook.pytest_tom_add_backends.call_historic(kwargs={"registry": holder.backends})
 
 
+def _registries(config: pytest.Config) -> tuple[Registry, SchemeRegistry]:
+    """The registries the hooks filled (fresh built-in ones when the plugin registered late)."""
+    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
+    if holder is None:
+        return Registry(), SchemeRegistry()
+    return holder.registry, holder.backends
+
+
 def initial_conftests_loaded(early_config: pytest.Config) -> None:
     """Register the deprecated ini keys now that the initial conftests' benchmarks are known (not for `--help`)."""
     holder = early_config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
@@ -76,8 +84,7 @@ def show_settings(config: pytest.Config) -> int | None:
     given = config.getoption(SET_INI, default=None) or []
     if LIST_WORD not in (str(g).strip() for g in given):
         return None
-    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
-    registry: Registry = holder.registry if holder is not None else Registry()
+    registry, _ = _registries(config)
     sys.stdout.write("\n".join(listing(registry.loadable())) + "\n")
     return 0
 
@@ -112,8 +119,7 @@ def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[objec
 
 def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
     """A test module declares a suite: register its benchmark's marks before its items are marked."""
-    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
-    registry: Registry = holder.registry if holder is not None else Registry()
+    registry, _ = _registries(config)
     try:
         cls = registry.get(benchmark)
     except Exception:  # noqa: BLE001, S110 - the suite's collector reports an unknown or broken benchmark
@@ -121,15 +127,9 @@ def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
     register_marks(config, [cls])
 
 
-def configure(config: pytest.Config, hooks: Callable[[TomSession], object]) -> None:
-    """Parse the options, register the marks, start the session and register `hooks(session)` as a plugin.
-
-    `hooks` is the hook object `plugin.py` defines (`TomHooks`): passed in, so the run layer never
-    imports the plugin module back.
-    """
-    holder = config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
-    registry: Registry = holder.registry if holder is not None else Registry()
-    backends: SchemeRegistry = holder.backends if holder is not None else SchemeRegistry()
+def configure(config: pytest.Config) -> TomSession:
+    """Parse the options, register the marks and start the session (`plugin.py` builds its hook object on it)."""
+    registry, backends = _registries(config)
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
     try:
         options = TomOptions.from_config(config, registry, node_ids)
@@ -151,9 +151,13 @@ def configure(config: pytest.Config, hooks: Callable[[TomSession], object]) -> N
     except TomConfigError as exc:
         raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = tom
-    config.pluginmanager.register(hooks(tom), "pytest-tom-session")
-    if tom.worker is None and config.pluginmanager.has_plugin("xdist"):
-        config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
+    return tom
+
+
+def add_xdist_controller(tom: TomSession) -> None:
+    """On the pytest-xdist controller (not a worker, not one process), the hooks that take the workers' share."""
+    if tom.worker is None and tom.config.pluginmanager.has_plugin("xdist"):
+        tom.config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
 
 
 def check_model(tom: TomSession) -> None:
@@ -194,7 +198,7 @@ def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
 
 
 def _is_tom_item(item: pytest.Item) -> bool:
-    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.engine.suites import LoadedSuite
 
     return isinstance(getattr(item, "suite", None), LoadedSuite)
 

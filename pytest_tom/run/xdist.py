@@ -13,48 +13,20 @@ aggregate assertion exactly as one process would:
   `workeroutput`, and the controller judges them over the merged records after
   the last worker finishes and reports them as ordinary test reports.
 
-This module imports pytest-xdist only inside the functions that need it.
+The blocks themselves are planning (`engine.planning.blocks`); this module imports
+pytest-xdist only inside the functions that need it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
+
+from pytest_tom.engine.planning import blocks, question_pattern
 
 OUTPUT_KEY = "pytest_tom"
 """Key of pytest-tom's share of a worker's `workeroutput`."""
-
-
-@cache
-def _compiled(names: tuple[str, ...]) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or r"(?!)"
-    return re.compile(r"(?:^|::)(?:" + alternatives + r")\[[^\[\]]*\]$")
-
-
-def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
-    """Matches the node id of a question item of any registered benchmark (`<name>[<sample id>]`)."""
-    return _compiled(tuple(names))
-
-
-def blocks(is_question: Sequence[bool], count: int) -> list[int]:
-    """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
-
-    Other items stay in the block of the questions around them. Worker and
-    controller call this with the same collection, so they agree on every block.
-    """
-    total = sum(is_question)
-    out: list[int] = []
-    seen = 0
-    n = len(is_question)
-    for pos, q in enumerate(is_question):
-        if total:
-            out.append(min(count - 1, (seen * count) // total))
-        else:
-            out.append(min(count - 1, (pos * count) // max(1, n)))
-        seen += q
-    return out
 
 
 def worker_rank(workerid: str) -> int | None:

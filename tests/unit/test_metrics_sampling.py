@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_tom.engine.suites import stratified_sample
 from pytest_tom.metrics import Tally, accuracy, facet_table, group_by, macro, mean, tally, wilson_interval
 from pytest_tom.record import Outcome, Record
-from pytest_tom.run.suites import stratified_sample
 
 
 def rec(outcome: str, parse_rate: float = 1.0, **facets: str) -> Record:

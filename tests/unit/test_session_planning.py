@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from pytest_tom.engine.planning import Planner
 from pytest_tom.framework.base import Program
 from pytest_tom.models.mock import MockModel
 from pytest_tom.options import TomOptions
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Message, Request
-from pytest_tom.run.planning import Planner
 from pytest_tom.sample import Sample, Story
 
 

@@ -12,25 +12,27 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
+from pytest_tom.evals.fantom.strategies import other_character
 from pytest_tom.evals.simpletom import SimpleToM
+from pytest_tom.evals.simpletom.strategies import witness
 from pytest_tom.evals.tombench import ToMBench
 from pytest_tom.evals.tomvalley import ToMValley
 from pytest_tom.evals.tomvalley.prompts import PromptConfig, context_request
-from pytest_tom.sample import Sample
-from pytest_tom.strategies import (
-    REGISTRY,
+from pytest_tom.framework.base import DataSource
+from pytest_tom.robustness import resolve
+from pytest_tom.robustness.base import registry
+from pytest_tom.robustness.invariance import (
     choice_permutations,
     irrelevant_sentences,
-    other_character,
     renamings,
     rephrasings,
-    resolve,
     whitespace_noise,
-    witness,
 )
-from pytest_tom.strategies.text import FILLERS_EN
+from pytest_tom.robustness.text import FILLERS_EN
+from pytest_tom.sample import Sample
+
+REGISTRY = {s.name: s for s in resolve("all")}
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SRC = DataSource(FIXTURES, False, Path("unused"))
@@ -222,6 +224,9 @@ def test_strategies_declare_where_they_apply_and_resolve_checks_names(simpletom:
                                                 "other_character"}
     with pytest.raises(TomConfigError, match="unknown robustness strategy 'swap'; known: .*rename"):
         resolve("swap")
+    with pytest.raises(TomConfigError, match=r"did you mean rename\?"):
+        resolve("renam")
+    assert list(registry())[:2] == ["other_character", "witness"], "a benchmark's own strategies come first"
     assert REGISTRY["witness"].benchmarks == ("simpletom",) and REGISTRY["witness"].kind == "counterfactual"
     with pytest.raises(InvalidArgument, match="applies to fantom, not simpletom"):
         REGISTRY["other_character"].strategy(simpletom[0])
@@ -250,3 +255,13 @@ def test_tomato_questions_are_rephrased_between_its_two_shapes() -> None:
         assert q.startswith(("How does ", "What does ")) and f" says {utterance}?" in q
         assert q.split(" ")[2] == speaker  # the asked person comes first now
     assert not any(REGISTRY["rephrase"].applies(s) for s in samples if not s.question.startswith("When "))
+
+
+def test_the_generic_robustness_package_names_no_benchmark() -> None:
+    """Benchmark knowledge lives with its benchmark (`evals/<bench>/strategies.py`), offered as a `Perturbable`."""
+    from pytest_tom.evals import BUILTIN
+
+    package = Path(__file__).resolve().parents[2] / "pytest_tom" / "robustness"
+    for path in package.glob("*.py"):
+        text = path.read_text(encoding="utf-8").lower()
+        assert not [b for b in BUILTIN if b in text], f"{path.name} names a benchmark"

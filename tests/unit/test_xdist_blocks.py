@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_tom.run.xdist import blocks, question_pattern, worker_of, worker_rank
+from pytest_tom.engine.planning import blocks, question_pattern
+from pytest_tom.run.xdist import worker_of, worker_rank
 
 Q, G = True, False  # a question item, any other item (a derived assertion, a plain test)
 

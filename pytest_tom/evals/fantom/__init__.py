@@ -57,6 +57,7 @@ __all__ = ["FANToM", "FantomExtra"]
 
 class FANToM(Benchmark[FantomExtra]):
     name = "fantom"
+    robustness = "pytest_tom.evals.fantom.strategies:PERTURBABLE"
     description = "FANToM: theory of mind in multi-party conversations with information asymmetry (Kim et al., EMNLP 2023)"
     options = (
         BenchmarkOption("contexts", "short", "Conversation inputs, comma-separated: short (the paper's main results) "

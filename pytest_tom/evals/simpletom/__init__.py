@@ -42,6 +42,7 @@ __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtr
 
 class SimpleToM(Benchmark[SimpleToMExtra]):
     name = "simpletom"
+    robustness = "pytest_tom.evals.simpletom.strategies:PERTURBABLE"
     description = ("SimpleToM: 1,147 stories x (mental state, behavior, judgment), explicit vs applied theory of mind "
                    "(Gu et al., 2024)")
     options = (

@@ -51,6 +51,7 @@ FACTOR_NAMES = {
 
 class ToMATO(Benchmark[ToMATOExtra]):
     name = "tomato"
+    robustness = "pytest_tom.evals.tomato.strategies:PERTURBABLE"
     description = ("ToMATO: 5.4k questions on the thoughts of role-playing LLMs, 5 mental states x 2 orders, "
                    "false beliefs, 15 Big-Five patterns (Shinoda et al., AAAI 2025)")
     options = (

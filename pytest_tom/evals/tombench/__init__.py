@@ -48,6 +48,7 @@ __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBenc
 
 class ToMBench(Benchmark[ToMBenchExtra]):
     name = "tombench"
+    robustness = "pytest_tom.evals.tombench.strategies:PERTURBABLE"
     description = "ToMBench: 2,860 bilingual multiple-choice items, 8 tasks, 31 abilities (Chen et al., ACL 2024)"
     options = (
         BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh")),

@@ -45,6 +45,7 @@ def _place_marks() -> dict[str, str]:
 
 class ToMValley(Benchmark[ToMValleyExtra]):
     name = "tomvalley"
+    robustness = "pytest_tom.evals.tomvalley.strategies:PERTURBABLE"
     description = ("ToMValley (DynToM): 71 questions per social context on the main character's belief, emotion, "
                    "intention and action across five scenarios; the official protocol asks them in one request")
     options = (

@@ -6,7 +6,7 @@ the first item that needs an answer answers its whole planning unit:
 * in one process, every selected question;
 * on a pytest-xdist worker, the block of the collection this worker runs: with
   `--dist load`, pytest-tom's scheduler hands each worker one contiguous block
-  (`run.xdist.blocks`), computed the same way on both sides, so each worker
+  (`blocks`), computed the same way on both sides, so each worker
   answers exactly its own questions and no request is sent twice. Under other
   `--dist` modes a worker answers the block of each item it receives, which
   can answer a few requests twice but never loses one.
@@ -14,7 +14,9 @@ the first item that needs an answer answers its whole planning unit:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_tom.engine import Engine, ProgressCallback, ResponseCache, error_record
@@ -25,11 +27,40 @@ from pytest_tom.models.base import Model
 from pytest_tom.models.embedding import make_scoring_model
 from pytest_tom.options import TomOptions
 from pytest_tom.record import Outcome, Record
-from pytest_tom.run.xdist import blocks, question_pattern
 
 if TYPE_CHECKING:
-    from pytest_tom.run.suites import LoadedSuite
+    from pytest_tom.engine.suites import LoadedSuite
     from pytest_tom.sample import Sample
+
+
+@cache
+def _compiled(names: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) or r"(?!)"
+    return re.compile(r"(?:^|::)(?:" + alternatives + r")\[[^\[\]]*\]$")
+
+
+def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
+    """Matches the node id of a question item of any registered benchmark (`<name>[<sample id>]`)."""
+    return _compiled(tuple(names))
+
+
+def blocks(is_question: Sequence[bool], count: int) -> list[int]:
+    """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
+
+    Other items stay in the block of the questions around them. Worker and
+    controller call this with the same collection, so they agree on every block.
+    """
+    total = sum(is_question)
+    out: list[int] = []
+    seen = 0
+    n = len(is_question)
+    for pos, q in enumerate(is_question):
+        if total:
+            out.append(min(count - 1, (seen * count) // total))
+        else:
+            out.append(min(count - 1, (pos * count) // max(1, n)))
+        seen += q
+    return out
 
 
 class PlannedItem(Protocol):

@@ -1,12 +1,15 @@
 """Meaning-preserving changes: the answer's correctness must not move.
 
 * `renamings`: consistent, collision-free renaming of the characters everywhere the model looks
-  (context, question, choices, gold, the benchmark's extra text, FANToM's character lists);
+  (context, question, choices, gold, the benchmark's extra text and character lists);
 * `choice_permutations`: the option texts in another order under the same labels, gold remapped;
 * `irrelevant_sentences`: sentences about nobody (the weather, a clock) inserted between a story's
   sentences, where they cannot change who knows what;
 * `whitespace_noise`: a single space doubled at a few places of the context;
 * `rephrasings`: the question rephrased by a benchmark's own templates (same meaning, other words).
+
+What a strategy needs to know of a benchmark (its templates, its text facets, whether its
+stories are narrative) it asks the benchmark's `Perturbable` (`base.perturbable`).
 """
 
 from __future__ import annotations
@@ -19,19 +22,9 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from pytest_tom.robustness.base import Perturbation, Rewrite, StrategySpec, perturbable, reason
+from pytest_tom.robustness.text import CJK, FILLERS_EN, FILLERS_ZH, NAME_POOLS, all_text, split_sentences
 from pytest_tom.sample import Conversation, Sample, Story, permute_choices, rename
-from pytest_tom.strategies.base import Perturbation, StrategySpec, register
-from pytest_tom.strategies.text import (
-    CJK,
-    FILLERS_EN,
-    FILLERS_ZH,
-    NAME_POOLS,
-    REPHRASINGS,
-    TEXT_FACETS,
-    Rewrite,
-    all_text,
-    split_sentences,
-)
 
 
 def _pool(sample: Sample[Any], names: str | Sequence[str]) -> list[str]:
@@ -59,7 +52,7 @@ def renamings(sample: Sample[Any], *, names: str | Sequence[str] = "any") -> st.
     free = _pool(sample, names)
     if not free:
         raise InvalidArgument(f"no name of the pool is free in {sample.id} (all occur in its text)")
-    facets = TEXT_FACETS.get(sample.benchmark, ())
+    facets = perturbable(sample.benchmark).text_facets
 
     @st.composite
     def draw(data: st.DrawFn) -> Perturbation:
@@ -163,7 +156,7 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
 
 
 def _rephrase_rules(sample: Sample[Any]) -> list[tuple[re.Pattern[str], Rewrite]]:
-    return [(p, r) for p, r in REPHRASINGS.get(sample.benchmark, ()) if p.search(sample.question)]
+    return [(p, r) for p, r in perturbable(sample.benchmark).rephrasings if p.search(sample.question)]
 
 
 def rephrasings(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
@@ -181,23 +174,19 @@ def rephrasings(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
     return st.integers(0, len(rules) - 1).map(build)
 
 
-def _reason(fn: Any) -> Any:
-    def why_not(sample: Sample[Any]) -> str | None:
-        try:
-            fn(sample)
-        except InvalidArgument as exc:
-            return str(exc)
-        return None
-    return why_not
+def _narrative(sample: Sample[Any]) -> str | None:
+    if not perturbable(sample.benchmark).narrative:
+        return f"{sample.benchmark} does not declare narrative stories (a new sentence could change who was present)"
+    return reason(irrelevant_sentences)(sample)
 
 
-register(StrategySpec("rename", "invariance", ("context", "question", "choices", "gold", "characters", "extra"), ("*",),
-                      _reason(renamings), renamings, "consistent, collision-free renaming of the characters"))
-register(StrategySpec("permute", "invariance", ("choices", "gold"), ("*",), _reason(choice_permutations),
-                      choice_permutations, "the options in another order, gold remapped"))
-register(StrategySpec("irrelevant", "invariance", ("context",), ("tombench", "simpletom"), _reason(irrelevant_sentences),
-                      irrelevant_sentences, "sentences about nobody inserted between the story's sentences"))
-register(StrategySpec("whitespace", "invariance", ("context",), ("*",), _reason(whitespace_noise), whitespace_noise,
-                      "single spaces of the context doubled"))
-register(StrategySpec("rephrase", "invariance", ("question",), tuple(REPHRASINGS), _reason(rephrasings), rephrasings,
-                      "the question rephrased by the benchmark's templates"))
+RENAME = StrategySpec("rename", "invariance", ("context", "question", "choices", "gold", "characters", "extra"), ("*",),
+                      reason(renamings), renamings, "consistent, collision-free renaming of the characters")
+PERMUTE = StrategySpec("permute", "invariance", ("choices", "gold"), ("*",), reason(choice_permutations),
+                       choice_permutations, "the options in another order, gold remapped")
+IRRELEVANT = StrategySpec("irrelevant", "invariance", ("context",), ("*",), _narrative, irrelevant_sentences,
+                          "sentences about nobody inserted between the story's sentences")
+WHITESPACE = StrategySpec("whitespace", "invariance", ("context",), ("*",), reason(whitespace_noise), whitespace_noise,
+                          "single spaces of the context doubled")
+REPHRASE = StrategySpec("rephrase", "invariance", ("question",), ("*",), reason(rephrasings), rephrasings,
+                        "the question rephrased by the benchmark's templates")
