@@ -181,7 +181,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
     if not partial and dict(pins) == SHA256 and differ != DISAGREEMENTS:
         raise TomDataError(f"MC and CoT golds differ in {differ} questions, not {DISAGREEMENTS}: another revision; "
                            + ADVICE, path=folder / "Hi-ToM_data")
-    check_chains(samples)
+    check_chains(samples, folder)
     return samples
 
 
@@ -203,15 +203,16 @@ def build(key: tuple[str, str, int, int, int], prompt: Parsed, golds: Mapping[st
     )
 
 
-def check_chains(samples: Sequence[HiToMSample]) -> None:
+def check_chains(samples: Sequence[HiToMSample], folder: Path) -> None:
     """Each question is its order's template; a story's questions share the object and nest their agents (§2.4)."""
     seen: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {}
     for s in samples:
         got = chain(s.question)
         lower = seen.get((s.facets["story"], s.extra.order - 1))
         if got is None or len(got[1]) != s.extra.order:
-            raise TomDataError(f"not the order-{s.extra.order} question template", path=s.source, field="Question")
-        if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
-            raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=s.source,
+            raise TomDataError(f"not the order-{s.extra.order} question template", path=folder / s.source,
                                field="Question")
+        if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
+            raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended",
+                               path=folder / s.source, field="Question")
         seen[(s.facets["story"], s.extra.order)] = got
