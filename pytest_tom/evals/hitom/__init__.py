@@ -1,13 +1,9 @@
 """Hi-ToM (He et al., Findings of EMNLP 2023): higher-order theory of mind, orders 0-4, with deception.
 
-120 generated Sally-Anne-like stories, each asked at ToM orders 0 to 4 ("where does A think B
-thinks ... the object is?"), in vanilla (MC) and chain-of-thought (CoT) prompting: 1,200 items,
-15 containers to choose from. The release's prompt files are sent byte for byte; the first line
-of the answer decides (spec §4); the gold is the hand-corrected CoT key by default (spec §5.4);
-standard and joint accuracy per order, length, deception and style (spec §6).
-
-The modules: `data` (the release's files to checked samples, the prompt template), `scoring`
-(answers to records), `metrics` (typed metrics and the consistency checks).
+120 generated stories asked at ToM orders 0-4 ("where does A think B thinks ... the object is?")
+in vanilla (MC) and chain-of-thought (CoT) prompting: 1,200 items of 15 options. Modules: `data`
+(release files to checked samples, the prompt), `scoring` (answers to records), `metrics` (typed
+metrics, consistency checks). Spec: docs/benchmarks/hitom.md.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 
@@ -161,8 +161,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
         golds = {s: data[n].answer or "" for s, n in names.items() if n in data}
         if style == "MC" and len(golds) == 2:
             differ += golds["MC"] != golds["CoT"]
-            a, b = data[names["MC"]], data[names["CoT"]]
-            if (a.story, a.question, a.choices) != (b.story, b.question, b.choices):
+            if replace(data[names["MC"]], answer=None) != replace(data[names["CoT"]], answer=None):
                 raise TomDataError("the MC and CoT data files differ in story, question or choices",
                                    path=present["Hi-ToM_data"][name])
         if prompt not in (STYLE[style], "both") or name not in present["Hi-ToM_prompts"]:
@@ -171,8 +170,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
         parsed = parse(text := read_text(path), path, style=style, data=False)
         if (need := {"cot": "CoT", "mc": "MC"}.get(gold, style)) not in golds:
             raise TomDataError(f"no data file {names[need]}.txt to read the gold from (gold={gold})", path=path)
-        if name in data and (data[name].story, data[name].question, data[name].choices) != (
-                parsed.story, parsed.question, parsed.choices):
+        if name in data and replace(data[name], answer=None) != parsed:
             raise TomDataError(f"differs from its data file {name}.txt in story, question or choices", path=path)
         item = build((tell, style, length, sample, order), parsed, golds, gold)
         if render(item) != text:

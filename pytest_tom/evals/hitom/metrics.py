@@ -16,8 +16,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
@@ -30,15 +29,6 @@ CELLS = "Figures: length x order per deception x style"
 MARGINS = "Margins: order, length, deception, style"
 
 
-@dataclass(frozen=True, slots=True)
-class Joint:
-    """Joint accuracy at one order: chains jointly right, chains judged (with their stories), chains left out."""
-
-    right: tuple[bool, ...]
-    stories: tuple[str, ...]
-    left_out: int
-
-
 def chains(records: Sequence[Record]) -> dict[str, dict[int, Record]]:
     """Records by chain (`<style>/<story>`) and order."""
     out: dict[str, dict[int, Record]] = defaultdict(dict)
@@ -47,56 +37,47 @@ def chains(records: Sequence[Record]) -> dict[str, dict[int, Record]]:
     return out
 
 
-def joint(records: Sequence[Record], k: int) -> Joint:
-    """Joint accuracy at order `k` over the chains of `records` that reach k (spec §6.2)."""
-    right, stories, left = [], [], 0
-    for members in chains(records).values():
-        if k not in members:
-            continue  # not asked at this order at all (-m order0): no value, nothing left out
-        rows = [members.get(o) for o in range(k + 1)]
-        if any(r is None or r.outcome is Outcome.ERROR for r in rows):
-            left += 1
-            continue
-        right.append(all(r is not None and r.passed for r in rows))
-        stories.append(next(iter(members.values())).facets["story"])
-    return Joint(tuple(right), tuple(stories), left)
+def joint(records: Sequence[Record], k: int) -> tuple[list[tuple[bool, str]], int]:
+    """(jointly right, story) of each chain asked at order k with 0..k all scored, and how many chains lack one."""
+    judged, left = [], 0
+    for c in chains(records).values():
+        rows = [c[o] for o in range(k + 1) if o in c and c[o].scored]
+        if k in c and len(rows) == k + 1:
+            judged.append((all(r.passed for r in rows), c[k].facets["story"]))
+        left += k in c and len(rows) < k + 1
+    return judged, left
 
 
-def _rate(key: tuple[str, ...], label: str, table: str, values: Sequence[bool], stories: Sequence[str]) -> Metric:
-    est = estimate_rate([float(v) for v in values], list(stories))
-    return Metric(key, est.point, label, "rate", table, (est.low, est.high), len(values), "story")
+def _rate(key: tuple[str, ...], label: str, table: str, units: Sequence[tuple[bool, str]]) -> Metric:
+    est = estimate_rate([float(v) for v, _ in units], [s for _, s in units])
+    return Metric(key, est.point, label, "rate", table, (est.low, est.high), len(units), "story")
+
+
+def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:
+    return [(r.passed, r.facets["story"]) for r in records if r.scored]
 
 
 def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record]) -> list[Metric]:
     """Standard accuracy of `records`, then each order's standard and joint accuracy (and chains left out)."""
-    scored = [r for r in records if r.outcome is not Outcome.ERROR]
-    if not scored:
-        return []
-    out = [_rate((*prefix, "accuracy"), f"{name} accuracy", table, [r.passed for r in scored],
-                 [r.facets["story"] for r in scored])]
+    out = [_rate((*prefix, "accuracy"), f"{name} accuracy", table, _items(records))] if _items(records) else []
     for k in range(5):
-        mine = [r for r in scored if r.facets["order"] == str(k)]
-        if mine:
-            out.append(_rate((*prefix, "order", str(k), "accuracy"), f"{name} order {k} accuracy", table,
-                             [r.passed for r in mine], [r.facets["story"] for r in mine]))
-        j = joint(records, k)
-        if j.right:
-            out.append(_rate((*prefix, "order", str(k), "joint"), f"{name} order {k} joint accuracy", table, j.right,
-                             j.stories))
-        if j.left_out:
-            out.append(Metric((*prefix, "order", str(k), "joint_left_out"), j.left_out,
-                              f"{name} order {k}: chains without all of orders 0..{k}", "count", table))
+        mine, (judged, left) = _items(r for r in records if r.facets["order"] == str(k)), joint(records, k)
+        key, what = (*prefix, "order", str(k)), f"{name} order {k}"
+        out += [_rate((*key, "accuracy"), f"{what} accuracy", table, mine)] if mine else []
+        out += [_rate((*key, "joint"), f"{what} joint accuracy", table, judged)] if judged else []
+        out += [Metric((*key, "joint_left_out"), left, f"{what}: chains lacking one of orders 0..{k}", "count",
+                       table)] if left else []
     return out
 
 
 def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
     """Every Hi-ToM metric of one suite's records; `gold` (the setting) says which answer key scored them."""
-    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    scored = [r for r in records if r.scored]
     out = [Metric(("gold",), gold, "gold key (MC and CoT data files disagree on 138 questions)", "text", MARGINS),
            Metric(("n",), len(scored), "items scored", "count", MARGINS),
            Metric(("unparseable",), sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
-                  "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS)]
-    out += slice_metrics(("overall",), "all", MARGINS, records)
+                  "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS),
+           *slice_metrics(("overall",), "all", MARGINS, records)]
     for facet in ("deception", "style", "length"):
         for value in sorted({r.facets[facet] for r in records}):
             out += slice_metrics((facet, value), f"{facet} {value}", MARGINS,
@@ -151,7 +132,7 @@ def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
 def invariants_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     by = chains(members)
     correct = [sum(c[k].passed for c in by.values() if k in c) for k in range(5)]
-    jc = [sum(joint(members, k).right) for k in range(5)]
+    jc = [sum(v for v, _ in joint(members, k)[0]) for k in range(5)]
     wrong = [f"chain {n} mixes deception, style or length" for n, c in by.items()
              if len({(r.facets["deception"], r.facets["style"], r.facets["length"]) for r in c.values()}) > 1]
     wrong += [f"joint(0) = {jc[0]} but correct(0) = {correct[0]}"] * (jc[0] != correct[0])

@@ -1,10 +1,8 @@
-"""From an answer to a record: the official first-line rule (spec §4), the container name decides.
+"""From an answer to a record: the authors' first-line rule (spec §4.1), with §4.2's safe relaxations.
 
-The authors read only the first line of a response, drop an `Answer:` token and take the
-container of `<L>. <container>`, ignoring the letter. Kept here with the spec's safe
-relaxations: the first non-blank line, text may follow the container, a bare letter is read
-through the choices, the name is lower-cased. The rest of a CoT answer is never searched: its
-explanation names many containers.
+The first non-blank line decides, an `Answer:` token dropped: the container of `<L>. <container>`
+(lower-cased; the letter is ignored, as upstream; text may follow) or a bare letter read through
+the choices. The rest is never searched: a CoT explanation names many containers.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ def request(sample: HiToMSample, max_new_tokens: int) -> Request:
 
 
 def solve(sample: HiToMSample, max_new_tokens: int, gold: str) -> Program:
-    req = request(sample, max_new_tokens)
-    (response,) = yield [req]
+    (response,) = yield [req := request(sample, max_new_tokens)]
     return score(sample, response.text, gold, req.key)
 
 
