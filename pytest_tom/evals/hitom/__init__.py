@@ -61,12 +61,9 @@ class HiToM(Benchmark[HiToMExtra]):
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
-        self.pins = dict(SHA256)
-        if self.settings["sha256"]:
-            given = parse_pins(self.settings["sha256"])
-            if set(given) - set(self.pins):
-                raise TomConfigError(f"hitom sha256: expected Hi-ToM_data=... and/or Hi-ToM_prompts=..., got {given}")
-            self.pins.update(given)
+        self.pins = {**SHA256, **(parse_pins(self.settings["sha256"]) if self.settings["sha256"] else {})}
+        if set(self.pins) != set(SHA256):
+            raise TomConfigError(f"hitom sha256: expected Hi-ToM_data=... and/or Hi-ToM_prompts=..., got {self.pins}")
         if not 0 <= self.settings["max_gap"] < 1:
             raise TomConfigError(f"hitom max_gap is a share in [0, 1), got {self.settings['max_gap']}")
 

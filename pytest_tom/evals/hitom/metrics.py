@@ -1,16 +1,9 @@
 """Hi-ToM's standard and joint accuracy as the authors' notebooks compute them (spec §6), and its checks (§8).
 
-* standard accuracy: right / items; an unreadable answer counts in n, not in right; model
-  errors are not answers and leave every denominator;
-* joint accuracy at order k: a chain (one style's 5 questions of a story) is jointly right when
-  its orders 0..k are all right; a chain asked at k but missing one of 0..k (`-m`, sampling, a
-  model error) has no value at k: it leaves the denominator and is counted, never guessed;
-* slices: overall, deception, style, length, each per order; and the authors' 3 x 5 length x
-  order cells per deception x style. Intervals resample whole stories.
-* checks: `joint_invariants` per cell (joint(0) = correct(0), joint(k) <= correct(k), joint never
-  rises with k: a failure is a harness bug); `order_decline` (order 4 not above order 0) and
-  `deception_gap` (orders 1-4: Tell not above No_Tell), failing only beyond `max_gap` with 95%
-  confidence (Newcombe's interval widened to a bootstrap over stories).
+Accuracy counts an unreadable answer as not right; model errors leave every denominator. A chain
+(one style's 5 questions of a story) is jointly right at order k when its orders 0..k are all right;
+a chain asked at k without all of 0..k scored has no value there: it is counted, never guessed.
+Intervals resample whole stories. The soft checks fail only beyond `max_gap` with 95% confidence.
 """
 
 from __future__ import annotations
