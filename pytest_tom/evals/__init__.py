@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "simpletom": "pytest_tom.evals.simpletom:SimpleToM",
     "tomato": "pytest_tom.evals.tomato:ToMATO",
     "tomvalley": "pytest_tom.evals.tomvalley:ToMValley",
+    "hitom": "pytest_tom.evals.hitom:HiToM",
 }
 
 

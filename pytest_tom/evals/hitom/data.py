@@ -1,0 +1,216 @@
+"""Hi-ToM's release read into samples: one item per prompt file, its gold from the data files, all checked first.
+
+The release is two parallel trees of 1,200 files (`Hi-ToM_prompts/` without the gold,
+`Hi-ToM_data/` with it), `<Tell|No_Tell>/<MC|CoT>/length_<l>/sample_<s>/order_<o>.txt`. The
+official prompt is the prompt file byte for byte, so each is parsed into a sample, rendered back
+and compared with the file: what the harness sends always equals the release. MC and CoT data
+files disagree on 138 of 600 golds (spec §5); both are kept and the `gold` setting picks one.
+A copy must be the whole pinned release unless `partial`; errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import product
+from pathlib import Path
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import read_text
+from pytest_tom.sample import KEEP, Choice, Sample, Story
+
+LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
+"""(tell, style folder, length, sample, order) of every item, in the release's order."""
+STYLE = {"MC": "vanilla", "CoT": "cot"}
+"""Folder -> `style` facet: MC is the paper's vanilla prompting (VP), CoT its chain-of-thought (CoTP)."""
+TREES = ("Hi-ToM_data", "Hi-ToM_prompts")
+REVISION = "56dda76fbbbcd510d51e91837fe19b7df2108562"
+SHA256 = {"Hi-ToM_data": "26b3f3d19a83e3f0b08a031820cbc6b68a1f2992a5cf1907f1bfbbf914121a10",
+          "Hi-ToM_prompts": "9b71063962ad3325ea61d0efb2172d0416e8172c1032625536ea4fd7ce877c22"}
+"""Each tree's `digest` at REVISION: the sha256 of its `sha256sum` manifest in shared/data/hitom/SOURCE.md."""
+DISAGREEMENTS = 138
+INSTRUCTION = {
+    "MC": "Read the following story and answer the multiple-choice question. Please provide answer without "
+          "explanations.",
+    "CoT": "Read the following story and answer the multiple-choice question. Think step-by-step. Provide the answer "
+           "first, and then explain it.",
+}
+NOTE = (
+    "Note: You should assume the following. (1) An agent witnesses everything and every movements before exiting a "
+    "location. (2) An agent A can infer another agent B's mental state only if A and B have been in the same location,"
+    " or have private or public interactions. (3) Note that every agent tend to lie. What a character tells others "
+    "doesn't affect his actual belief. An agent tend to trust a agent that exited the room later than himself. The exit"
+    " order is known to all agents. (4) Agents in private communications know that others won't hear them, but they "
+    "know that anyone can hear any public claims."
+)
+LETTERS = "ABCDEFGHIJKLMNO"
+_QUESTION = re.compile(r"Where (?:is the (\w+) really|does (\w+) really think the (\w+) is"
+                       r"|does (\w+) think ((?:\w+ thinks )+)the (\w+) is)\?")
+_ENTER = re.compile(r"\d+ (.+) entered the \w+\.")
+ADVICE = "or pass --tom-set hitom.partial=true (suite keyword partial=True) to run a deliberately partial or changed copy"
+
+
+@dataclass(frozen=True, slots=True)
+class HiToMExtra:
+    """Where the item sits in the release, and both folders' golds (container names)."""
+
+    tell: str = field(metadata=KEEP)
+    style: str = field(metadata=KEEP)
+    length: int
+    sample: int
+    order: int
+    path: str = field(metadata=KEEP)
+    """The file below `Hi-ToM_prompts/` without `.txt` (the spec's unit id)."""
+    gold_mc: str
+    gold_cot: str
+
+
+HiToMSample = Sample[HiToMExtra]
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """One data or prompt file's fields (`answer` is None for a prompt file)."""
+
+    story: tuple[str, ...]
+    question: str
+    answer: str | None
+    choices: tuple[str, ...]
+
+
+def rel(tell: str, style: str, length: int, sample: int, order: int) -> str:
+    return f"{tell}/{style}/length_{length}/sample_{sample}/order_{order}"
+
+
+def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
+    """The fields of a data file (`data`) or a prompt file, in spec §2.2's line structure."""
+    lines = text.split("\n")
+    while lines and lines[-1] in ("", "***"):  # 6 CoT data files end in "***" and no newline (kept as released)
+        lines.pop()
+    q = next((i for i, line in enumerate(lines) if line.startswith("Question: ")), len(lines))
+    tail = ["Question: ", *(["Answer: "] if data else []), "Choices: ", "", NOTE]
+    options = lines[-3][len("Choices: "):].split(", ") if len(lines) > 3 else []
+    checks = [
+        (0, lines[:2] == [INSTRUCTION[style], "Story:"], f"expected the {style} instruction line, then 'Story:'"),
+        *((no, lines[no].startswith(f"{no - 1} "), f"expected story line '{no - 1} ...'") for no in range(2, q)),
+        (q, len(lines) - q == len(tail) and all(a.startswith(b) for a, b in zip(lines[q:], tail, strict=False)),
+         "expected Question:, " + "Answer:, " * data + "Choices:, a blank line and the release's Note line"),
+        (len(lines) - 3, [o[:3] for o in options] == [f"{c}. " for c in LETTERS] and len({o[3:] for o in options}) == 15,
+         "expected 15 distinct options 'A. <container>' to 'O. <container>'"),
+    ]
+    for no, ok, why in checks:
+        if not ok:
+            raise TomDataError(why, path=path, record=f"line {no + 1}")
+    answer = lines[q + 1][len("Answer: "):] if data else None
+    if answer is not None and answer not in (containers := [o[3:] for o in options]):
+        raise TomDataError(f"the gold {answer!r} is not among the choices {containers}", path=path,
+                           record=f"line {q + 2}", field="Answer")
+    return Parsed(tuple(lines[2:q]), lines[q][len("Question: "):], answer, tuple(o[3:] for o in options))
+
+
+def chain(question: str) -> tuple[str, tuple[str, ...]] | None:
+    """(object, agents X1..Xk) of an order-k question, or None when it matches no template of spec §2.4."""
+    m = _QUESTION.fullmatch(question)
+    if m is None:
+        return None
+    return (m[1], ()) if m[1] else (m[3], (m[2],)) if m[2] else (m[6], (m[4], *m[5].split(" thinks ")[:-1]))
+
+
+def render(sample: HiToMSample) -> str:
+    """The official prompt (spec §3.1): rebuilds every release prompt file byte for byte."""
+    choices = ", ".join(f"{c.label}. {c.text}" for c in sample.choices)
+    return (f"{INSTRUCTION[sample.extra.style]}\nStory:\n{sample.context.render()}\nQuestion: {sample.question}\n"
+            f"Choices: {choices}\n\n{NOTE}\n")
+
+
+def digest(files: Mapping[str, Path]) -> str:
+    """sha256 of the `sha256sum` manifest of `files` (path below the tree without `.txt` -> file), sorted by path."""
+    return hashlib.sha256("".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {n}.txt\n"
+                                  for n, p in sorted(files.items())).encode()).hexdigest()
+
+
+def locate(source: DataSource) -> Path:
+    """The folder holding both trees: `<data-dir>/hitom/` (the release's layout), else `<data-dir>/`."""
+    for folder in ([source.root / "hitom", source.root] if source.root else []):
+        if all((folder / t).is_dir() for t in TREES):
+            return folder
+    raise TomDataError(f"Hi-ToM data not found: no Hi-ToM_data/ and Hi-ToM_prompts/ in "
+                       f"{source.root or '(no --tom-data-dir given)'}/hitom. Point --tom-data-dir (or TOM_DATA_DIR) at "
+                       f"a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset at {REVISION[:12]}.")
+
+
+def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
+    """The items the `prompt` setting asks for, scored against the `gold` setting's key, after the checks of §8."""
+    present = {t: {rel(*k): folder / t / f"{rel(*k)}.txt" for k in LAYOUT} for t in TREES}
+    present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in present.items()}
+    for t in TREES if not partial else ():
+        if len(present[t]) < len(LAYOUT):
+            raise TomDataError(f"{len(LAYOUT) - len(present[t])} of {len(LAYOUT)} files are missing: restore them, "
+                               + ADVICE, path=folder / t)
+        if (got := digest(present[t])) != pins[t]:
+            raise TomDataError(f"the files' digest is {got}, not the pinned {pins[t]}: a file was edited or comes from "
+                               f"another revision; restore it, give --tom-set hitom.sha256={t}=<sha256>, " + ADVICE,
+                               path=folder / t)
+    data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
+    samples, differ = [], 0
+    for tell, style, length, sample, order in LAYOUT:
+        name, names = rel(tell, style, length, sample, order), {s: rel(tell, s, length, sample, order) for s in STYLE}
+        golds = {s: data[n].answer or "" for s, n in names.items() if n in data}
+        if style == "MC" and len(golds) == 2:
+            differ += golds["MC"] != golds["CoT"]
+            if replace(data[names["MC"]], answer=None) != replace(data[names["CoT"]], answer=None):
+                raise TomDataError("the MC and CoT data files differ in story, question or choices",
+                                   path=present["Hi-ToM_data"][name])
+        if prompt not in (STYLE[style], "both") or name not in present["Hi-ToM_prompts"]:
+            continue
+        path = present["Hi-ToM_prompts"][name]
+        parsed = parse(text := read_text(path), path, style=style, data=False)
+        if (need := {"cot": "CoT", "mc": "MC"}.get(gold, style)) not in golds:
+            raise TomDataError(f"no data file {names[need]}.txt to read the gold from (gold={gold})", path=path)
+        if name in data and replace(data[name], answer=None) != parsed:
+            raise TomDataError(f"differs from its data file {name}.txt in story, question or choices", path=path)
+        item = build((tell, style, length, sample, order), parsed, golds, gold)
+        if render(item) != text:
+            raise TomDataError("not the official prompt template (spec §3.1) byte for byte", path=path)
+        samples.append(item)
+    if not partial and dict(pins) == SHA256 and differ != DISAGREEMENTS:
+        raise TomDataError(f"MC and CoT golds differ in {differ} questions, not {DISAGREEMENTS}: another revision; "
+                           + ADVICE, path=folder / "Hi-ToM_data")
+    check_chains(samples, folder)
+    return samples
+
+
+def build(key: tuple[str, str, int, int, int], prompt: Parsed, golds: Mapping[str, str], gold: str) -> HiToMSample:
+    """One item; `gold` (cot, mc, own) says which folder's answer it is scored against."""
+    tell, style, length, sample, order = key
+    agents = dict.fromkeys(a for line in prompt.story if (m := _ENTER.fullmatch(line))
+                           for a in m[1].replace(" and ", ", ").split(", "))
+    story, path = f"{tell}/length_{length}/sample_{sample}", rel(*key)
+    facets = {"order": str(order), "length": str(length), "deception": "tell" if tell == "Tell" else "no_tell",
+              "style": STYLE[style], "story": story, "chain": f"{STYLE[style]}/{story}"}
+    return Sample(
+        benchmark="hitom", id=path.replace("/", "-"), context=Story("\n".join(prompt.story)), question=prompt.question,
+        choices=tuple(Choice(c, t) for c, t in zip(LETTERS, prompt.choices, strict=True)),
+        gold=LETTERS[prompt.choices.index(golds[{"cot": "CoT", "mc": "MC"}.get(gold, style)])],
+        characters=tuple(agents), facets=facets, source=f"Hi-ToM_prompts/{path}.txt",
+        marks=("hitom", f"order{order}", f"length{length}", STYLE[style], *(("deception",) if tell == "Tell" else ())),
+        extra=HiToMExtra(tell, style, length, sample, order, path, golds.get("MC", ""), golds.get("CoT", "")),
+    )
+
+
+def check_chains(samples: Sequence[HiToMSample], folder: Path) -> None:
+    """Each question is its order's template; a story's questions share the object and nest their agents (§2.4)."""
+    seen: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {}
+    for s in samples:
+        got = chain(s.question)
+        lower = seen.get((s.facets["story"], s.extra.order - 1))
+        if got is None or len(got[1]) != s.extra.order:
+            raise TomDataError(f"not the order-{s.extra.order} question template", path=folder / s.source,
+                               field="Question")
+        if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
+            raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended",
+                               path=folder / s.source, field="Question")
+        seen[(s.facets["story"], s.extra.order)] = got
