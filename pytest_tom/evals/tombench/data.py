@@ -309,7 +309,8 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         texts: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         for lang in ("zh", "en"):
             sf, qf, of = FIELDS[lang]
-            texts[lang] = (fields.text(rec, sf, path, f"line {row}").strip(), fields.text(rec, qf, path, f"line {row}").strip(), _options(rec, of, path, row))
+            story, question = (fields.text(rec, f, path, f"line {row}").strip() for f in (sf, qf))
+            texts[lang] = (story, question, _options(rec, of, path, row))
         defect = ""
         if len(texts["zh"][2]) != len(texts["en"][2]):
             # SST row 292: Zh is binary, En a 4-option question copied from another story (spec D5).
