@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.errors import TomDataError
 
 _BLOCK = 1 << 20
 MANIFEST = ".pytest-tom-manifest.json"
@@ -355,97 +355,3 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
     finally:
         if tmp.exists():
             tmp.unlink()
-
-
-# --- release settings --------------------------------------------------------------------------
-
-_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
-_SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
-
-
-def parse_sha256(value: str, what: str) -> str:
-    """One sha256 as 64 hex digits (lower-cased), or a TomDataError naming `what`."""
-    text = value.strip()
-    if not _HEX64.match(text):
-        raise TomConfigError(f"{what}: expected a sha256 of 64 hex digits, got {value!r}")
-    return text.lower()
-
-
-def parse_pins(value: str) -> dict[str, str]:
-    """`name=sha256,name=sha256` (file names, no folders) into a name -> sha256 mapping."""
-    pins: dict[str, str] = {}
-    for part in value.split(","):
-        if not part.strip():
-            continue
-        name, sep, digest = part.partition("=")
-        name = name.strip()
-        if not sep or not name or "/" in name:
-            raise TomConfigError(f"checksums: expected 'file name=sha256', got {part.strip()!r}")
-        if name in pins:
-            raise TomConfigError(f"checksums: {name!r} is given twice")
-        pins[name] = parse_sha256(digest, f"checksum of {name!r}")
-    if not pins:
-        raise TomConfigError(f"checksums: no 'file name=sha256' in {value!r}")
-    return pins
-
-
-def read_pins(path: Path, key: Callable[[PurePosixPath], str] = lambda p: p.name,
-              what: str = "<file name>") -> dict[str, str]:
-    """A manifest in `sha256sum` format (`<sha256>  <file>` per line), keyed by `key(listed path)` (its name by default)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read the checksum manifest: {exc}", path=path) from exc
-    pins: dict[str, str] = {}
-    for no, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = _SUM_LINE.match(line.strip())
-        if m is None:
-            raise TomDataError(f"expected '<sha256>  {what}' (sha256sum format)", path=path, record=f"line {no}")
-        name = key(PurePosixPath(m.group(2).strip().replace("\\", "/")))
-        if name in pins:
-            raise TomDataError(f"{name!r} is listed twice", path=path, record=f"line {no}")
-        pins[name] = m.group(1).lower()
-    if not pins:
-        raise TomDataError("no checksums in this manifest", path=path)
-    return pins
-
-
-def parse_flag(benchmark: str, name: str, value: object) -> bool:
-    """A yes/no setting given as a flag string (`true`, `false`, `1`, `0`, `yes`, `no`) or a Python bool."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off", ""):
-        return False
-    raise TomConfigError(f"{benchmark} setting {name}={value!r}: expected true or false")
-
-
-def cached_or_fetched(present: bool, check: Callable[[], None], fetch: Callable[[], None], *, download: bool) -> bool:
-    """Use the download cache if its copy still checks out, else fetch when allowed; False when neither applies.
-
-    A cached copy that fails its check is an error offline (it changed since it was verified)
-    and is fetched again with --tom-download, never used silently.
-    """
-    if present:
-        try:
-            check()
-            return True
-        except TomDataError:
-            if not download:
-                raise
-    if download:
-        fetch()
-        return True
-    return False
-
-
-def release_flags(benchmark: str, settings: dict[str, object]) -> bool:
-    """Normalise a release's `partial` and `sha256` settings in place (the report records them); returns partial."""
-    partial = parse_flag(benchmark, "partial", settings["partial"])
-    settings["partial"] = "true" if partial else "false"
-    settings["sha256"] = str(settings["sha256"] or "").strip()
-    return partial

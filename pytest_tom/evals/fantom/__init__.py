@@ -45,8 +45,8 @@ from pytest_tom.evals.fantom.metrics import metric_lines as _metric_lines
 from pytest_tom.evals.fantom.prompts import ask, parse_response
 from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
-from pytest_tom.fetch import parse_sha256
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.release import parse_sha256
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response

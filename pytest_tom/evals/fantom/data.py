@@ -19,6 +19,7 @@ from pytest_tom.fetch import check_extracted, fetch_archive
 from pytest_tom.framework import fields
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import distinct_options, read_json
+from pytest_tom.framework.release import Release
 
 # --- official constants ----------------------------------------------------------------------
 
@@ -366,23 +367,13 @@ def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
 def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
     """The local `fantom_v1.json`, and whether it is checksum-verified (a download, or the cache re-checked).
 
-    Looked for under the data folder, then in the download cache (re-checked
-    against the manifest of its verified download), then fetched.
+    Looked for under the data folder, then in the download cache (re-checked against the
+    manifest of its verified download), then fetched.
     """
-    candidates: list[Path] = []
-    if source.root is not None:
-        candidates += [source.root / "fantom" / DATA_FILE, source.root / DATA_FILE]
-    for c in candidates:
-        if c.is_file():
-            return c, False
-    cached = source.cache_dir / "fantom" / sha256[:16]
-    if source.download:
-        return fetch_archive(url, sha256, DATA_FILE, cached), True
-    if (cached / DATA_FILE).is_file():
-        return check_extracted(cached, DATA_FILE, sha256), True
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"FANToM data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        f"fantom/{DATA_FILE}, or pass --tom-download to fetch the official archive (sha256 {sha256[:12]}...). "
-        "FANToM is for evaluation only, never for training."
-    )
+    folder, verified = Release(
+        "fantom", ("fantom", ""), lambda c: (c / DATA_FILE).is_file(), sha256[:16], lambda c: (c / DATA_FILE).is_file(),
+        lambda c: check_extracted(c, DATA_FILE, sha256), lambda c: fetch_archive(url, sha256, DATA_FILE, c),
+        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding fantom/{DATA_FILE}, or pass --tom-download to "
+        f"fetch the official archive (sha256 {sha256[:12]}...). FANToM is for evaluation only, never for training.",
+        label="FANToM", file=DATA_FILE).locate(source)
+    return folder / DATA_FILE, verified

@@ -32,8 +32,8 @@ from pytest_tom.evals.simpletom.data import (
     severity_mark,
 )
 from pytest_tom.evals.simpletom.metrics import aggregate, metric_lines
-from pytest_tom.fetch import parse_pins
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
@@ -87,7 +87,7 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
 
     def load(self, source: DataSource) -> list[SimpleToMSample]:
         pins = release.parse_setting(self.settings["sha256"])
-        folder, verified = release.locate(source, self.settings["source_url"], pins)
+        folder, verified = release.release(self.settings["source_url"], pins).locate(source)
         return release.load(folder, pins, verified=verified, partial=self.settings["partial"])
 
     def program(self, sample: SimpleToMSample) -> Program:

@@ -34,8 +34,8 @@ from pytest_tom.evals.tomato.data import (
     ToMATOSample,
 )
 from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
-from pytest_tom.fetch import parse_pins
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
