@@ -22,9 +22,9 @@ from pytest_tom.derived import Derived, evaluate
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomConfigError, TomDataError, TomDependencyError
 from pytest_tom.evals import Registry
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM, data, metrics, prompts
 from pytest_tom.evals.fantom.data import FantomExtra
+from pytest_tom.framework.base import DataSource
 from pytest_tom.models import embedding
 from pytest_tom.models.base import Model
 from pytest_tom.models.mock import MockModel

@@ -15,7 +15,6 @@ import pytest
 
 from pytest_tom.derived import evaluate
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import ToMBench, release
 from pytest_tom.evals.tombench.data import (
     LETTERS,
@@ -31,6 +30,7 @@ from pytest_tom.evals.tombench.data import (
 from pytest_tom.evals.tombench.metrics import aggregate, metric_lines
 from pytest_tom.evals.tombench.prompts import SYSTEM_PROMPTS, USER_TEMPLATES, Config, permutation, render_user, tries
 from pytest_tom.evals.tombench.scoring import score
+from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Choice, Story, permute_choices, rename
