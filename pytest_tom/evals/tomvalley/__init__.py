@@ -31,14 +31,13 @@ __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
 _MAX_SCENARIOS = 7
 
 
-def _place_marks() -> dict[str, str]:
-    marks = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
-             for s in range(1, _MAX_SCENARIOS + 1)}
-    marks.update({f"span{s}_{s + 1}": f"ToMValley transformation-1/2 question over scenarios {s} -> {s + 1}."
-                  for s in range(1, _MAX_SCENARIOS)})
-    marks.update({f"span1_{n}": f"ToMValley transformation-3 question across all {n} scenarios."
-                  for n in range(4, _MAX_SCENARIOS + 1)})
-    return marks
+_SCENARIO_MARKS = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
+                   for s in range(1, _MAX_SCENARIOS + 1)}
+_SPAN_MARKS = {
+    **{f"span{s}_{s + 1}": f"ToMValley transformation-1/2 question over scenarios {s} -> {s + 1}."
+       for s in range(1, _MAX_SCENARIOS)},
+    **{f"span1_{n}": f"ToMValley transformation-3 question across all {n} scenarios." for n in range(4, _MAX_SCENARIOS + 1)},
+}
 
 
 class ToMValley(Benchmark[ToMValleyExtra]):
@@ -72,8 +71,8 @@ class ToMValley(Benchmark[ToMValleyExtra]):
         Facet("question_type", gate=True),
         Facet("subtype", {f"transformation{k}": f"ToMValley {SUBTYPE_NAMES[f'transformation{k}']}." for k in (1, 2, 3)},
               gate=True),
-        Facet("scenario", {k: v for k, v in _place_marks().items() if k.startswith("scenario")}, gate=True),
-        Facet("span", {k: v for k, v in _place_marks().items() if k.startswith("span")}, gate=True),
+        Facet("scenario", _SCENARIO_MARKS, gate=True),
+        Facet("span", _SPAN_MARKS, gate=True),
         # a question's social context: its questions share one dialogue (and, officially, one reply)
         Facet("context", {
             _derived.COMPOSITION: "ToMValley compositional check per context: no composite question answered right "
