@@ -14,19 +14,14 @@ folder (`pins_key`), so two sets of pins never share one copy.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
-import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, download_verified, sha256_file
 from pytest_tom.framework.base import DataSource
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -161,79 +156,3 @@ class Release:
             return cached, True
         where = ", ".join(str(c / self.file if self.file else c) for c in candidates) or "(no --tom-data-dir given)"
         raise TomDataError(f"{self.label or self.benchmark} data not found; looked in {where}. {self.wanted}")
-
-
-# --- downloads and their manifests --------------------------------------------------------------
-
-
-def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, limits: Limits | None = None,
-                workers: int = 1) -> dict[str, str]:
-    """Download each relative path of `files` from `base_url` into `dest`, checked against its sha256 when given.
-
-    Returns each file's sha256. Each file lands via a temporary file and `os.replace`, so an
-    interrupted download never leaves a file that looks whole.
-    """
-    base = base_url.rstrip("/") + "/"
-
-    def one(rel: str) -> tuple[str, str]:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        os.close(fd)
-        tmp = Path(name)
-        try:
-            digest = download_verified(base + rel, files[rel], tmp, target, limits=limits)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return rel, digest
-
-    if workers <= 1:
-        return dict(one(rel) for rel in files)
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        return dict(pool.map(one, files))
-
-
-def write_manifest(path: Path, body: Mapping[str, Any]) -> None:
-    """Record a verified download (written last, atomically: an interrupted or rejected download has none)."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    os.close(fd)
-    try:
-        Path(name).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
-
-
-def read_manifest(path: Path, where: Path) -> dict[str, Any]:
-    """The record of a verified download, or an error (naming `where`) saying the copy cannot be checked."""
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(body, dict):
-            raise TypeError
-        return body
-    except (OSError, ValueError, TypeError):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
-                           f"cannot be checked; {REFETCH}", path=where) from None
-
-
-def check_recorded(folder: Path, files: Mapping[str, Any]) -> None:
-    """Every file a manifest lists (relative path -> sha256) is in `folder`, unchanged since it was verified."""
-    for rel, expected in files.items():
-        path = folder / rel
-        if not path.is_file():
-            raise TomDataError(f"this file of a verified download is missing; {REFETCH}", path=path)
-        got = sha256_file(path)
-        if got != expected:
-            raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
-                               f"({expected}, now {got}): it was damaged or edited after the download; {REFETCH}",
-                               path=path)
-
-
-def manifest_files(folder: Path) -> dict[str, Any]:
-    """The `files` a verified download in `folder` recorded (relative path -> sha256)."""
-    files = read_manifest(folder / MANIFEST, folder).get("files")
-    if not isinstance(files, dict):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
-                           f"cannot be checked; {REFETCH}", path=folder)
-    return files

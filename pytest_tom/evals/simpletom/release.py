@@ -28,16 +28,8 @@ from pytest_tom.evals.simpletom.data import (
     read_release,
     samples,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, sha256_file
-from pytest_tom.framework.release import (
-    Release,
-    check_recorded,
-    fetch_files,
-    manifest_files,
-    pins_key,
-    pins_setting,
-    write_manifest,
-)
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, manifest_files, sha256_file, write_manifest
+from pytest_tom.framework.release import Release, pins_key, pins_setting
 
 
 def parse_setting(value: str) -> dict[str, str] | None:

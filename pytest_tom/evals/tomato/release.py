@@ -29,10 +29,10 @@ from pytest_tom.evals.tomato.data import (
     expected_counts,
     read_file,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, fetch_files, read_manifest, sha256_file, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
-from pytest_tom.framework.release import Release, fetch_files, read_manifest, write_manifest
+from pytest_tom.framework.release import Release
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "

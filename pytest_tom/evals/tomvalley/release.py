@@ -24,9 +24,9 @@ from pathlib import Path
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
 from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named
-from pytest_tom.fetch import MANIFEST, Limits
+from pytest_tom.fetch import MANIFEST, Limits, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.release import Release, check_recorded, fetch_files, manifest_files, write_manifest
+from pytest_tom.framework.release import Release
 
 OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"

@@ -9,18 +9,9 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.fetch import MANIFEST
+from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.release import (
-    Release,
-    cached_or_fetched,
-    check_recorded,
-    fetch_files,
-    manifest_files,
-    pins_key,
-    pins_setting,
-    write_manifest,
-)
+from pytest_tom.framework.release import Release, cached_or_fetched, pins_key, pins_setting
 
 A, B = "a" * 64, "B" * 64
 
