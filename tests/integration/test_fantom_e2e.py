@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.fantom import FANToM
+from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom import SimpleToM
+from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

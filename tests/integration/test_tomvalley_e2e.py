@@ -108,9 +108,9 @@ def test_the_real_data_collects_7100_items_in_100_requests(pytester: pytest.Pyte
                                 "--collect-only", "-q")
     ids = [line for line in result.outlines if line.startswith("tomvalley::")]
     assert sum("::tomvalley[" in i for i in ids) == 7100 and sum("::tomvalley_composition[" in i for i in ids) == 100
-    from pytest_tom.framework.base import DataSource
     from pytest_tom.evals.tomvalley import ToMValley
     from pytest_tom.evals.tomvalley.prompts import request_for
+    from pytest_tom.framework.base import DataSource
 
     bench = ToMValley()
     samples = bench.load(DataSource(real_data_dir, False, pytester.path))

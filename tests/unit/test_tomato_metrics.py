@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from pytest_tom.derived import evaluate
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato.derived import FB_GAP, PERSONALITY, gap_interval
 from pytest_tom.evals.tomato.metrics import aggregate, metric_lines
+from pytest_tom.framework.base import DataSource
 from pytest_tom.gates.metrics import gate_metrics
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.request import Response

@@ -12,13 +12,13 @@ import pytest
 from helpers import tomvalley_oracle as oracle
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomvalley import ToMValley
 from pytest_tom.evals.tomvalley import derived as tv_derived
 from pytest_tom.evals.tomvalley.data import ToMValleySample, classify, context_samples, questions_per_context
 from pytest_tom.evals.tomvalley.prompts import USER, VANILLA, PromptConfig, context_request, question_request
 from pytest_tom.evals.tomvalley.release import load_folder, parse_contexts, tree_digest
 from pytest_tom.evals.tomvalley.scoring import answer_object, read_single, read_value, score
+from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.sample import permute_choices, rename
