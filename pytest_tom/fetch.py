@@ -14,6 +14,7 @@ silently as a tampered mirror.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -28,9 +29,9 @@ import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
-from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.errors import TomDataError
 
 _BLOCK = 1 << 20
 MANIFEST = ".pytest-tom-manifest.json"
@@ -141,24 +142,10 @@ def _temp_in(folder: Path, prefix: str) -> Path:
 
 
 def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits: Limits | None = None) -> Path:
-    """Download each of `files` (name -> sha256) from `base_url` into `dest`, once.
-
-    Files already present with the right checksum are kept; a partial download
-    never replaces a good file because each file lands via a temp file and
-    `os.replace`.
-    """
+    """Download each of `files` (name -> sha256) from `base_url` into `dest`, once: files already right are kept."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name, expected in sorted(files.items()):
-        target = dest / name
-        if target.exists() and sha256_file(target) == expected:
-            continue
-        tmp = _temp_in(dest, ".part-")
-        try:
-            download_verified(base_url + urllib.parse.quote(name), expected, tmp, target, limits=limits)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+    stale = {n: e for n, e in sorted(files.items()) if not (dest / n).exists() or sha256_file(dest / n) != e}
+    fetch_files(base_url, dest, stale, limits=limits)
     return dest
 
 
@@ -294,17 +281,6 @@ def _pick(found: Sequence[str], archive: Path, member: str) -> str:
     return min(found, key=lambda n: (len(PurePosixPath(n).parts), n))
 
 
-def _write_manifest(dest: Path, url: str, sha256: str, member: str) -> None:
-    body = {"source": url, "archive_sha256": sha256, "files": {member: sha256_file(dest / member)}}
-    tmp = _temp_in(dest, ".part-")
-    try:
-        tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, dest / MANIFEST)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def check_extracted(dest: Path, member: str, sha256: str) -> Path:
     """The extracted `member` in `dest`, after checking it against the manifest its verified download wrote.
 
@@ -313,23 +289,13 @@ def check_extracted(dest: Path, member: str, sha256: str) -> Path:
     archive, or no longer matches the file.
     """
     target = dest / member
-    try:
-        manifest = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
-        recorded = manifest["files"][member]
-        archive = manifest["archive_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise TomDataError(
-            f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it cannot be "
-            f"checked; {REFETCH}", path=target) from None
+    manifest = read_manifest(dest / MANIFEST, target)
+    archive = manifest.get("archive_sha256")
     if archive != sha256:
         raise TomDataError(
             f"this downloaded copy comes from archive sha256 {archive}, not the expected {sha256}; {REFETCH}",
             path=target)
-    got = sha256_file(target)
-    if got != recorded:
-        raise TomDataError(
-            f"this downloaded copy no longer matches the sha256 recorded when it was verified ({recorded}, now "
-            f"{got}): it was damaged or edited after the download; {REFETCH}", path=target)
+    check_recorded(dest, {member: manifest_files(dest).get(member)})
     return target
 
 
@@ -350,102 +316,85 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
     try:
         download_verified(url, sha256, tmp, target, limits=limits)
         extract_file(tmp, member, dest, limits=limits)
-        _write_manifest(dest, url, sha256, member)
+        write_manifest(dest / MANIFEST, {"source": url, "archive_sha256": sha256,
+                                         "files": {member: sha256_file(target)}})
         return target
     finally:
         if tmp.exists():
             tmp.unlink()
 
 
-# --- release settings --------------------------------------------------------------------------
-
-_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
-_SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
+# --- several files, and the manifest of a verified download --------------------------------------------------------------
 
 
-def parse_sha256(value: str, what: str) -> str:
-    """One sha256 as 64 hex digits (lower-cased), or a TomDataError naming `what`."""
-    text = value.strip()
-    if not _HEX64.match(text):
-        raise TomConfigError(f"{what}: expected a sha256 of 64 hex digits, got {value!r}")
-    return text.lower()
+def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, limits: Limits | None = None,
+                workers: int = 1) -> dict[str, str]:
+    """Download each relative path of `files` from `base_url` into `dest`, checked against its sha256 when given.
 
-
-def parse_pins(value: str) -> dict[str, str]:
-    """`name=sha256,name=sha256` (file names, no folders) into a name -> sha256 mapping."""
-    pins: dict[str, str] = {}
-    for part in value.split(","):
-        if not part.strip():
-            continue
-        name, sep, digest = part.partition("=")
-        name = name.strip()
-        if not sep or not name or "/" in name:
-            raise TomConfigError(f"checksums: expected 'file name=sha256', got {part.strip()!r}")
-        if name in pins:
-            raise TomConfigError(f"checksums: {name!r} is given twice")
-        pins[name] = parse_sha256(digest, f"checksum of {name!r}")
-    if not pins:
-        raise TomConfigError(f"checksums: no 'file name=sha256' in {value!r}")
-    return pins
-
-
-def read_pins(path: Path, key: Callable[[PurePosixPath], str] = lambda p: p.name,
-              what: str = "<file name>") -> dict[str, str]:
-    """A manifest in `sha256sum` format (`<sha256>  <file>` per line), keyed by `key(listed path)` (its name by default)."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TomDataError(f"cannot read the checksum manifest: {exc}", path=path) from exc
-    pins: dict[str, str] = {}
-    for no, line in enumerate(lines, 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        m = _SUM_LINE.match(line.strip())
-        if m is None:
-            raise TomDataError(f"expected '<sha256>  {what}' (sha256sum format)", path=path, record=f"line {no}")
-        name = key(PurePosixPath(m.group(2).strip().replace("\\", "/")))
-        if name in pins:
-            raise TomDataError(f"{name!r} is listed twice", path=path, record=f"line {no}")
-        pins[name] = m.group(1).lower()
-    if not pins:
-        raise TomDataError("no checksums in this manifest", path=path)
-    return pins
-
-
-def parse_flag(benchmark: str, name: str, value: object) -> bool:
-    """A yes/no setting given as a flag string (`true`, `false`, `1`, `0`, `yes`, `no`) or a Python bool."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes", "on"):
-        return True
-    if text in ("false", "0", "no", "off", ""):
-        return False
-    raise TomConfigError(f"{benchmark} setting {name}={value!r}: expected true or false")
-
-
-def cached_or_fetched(present: bool, check: Callable[[], None], fetch: Callable[[], None], *, download: bool) -> bool:
-    """Use the download cache if its copy still checks out, else fetch when allowed; False when neither applies.
-
-    A cached copy that fails its check is an error offline (it changed since it was verified)
-    and is fetched again with --tom-download, never used silently.
+    Returns each file's sha256. Each file lands via a temporary file and `os.replace`, so an
+    interrupted download never leaves a file that looks whole.
     """
-    if present:
+    base = base_url.rstrip("/") + "/"
+
+    def one(rel: str) -> tuple[str, str]:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
+        os.close(fd)
+        tmp = Path(name)
         try:
-            check()
-            return True
-        except TomDataError:
-            if not download:
-                raise
-    if download:
-        fetch()
-        return True
-    return False
+            digest = download_verified(base + urllib.parse.quote(rel), files[rel], tmp, target, limits=limits)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return rel, digest
+
+    if workers <= 1:
+        return dict(one(rel) for rel in files)
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return dict(pool.map(one, files))
 
 
-def release_flags(benchmark: str, settings: dict[str, object]) -> bool:
-    """Normalise a release's `partial` and `sha256` settings in place (the report records them); returns partial."""
-    partial = parse_flag(benchmark, "partial", settings["partial"])
-    settings["partial"] = "true" if partial else "false"
-    settings["sha256"] = str(settings["sha256"] or "").strip()
-    return partial
+def write_manifest(path: Path, body: Mapping[str, Any]) -> None:
+    """Record a verified download (written last, atomically: an interrupted or rejected download has none)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+    os.close(fd)
+    try:
+        Path(name).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def read_manifest(path: Path, where: Path) -> dict[str, Any]:
+    """The record of a verified download, or an error (naming `where`) saying the copy cannot be checked."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(body, dict):
+            raise TypeError
+        return body
+    except (OSError, ValueError, TypeError):
+        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
+                           f"cannot be checked; {REFETCH}", path=where) from None
+
+
+def check_recorded(folder: Path, files: Mapping[str, Any]) -> None:
+    """Every file a manifest lists (relative path -> sha256) is in `folder`, unchanged since it was verified."""
+    for rel, expected in files.items():
+        path = folder / rel
+        if not path.is_file():
+            raise TomDataError(f"this file of a verified download is missing; {REFETCH}", path=path)
+        got = sha256_file(path)
+        if got != expected:
+            raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
+                               f"({expected}, now {got}): it was damaged or edited after the download; {REFETCH}",
+                               path=path)
+
+
+def manifest_files(folder: Path) -> dict[str, Any]:
+    """The `files` a verified download in `folder` recorded (relative path -> sha256)."""
+    files = read_manifest(folder / MANIFEST, folder).get("files")
+    if not isinstance(files, dict):
+        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
+                           f"cannot be checked; {REFETCH}", path=folder)
+    return files

@@ -118,7 +118,7 @@ def stop_at_answer_option(why: str) -> BenchmarkOption:
         "stop_at_answer", "true",
         f"true: stop generating once the answer contains {why}, after which the parser provably reads the same "
         "answer whatever follows (shorter raw answers, same scores; part of the cache key); false: generate the "
-        "whole token budget.",
+        "whole token budget.", kind=bool,
     )
 
 

@@ -157,19 +157,6 @@ def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, f
                            "be ambiguous", path=path, record=record, field=fields[i])
 
 
-def required_text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
-    """A non-empty text field; errors name its full path within the record (`beliefQAs[0].correct_answer`)."""
-    value = rec.get(key)
-    name = f"{where}.{key}" if where else key
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise TomDataError("missing or empty text", path=path, record=record, field=name)
-    if not isinstance(value, str):
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise TomDataError(f"wrong type: expected text, got {type(value).__name__} {shown}", path=path, record=record,
-                           field=name)
-    return value
-
-
 # --- pinned checksums ---------------------------------------------------------------------------
 
 

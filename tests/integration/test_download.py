@@ -29,10 +29,9 @@ from pytest_tom.fetch import (
     extract_file,
     fetch_archive,
     fetch_pinned,
-    parse_pins,
-    read_pins,
     sha256_file,
 )
+from pytest_tom.framework.release import parse_pins, read_pins
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.engine import Engine
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import ToMBench
 from pytest_tom.evals.tombench.metrics import aggregate
+from pytest_tom.framework.base import DataSource
 from pytest_tom.models.base import CallableModel
 
 TASK_Q = {"uot": 300, "sit": 200, "pst": 100, "fbt": 600, "ast": 200, "ht": 103, "sst": 407, "frt": 560}

@@ -813,7 +813,7 @@ def test_an_emptied_set_is_refused_unless_the_copy_is_declared_partial(tmp_path:
 
 def test_the_real_sample_and_the_fixtures_are_whole(tmp_path: Path) -> None:
     data.check_whole(data.load_sets(FIXTURE), FIXTURE)
-    assert FANToM({"embedder": "none"}).settings["partial"] == "false"
+    assert FANToM({"embedder": "none"}).describe()["settings"]["partial"] == "false"
     with pytest.raises(TomConfigError, match="fantom setting sha256: expected a sha256 of 64 hex digits"):
         FANToM({"sha256": "abc"})
     assert FANToM({"sha256": "A" * 64}).settings["sha256"] == "a" * 64

@@ -12,7 +12,6 @@ import pytest
 from helpers.file_server import Server
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom import SimpleToM, release
 from pytest_tom.evals.simpletom.data import (
     CONFIGS,
@@ -24,6 +23,7 @@ from pytest_tom.evals.simpletom.data import (
 )
 from pytest_tom.evals.simpletom.derived import balance_checks, chains
 from pytest_tom.fetch import MANIFEST, sha256_file
+from pytest_tom.framework.base import DataSource
 from pytest_tom.sample import Choice
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "simpletom"

@@ -211,8 +211,8 @@ def test_a_sample_without_its_mental_state_question_cannot_be_reminded() -> None
 
 def test_every_first_stage_is_its_mental_state_items_own_request(fixtures_dir) -> None:  # type: ignore[no-untyped-def]
     """On the loader's samples (the bundled fixtures): the engine can dedupe the two, whatever the settings."""
-    from pytest_tom.framework.base import DataSource
     from pytest_tom.evals.simpletom import SimpleToM
+    from pytest_tom.framework.base import DataSource
 
     for settings in ({"intervention": "reminder"}, {"intervention": "cot_tom_reminder", "persona": "lawyer",
                                                     "layout": "reference"}):

@@ -13,10 +13,10 @@ from helpers.file_server import Server
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import Registry
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato import release as rel
 from pytest_tom.evals.tomato.data import TABLE8, parse_big_five, pattern, read_file
+from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 DATASET = FIXTURES / "tomato" / "dataset"

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato.prompts import COT, SYSTEM, PromptConfig, requests, user_prompt
 from pytest_tom.evals.tomato.scoring import extract, score, solve
+from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 

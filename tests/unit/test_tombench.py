@@ -604,8 +604,9 @@ class TestScoring:
         assert ToMBench({"languages": "zh,en,zh"}).settings["languages"] == "zh,en"
 
     def test_partial_and_checksum_settings(self) -> None:
-        assert ToMBench().settings["partial"] == "false" and not ToMBench().partial
-        assert ToMBench({"partial": True}).settings["partial"] == "true" and ToMBench({"partial": "yes"}).partial
+        assert ToMBench().describe()["settings"]["partial"] == "false" and ToMBench().settings["partial"] is False
+        assert ToMBench({"partial": True}).describe()["settings"]["partial"] == "true"
+        assert ToMBench({"partial": "yes"}).settings["partial"] is True
         with pytest.raises(TomConfigError, match="partial='maybe': expected true or false"):
             ToMBench({"partial": "maybe"})
         with pytest.raises(TomConfigError, match="expected a sha256 of 64 hex digits"):

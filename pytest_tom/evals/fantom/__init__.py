@@ -28,8 +28,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.fantom import data as _data
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
@@ -46,7 +44,9 @@ from pytest_tom.evals.fantom.metrics import SHOW, context_reports
 from pytest_tom.evals.fantom.prompts import ask, parse_response
 from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
-from pytest_tom.fetch import parse_flag, parse_sha256
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import parse_sha256
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request, Response
@@ -85,36 +85,49 @@ class FANToM(Benchmark[FantomExtra]):
         BenchmarkOption("sha256", "", "sha256 of the archive --tom-download fetches, for a mirror or a new release; "
                         f"empty means the official one ({_data.OFFICIAL_SHA256[:12]}...)."),
         BenchmarkOption("partial", "false", "true runs a deliberately trimmed copy (sets without belief, yes/no or "
-                        "who-knows answers); by default every set of a local copy must be whole."),
+                        "who-knows answers); by default every set of a local copy must be whole.", kind=bool),
     )
-    strata = ("context", "question_type", "accessibility")
-    summary_facets = (("context",), ("context", "accessibility", "question_type"))
-    gate_facets = ("context", "family", "question_type", "accessibility")
-    mark_docs = {
-        "fantom": "FANToM questions and set assertions (Kim et al., EMNLP 2023).",
-        "short": "FANToM short conversation context (the part where a character left and rejoined).",
-        "full": "FANToM full conversation context.",
-        "fact": "FANToM fact question (comprehension; token F1; not a ToM question).",
-        "belief": "Belief questions (FANToM BeliefQ, free response and choice; ToMBench Belief category).",
-        "answerability": "FANToM answerability questions (who knows the answer to the fact question).",
-        "info_accessibility": "FANToM info-accessibility questions (who knows this information).",
-        "free_response": "Free-response answer (FANToM fact and BeliefQ[Dist.]).",
-        "choice": "FANToM two-option belief choice (BeliefQ[Choice]).",
-        "list": "FANToM list question (exact set of characters who know).",
-        "yes_no": "FANToM yes/no question about one character.",
-        "first_order": "First-order belief question (what does the absent character believe).",
-        "second_order": "Second-order belief question (what does A think B believes).",
-        "cyclic": "Second-order belief question asked of the fact's subject (cyclic).",
-        "acyclic": "Second-order belief question asked of a third character (acyclic).",
-        "inaccessible": "FANToM question about information the character missed (the headline scores).",
-        "accessible": "FANToM control question: the information was accessible to the character.",
-        "all_star": "FANToM ALL* assertion: every ToM question of the set (unit) passes.",
-        "all_tom": "FANToM ALL assertion: every ToM question of the set except free-response beliefs passes.",
-        "answerability_all": "FANToM answerability All: the list and every yes/no answerability question pass.",
-        "info_accessibility_all": "FANToM info-accessibility All: the list and every yes/no question pass.",
-        "character_all": "FANToM per-character check: every answer about the character is right.",
-        "consistency": "FANToM per-character check: the character's list and yes/no answers agree.",
-    }
+    facets = (
+        Facet("context", {
+            "fantom": "FANToM questions and set assertions (Kim et al., EMNLP 2023).",
+            "short": "FANToM short conversation context (the part where a character left and rejoined).",
+            "full": "FANToM full conversation context.",
+        }, tables=((), ("accessibility", "question_type")), stratum=True, gate=True),
+        Facet("family", {
+            "fact": "FANToM fact question (comprehension; token F1; not a ToM question).",
+            "belief": "Belief questions (FANToM BeliefQ, free response and choice; ToMBench Belief category).",
+            "answerability": "FANToM answerability questions (who knows the answer to the fact question).",
+            "info_accessibility": "FANToM info-accessibility questions (who knows this information).",
+        }, gate=True),
+        Facet("question_type", stratum=True, gate=True),
+        Facet("accessibility", {
+            "inaccessible": "FANToM question about information the character missed (the headline scores).",
+            "accessible": "FANToM control question: the information was accessible to the character.",
+        }, stratum=True, gate=True),
+        Facet("format", {
+            "free_response": "Free-response answer (FANToM fact and BeliefQ[Dist.]).",
+            "choice": "FANToM two-option belief choice (BeliefQ[Choice]).",
+            "list": "FANToM list question (exact set of characters who know).",
+            "yes_no": "FANToM yes/no question about one character.",
+        }),
+        Facet("tom_order", {
+            "first_order": "First-order belief question (what does the absent character believe).",
+            "second_order": "Second-order belief question (what does A think B believes).",
+        }),
+        Facet("cyclicity", {
+            "cyclic": "Second-order belief question asked of the fact's subject (cyclic).",
+            "acyclic": "Second-order belief question asked of a third character (acyclic).",
+        }),
+        Facet("kind", {
+            "all_star": "FANToM ALL* assertion: every ToM question of the set (unit) passes.",
+            "all_tom": "FANToM ALL assertion: every ToM question of the set except free-response beliefs passes.",
+            "answerability_all": "FANToM answerability All: the list and every yes/no answerability question pass.",
+            "info_accessibility_all": "FANToM info-accessibility All: the list and every yes/no question pass.",
+            "character_all": "FANToM per-character check: every answer about the character is right.",
+            "consistency": "FANToM per-character check: the character's list and yes/no answers agree.",
+        }),
+        Facet("conversation", cluster=True),
+    )
     rules = RULES
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
@@ -133,8 +146,6 @@ class FANToM(Benchmark[FantomExtra]):
         if self.settings["max_new_tokens"] < 1:
             raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
-        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
-        self.settings["partial"] = "true" if self.partial else "false"
         sha = str(self.settings["sha256"] or "").strip()
         self.settings["sha256"] = parse_sha256(sha, "fantom setting sha256") if sha else ""
         self._allow_download = False
@@ -153,7 +164,7 @@ class FANToM(Benchmark[FantomExtra]):
         # The pin is read at call time, so tests (and forks) can substitute their own.
         path, verified = data_file(source, self.settings["source_url"], self.settings["sha256"] or _data.OFFICIAL_SHA256)
         sets = load_sets(path, seed=int(self.settings["choice_seed"]))
-        if not verified and not self.partial:
+        if not verified and not self.settings["partial"]:
             check_whole(sets, path)
         samples: list[Sample[FantomExtra]] = []
         for context in self.contexts:
@@ -233,7 +244,10 @@ class FANToM(Benchmark[FantomExtra]):
 
     # -- metrics ---------------------------------------------------------------------------------
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """A question's or set's conversation (both contexts of it): every question reads the same dialogue."""
+        """A question's or set's conversation (both contexts of it): every question reads the same dialogue.
+
+        Set assertions carry no `conversation` facet, so they fall back to their unit's conversation prefix.
+        """
         return facets.get("conversation") or facets.get("unit", "").split("-")[0] or unit_id
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:

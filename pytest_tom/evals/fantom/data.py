@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.checks import distinct_options, read_json, required_text
 from pytest_tom.fetch import check_extracted, fetch_archive
+from pytest_tom.framework import fields
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import distinct_options, read_json
+from pytest_tom.framework.release import Release
 
 # --- official constants ----------------------------------------------------------------------
 
@@ -183,29 +185,7 @@ class FantomExtra:
 # --- loading ------------------------------------------------------------------------------------
 
 
-_text = required_text
-
-
-def _obj(rec: Mapping[str, Any], key: str, path: Path, record: str) -> Mapping[str, Any]:
-    value = rec.get(key)
-    if not isinstance(value, Mapping):
-        raise TomDataError(f"expected an object, got {type(value).__name__}", path=path, record=record, field=key)
-    return value
-
-
-def _names(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str) -> tuple[str, ...]:
-    value = rec.get(key)
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise TomDataError("expected a list of character names", path=path, record=record, field=f"{where}.{key}")
-    return tuple(value)
-
-
-def _accessibility(rec: Mapping[str, Any], path: Path, record: str, where: str) -> str:
-    value = rec.get("missed_info_accessibility")
-    if value not in SCENARIOS:
-        raise TomDataError(f"expected 'inaccessible' or 'accessible', got {value!r}", path=path, record=record,
-                           field=f"{where}.missed_info_accessibility")
-    return str(value)
+ACCESS = "missed_info_accessibility"
 
 
 def belief_character(question: str) -> str:
@@ -254,16 +234,16 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
             raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
                                field=f"{w}.question_type")
-        question = _text(b, "question", path, record, w)
-        correct = _text(b, "correct_answer", path, record, w)
-        wrong = _text(b, "wrong_answer", path, record, w)
+        question = fields.text(b, "question", path, record, w)
+        correct = fields.text(b, "correct_answer", path, record, w)
+        wrong = fields.text(b, "wrong_answer", path, record, w)
         distinct_options((correct, wrong), 0, path, record, (f"{w}.correct_answer", f"{w}.wrong_answer"))
-        tom_type = _text(b, "tom_type", path, record, w)
+        tom_type = fields.text(b, "tom_type", path, record, w)
         # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
         correct_last = rng.choice([True, False])
         beliefs.append(BeliefQA(
             question=question, question_type=str(qtype), tom_type=tom_type, correct=correct, wrong=wrong,
-            accessibility=_accessibility(b, path, record, w), character=belief_character(question),
+            accessibility=fields.one_of(b, ACCESS, path, record, SCENARIOS, w), character=belief_character(question),
             correct_last=correct_last,
         ))
     return tuple(beliefs)
@@ -279,7 +259,7 @@ def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, rec
         w = f"{bin_key}[{j}]"
         if not isinstance(bq, Mapping):
             raise TomDataError("expected an object", path=path, record=record, field=w)
-        question = _text(bq, "question", path, record, w)
+        question = fields.text(bq, "question", path, record, w)
         if not question.startswith("Does ") or " know" not in question:
             raise TomDataError(f"expected 'Does <character> know ...?', got {question!r}", path=path,
                                record=record, field=f"{w}.question")
@@ -293,7 +273,7 @@ def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, rec
         chars.add(character.lower())
         items.append(BinaryQA(
             question=question, question_type=str(bq.get("question_type") or f"tom:{family}:binary"),
-            gold=str(gold), accessibility=_accessibility(bq, path, record, w), character=character,
+            gold=str(gold), accessibility=fields.one_of(bq, ACCESS, path, record, SCENARIOS, w), character=character,
         ))
     return tuple(items)
 
@@ -316,7 +296,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
         if set_id in seen:
             raise TomDataError("duplicate set_id", path=path, record=record, field="set_id")
         seen.add(set_id)
-        fact = _obj(rec, "factQA", path, record)
+        fact = fields.obj(rec, "factQA", path, record)
         beliefs = _beliefs(rec, path, record, rng)
         lists = {}
         binaries: dict[str, tuple[BinaryQA, ...]] = {}
@@ -324,13 +304,13 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             ("answerability", "answerabilityQA_list", "answerabilityQAs_binary"),
             ("info_accessibility", "infoAccessibilityQA_list", "infoAccessibilityQAs_binary"),
         ):
-            lq = _obj(rec, list_key, path, record)
+            lq = fields.obj(rec, list_key, path, record)
             lists[family] = ListQA(
-                question=_text(lq, "question", path, record, list_key),
+                question=fields.text(lq, "question", path, record, list_key),
                 question_type=str(lq.get("question_type") or f"tom:{family}:list"),
-                correct=_names(lq, "correct_answer", path, record, list_key),
-                wrong=_names(lq, "wrong_answer", path, record, list_key),
-                accessibility=_accessibility(lq, path, record, list_key),
+                correct=fields.names(lq, "correct_answer", path, record, list_key),
+                wrong=fields.names(lq, "wrong_answer", path, record, list_key),
+                accessibility=fields.one_of(lq, ACCESS, path, record, SCENARIOS, list_key),
             )
             both = sorted(set(lists[family].correct) & set(lists[family].wrong))
             if both:
@@ -341,11 +321,11 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
         conversation_id, part = set_id.split("-")[0], "-".join(set_id.split("-")[:2])
         out.append(FantomSet(
             set_id=set_id, part_id=part, conversation_id=conversation_id, index=i,
-            short_context=_text(rec, "short_context", path, record).strip(),
-            full_context=_text(rec, "full_context", path, record).strip(),
+            short_context=fields.text(rec, "short_context", path, record).strip(),
+            full_context=fields.text(rec, "full_context", path, record).strip(),
             joining_speaker=str(rec.get("joining_speaker") or ""),
-            fact_question=_text(fact, "question", path, record, "factQA"),
-            fact_answer=_text(fact, "correct_answer", path, record, "factQA"),
+            fact_question=fields.text(fact, "question", path, record, "factQA"),
+            fact_answer=fields.text(fact, "correct_answer", path, record, "factQA"),
             beliefs=beliefs,
             answerability_list=lists["answerability"], info_list=lists["info_accessibility"],
             answerability_binary=binaries["answerability"], info_binary=binaries["info_accessibility"],
@@ -387,23 +367,13 @@ def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
 def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
     """The local `fantom_v1.json`, and whether it is checksum-verified (a download, or the cache re-checked).
 
-    Looked for under the data folder, then in the download cache (re-checked
-    against the manifest of its verified download), then fetched.
+    Looked for under the data folder, then in the download cache (re-checked against the
+    manifest of its verified download), then fetched.
     """
-    candidates: list[Path] = []
-    if source.root is not None:
-        candidates += [source.root / "fantom" / DATA_FILE, source.root / DATA_FILE]
-    for c in candidates:
-        if c.is_file():
-            return c, False
-    cached = source.cache_dir / "fantom" / sha256[:16]
-    if source.download:
-        return fetch_archive(url, sha256, DATA_FILE, cached), True
-    if (cached / DATA_FILE).is_file():
-        return check_extracted(cached, DATA_FILE, sha256), True
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"FANToM data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        f"fantom/{DATA_FILE}, or pass --tom-download to fetch the official archive (sha256 {sha256[:12]}...). "
-        "FANToM is for evaluation only, never for training."
-    )
+    folder, verified = Release(
+        "fantom", ("fantom", ""), lambda c: (c / DATA_FILE).is_file(), sha256[:16], lambda c: (c / DATA_FILE).is_file(),
+        lambda c: check_extracted(c, DATA_FILE, sha256), lambda c: fetch_archive(url, sha256, DATA_FILE, c),
+        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding fantom/{DATA_FILE}, or pass --tom-download to "
+        f"fetch the official archive (sha256 {sha256[:12]}...). FANToM is for evaluation only, never for training.",
+        label="FANToM", file=DATA_FILE).locate(source)
+    return folder / DATA_FILE, verified

@@ -15,9 +15,9 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
-from pytest_tom.framework.base import slug
 from pytest_tom.evals.fantom.data import FAMILIES, FantomExtra
 from pytest_tom.evals.fantom.metrics import character_entries
+from pytest_tom.framework.base import slug
 from pytest_tom.record import Record
 from pytest_tom.sample import Sample
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_tom.framework.base import slug
 from pytest_tom.evals.fantom.data import (
     AGGREGATION_FIELD,
     DATA_FILE,
@@ -25,6 +24,7 @@ from pytest_tom.evals.fantom.data import (
     FantomExtra,
     FantomSet,
 )
+from pytest_tom.framework.base import slug
 from pytest_tom.sample import Choice, Conversation, Sample
 
 

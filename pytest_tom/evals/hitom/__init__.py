@@ -16,9 +16,9 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.hitom import data, scoring
 from pytest_tom.evals.hitom import metrics as _metrics
 from pytest_tom.evals.hitom.data import REVISION, SHA256, HiToMExtra, HiToMSample
-from pytest_tom.fetch import parse_pins
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["HiToM", "HiToMExtra", "HiToMSample"]

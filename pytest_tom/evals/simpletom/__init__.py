@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.simpletom import derived as _derived
 from pytest_tom.evals.simpletom import prompts, release, scoring
 from pytest_tom.evals.simpletom.data import (
@@ -34,7 +32,9 @@ from pytest_tom.evals.simpletom.data import (
     severity_mark,
 )
 from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
-from pytest_tom.fetch import parse_pins, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
@@ -60,47 +60,43 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         BenchmarkOption(
             "partial", "false",
             "true runs a deliberately partial copy (fewer rows, or configs missing apart from story-data); by "
-            "default a local copy must be the whole release.",
+            "default a local copy must be the whole release.", kind=bool,
         ),
     )
-    strata = ("question_type", "scenario")
-    summary_facets = (("question_type",), ("question_type", "severity"), ("question_type", "scenario"))
-    gate_facets = ("question_type", "scenario", "severity")
-    mark_docs = {
-        "simpletom": "SimpleToM questions and chains (Gu et al., 2024).",
-        **{t: f"SimpleToM {TYPE_NAMES[t]} question." for t in QUESTION_TYPES},
-        **{key: f"SimpleToM scenario: {name} ({n} stories)." for key, (name, n) in SCENARIOS.items()},
-        **{severity_mark(level): f"SimpleToM severity {level} ({name} key information)."
-           for level, name in SEVERITIES.items()},
-        _derived.CHAIN: "SimpleToM chain: a story's mental state, behavior and judgment questions all pass; a "
-                        "failure names the first broken link.",
-        _derived.BALANCE: "SimpleToM constant-answerer check: a question type's answers are not (almost) all one "
-                          "letter.",
-    }
+    facets = (
+        Facet("question_type", {"simpletom": "SimpleToM questions and chains (Gu et al., 2024).",
+                                **{t: f"SimpleToM {TYPE_NAMES[t]} question." for t in QUESTION_TYPES}},
+              stratum=True, gate=True, tables=((), ("severity",), ("scenario",))),
+        Facet("scenario", {key: f"SimpleToM scenario: {name} ({n} stories)." for key, (name, n) in SCENARIOS.items()},
+              stratum=True, gate=True),
+        Facet("severity", {severity_mark(level): f"SimpleToM severity {level} ({name} key information)."
+                           for level, name in SEVERITIES.items()}, gate=True),
+        # a question's story: its three questions (and its chain) share the story text
+        Facet("story", {
+            _derived.CHAIN: "SimpleToM chain: a story's mental state, behavior and judgment questions all pass; a "
+                            "failure names the first broken link.",
+            _derived.BALANCE: "SimpleToM constant-answerer check: a question type's answers are not (almost) all "
+                              "one letter.",
+        }, cluster=True),
+    )
     rules = _derived.RULES
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
-        self.settings["stop_at_answer"] = "true" if self.config.stop_at_answer else "false"
-        self.partial = release_flags(self.name, self.settings)
         if "=" in self.settings["sha256"]:
             parse_pins(self.settings["sha256"])  # a 'config=sha256' list fails here; a manifest is read by load()
 
     def load(self, source: DataSource) -> list[SimpleToMSample]:
         pins = release.parse_setting(self.settings["sha256"])
-        folder, verified = release.locate(source, self.settings["source_url"], pins)
-        return release.load(folder, pins, verified=verified, partial=self.partial)
+        folder, verified = release.release(self.settings["source_url"], pins).locate(source)
+        return release.load(folder, pins, verified=verified, partial=self.settings["partial"])
 
     def program(self, sample: SimpleToMSample) -> Program:
         return scoring.solve(sample, self.config)
 
     def derived(self, samples: Sequence[SimpleToMSample]) -> list[Derived]:
         return [*_derived.chains(samples, self.name), *_derived.balance_checks(samples, self.name)]
-
-    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """A question's story: its three questions (and its chain) share the story text."""
-        return facets.get("story") or unit_id
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         return from_tree(aggregate(records, self.settings["intervention"]), SHOW)

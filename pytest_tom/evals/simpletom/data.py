@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.framework import fields
 from pytest_tom.framework.checks import distinct_options, read_jsonl
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
@@ -131,25 +132,8 @@ def path_of(folder: Path, config: str) -> Path:
     return folder / config / FILE
 
 
-def _wrong_type(expected: str, value: Any) -> str:
-    shown = repr(value)
-    return f"wrong type: expected {expected}, got {type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
-
-
-def _text(rec: Mapping[str, Any], key: str, path: Path, line: int, *, where: str = "") -> str:
-    name = where or key
-    value = rec.get(key)
-    if value is None:
-        raise TomDataError("missing", path=path, record=f"line {line}", field=name)
-    if not isinstance(value, str):
-        raise TomDataError(_wrong_type("text", value), path=path, record=f"line {line}", field=name)
-    if not value.strip():
-        raise TomDataError("empty text", path=path, record=f"line {line}", field=name)
-    return value
-
-
 def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
-    value = _text(rec, "scenario_name", path, line)
+    value = fields.text(rec, "scenario_name", path, f"line {line}")
     if value not in SCENARIOS:
         raise TomDataError(f"unknown scenario {value!r} (the release has ten: {', '.join(SCENARIOS)})",
                            path=path, record=f"line {line}", field="scenario_name")
@@ -159,22 +143,22 @@ def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
 def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -> Question:
     """Validate one QA record of `config`."""
     qtype = CONFIG_TYPE[config]
-    rid = _text(rec, "id", path, line)
+    rid = fields.text(rec, "id", path, f"line {line}")
     suffix = ID_SUFFIX[qtype]
     if not rid.endswith(suffix) or len(rid) == len(suffix):
         raise TomDataError(f"id {rid!r} does not end in {suffix!r}, the {config} suffix", path=path,
                            record=f"line {line}", field="id")
     choices = rec.get("choices")
     if not isinstance(choices, dict):
-        raise TomDataError(_wrong_type("an object with 'text' and 'label'", choices), path=path, record=f"line {line}",
+        raise TomDataError(fields.wrong_type("an object with 'text' and 'label'", choices), path=path, record=f"line {line}",
                            field="choices")
     texts, labels = choices.get("text"), choices.get("label")
     if not isinstance(texts, list) or len(texts) != 2:
-        raise TomDataError(_wrong_type("a list of 2 option texts", texts), path=path, record=f"line {line}",
+        raise TomDataError(fields.wrong_type("a list of 2 option texts", texts), path=path, record=f"line {line}",
                            field="choices.text")
     for i, t in enumerate(texts):
         if not isinstance(t, str) or not t.strip():
-            raise TomDataError(_wrong_type("option text", t), path=path, record=f"line {line}", field=f"choices.text[{i}]")
+            raise TomDataError(fields.wrong_type("option text", t), path=path, record=f"line {line}", field=f"choices.text[{i}]")
     if labels != ["A", "B"]:
         raise TomDataError(f"expected labels ['A', 'B'], got {labels!r}", path=path, record=f"line {line}",
                            field="choices.label")
@@ -184,14 +168,14 @@ def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -
     distinct_options(texts, "AB".index(str(gold)), path, f"line {line}", ("choices.text[0]", "choices.text[1]"))
     return Question(
         config=config, line=line, story_id=rid[: -len(suffix)], question_type=qtype,
-        story=_text(rec, "story", path, line), question=_text(rec, "question", path, line),
+        story=fields.text(rec, "story", path, f"line {line}"), question=fields.text(rec, "question", path, f"line {line}"),
         choices=(Choice("A", texts[0]), Choice("B", texts[1])), gold=str(gold), scenario=_scenario(rec, path, line),
     )
 
 
 def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
     """Validate one story-data record."""
-    sid = _text(rec, "story_id", path, line)
+    sid = fields.text(rec, "story_id", path, f"line {line}")
     sev = rec.get("severity_original")
     if isinstance(sev, str) and sev.strip().isdigit():
         sev = int(sev)
@@ -200,7 +184,7 @@ def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
                            field="severity_original")
     entities = rec.get("entities")
     person = entities.get("Person X") if isinstance(entities, dict) else None
-    story = _text(rec, "story", path, line)
+    story = fields.text(rec, "story", path, f"line {line}")
     key_info = rec.get("key_information")
     if isinstance(key_info, str) and key_info.strip() and key_info.strip() not in story:
         raise TomDataError(f"the story does not contain its key_information {key_info.strip()!r:.80}: the story of "

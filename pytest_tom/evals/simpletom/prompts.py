@@ -27,7 +27,6 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
-from pytest_tom.fetch import parse_flag
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Choice
 
@@ -200,7 +199,7 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
         raise TomConfigError(f"simpletom setting max_new_tokens={settings.get('max_new_tokens')!r}: expected int") from exc
     if tokens < 0:
         raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
-    stop = parse_flag("simpletom", "stop_at_answer", settings.get("stop_at_answer", "true"))
+    stop = OPTIONS[-1].convert("simpletom", settings.get("stop_at_answer", True))
     return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens,
                         stop_at_answer=stop)
 

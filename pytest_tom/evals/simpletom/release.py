@@ -12,15 +12,10 @@ them with `sha256=`: downloads and local copies are then checked against them.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.simpletom.data import (
     CONFIGS,
     FILE,
@@ -33,15 +28,15 @@ from pytest_tom.evals.simpletom.data import (
     read_release,
     samples,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, parse_pins, read_pins, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, manifest_files, sha256_file, write_manifest
+from pytest_tom.framework.release import Release, pins_key, pins_setting
 
 
 def parse_setting(value: str) -> dict[str, str] | None:
     """The `sha256` setting: None (structural pin), `config=sha256,...`, or a sha256sum manifest path."""
-    text = str(value or "").strip()
-    if not text:
+    pins = pins_setting(value, key=_config_of, what=f"<config>/{FILE}")
+    if pins is None:
         return None
-    pins = parse_pins(text) if "=" in text else read_manifest(Path(text).expanduser())
     unknown = sorted(set(pins) - set(CONFIGS))
     if unknown:
         raise TomConfigError(f"checksums: {unknown[0]!r} is not a SimpleToM config ({', '.join(CONFIGS)})")
@@ -51,108 +46,55 @@ def parse_setting(value: str) -> dict[str, str] | None:
     return pins
 
 
-def read_manifest(path: Path) -> dict[str, str]:
-    """A sha256sum-format file (`<sha256>  <config>/test.jsonl` per line) as config -> sha256."""
-    return read_pins(path, key=_config_of, what="<config>/test.jsonl")
-
-
 def _config_of(listed: PurePosixPath) -> str:
     parts = listed.parts
     return parts[-2] if len(parts) >= 2 and parts[-1] == FILE else parts[-1]
 
 
-def cache_key(pins: Mapping[str, str] | None) -> str:
-    """Folder of the download cache: the pinned revision, or a digest of custom checksums."""
-    if pins is None:
-        return OFFICIAL_REVISION
-    digest = hashlib.sha256("\n".join(f"{v}  {k}" for k, v in sorted(pins.items())).encode()).hexdigest()
-    return f"sha256-{digest[:16]}"
-
-
-def locate(source: DataSource, source_url: str, pins: Mapping[str, str] | None,
-           *, limits: Limits | None = None) -> tuple[Path, bool]:
-    """The folder holding the configs, and whether it is a verified download.
-
-    A local copy comes first (checked by `load`), then the download cache (re-checked here
-    against its manifest), then a fresh download when allowed.
-    """
-    candidates = [source.root / "simpletom", source.root] if source.root is not None else []
-    for c in candidates:
-        if any(path_of(c, config).is_file() for config in CONFIGS):
-            return c, False
-    cached = source.cache_dir / "simpletom" / cache_key(pins)
-    present = (cached / MANIFEST).is_file() or any(path_of(cached, c).exists() for c in CONFIGS)
-    if cached_or_fetched(present, lambda: check_manifest(cached, pins),
-                         lambda: download(source_url, cached, pins, limits=limits), download=source.download):
-        return cached, True
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"SimpleToM data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        f"simpletom/<config>/{FILE} for {', '.join(CONFIGS)}, or pass --tom-download to fetch them from the Hugging "
-        f"Face dataset allenai/SimpleToM at revision {OFFICIAL_REVISION[:12]} (checked for completeness; SimpleToM "
-        "is for evaluation only, never for training)."
-    )
+def release(source_url: str, pins: Mapping[str, str] | None, *, limits: Limits | None = None) -> Release:
+    """A local copy first (checked by `load`), then the download cache (re-checked against its manifest), then a download."""
+    return Release(
+        "simpletom", ("simpletom", ""), lambda c: any(path_of(c, config).is_file() for config in CONFIGS),
+        OFFICIAL_REVISION if pins is None else pins_key(pins),
+        lambda c: (c / MANIFEST).is_file() or any(path_of(c, config).exists() for config in CONFIGS),
+        lambda c: check_manifest(c, pins), lambda c: download(source_url, c, pins, limits=limits),
+        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding simpletom/<config>/{FILE} for "
+        f"{', '.join(CONFIGS)}, or pass --tom-download to fetch them from the Hugging Face dataset allenai/SimpleToM "
+        f"at revision {OFFICIAL_REVISION[:12]} (checked for completeness; SimpleToM is for evaluation only, never for "
+        "training).", label="SimpleToM")
 
 
 def download(base_url: str, dest: Path, pins: Mapping[str, str] | None, *, limits: Limits | None = None) -> None:
     """Fetch the four configs into `dest`, check them, and record their sha256s in a manifest.
 
-    Files land via temporary files; the manifest is written last, and only for a copy that
-    passed the checks, so an interrupted or rejected download is never used.
+    The manifest is written last, and only for a copy that passed the checks, so an
+    interrupted or rejected download is never used.
     """
     base = base_url.rstrip("/") + "/"
     (dest / MANIFEST).unlink(missing_ok=True)
-    digests: dict[str, str] = {}
-    for config in CONFIGS:
-        target = path_of(dest, config)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        os.close(fd)
-        tmp = Path(name)
-        try:
-            digests[config] = download_verified(f"{base}{config}/{FILE}", pins[config] if pins else None, tmp, target,
-                                                limits=limits)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+    digests = fetch_files(base, dest, {f"{c}/{FILE}": pins[c] if pins else None for c in CONFIGS}, limits=limits)
     rel = read_release(dest)  # a malformed record names the downloaded file, line and field
     try:
         check_whole(rel, expect_rows=None if pins else OFFICIAL_ROWS)
     except TomDataError as exc:
         raise TomDataError(f"the download from {base} is not the pinned SimpleToM release ({exc}); it is not used",
                            path=dest) from None
-    body = {"source": base, "checked": "sha256 pins" if pins else "structure (row counts, three questions per story)",
-            "files": {f"{c}/{FILE}": digests[c] for c in CONFIGS}}
-    fd, name = tempfile.mkstemp(dir=dest, prefix=".part-")
-    os.close(fd)
-    try:
-        Path(name).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(name, dest / MANIFEST)
-    finally:
-        Path(name).unlink(missing_ok=True)
+    write_manifest(dest / MANIFEST, {
+        "source": base, "checked": "sha256 pins" if pins else "structure (row counts, three questions per story)",
+        "files": digests})
 
 
 def check_manifest(folder: Path, pins: Mapping[str, str] | None) -> None:
     """Fail, naming the file and what to do, unless `folder` is a verified download that has not changed since."""
-    try:
-        recorded = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
-        if not isinstance(recorded, dict):
-            raise TypeError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
-                           f"cannot be checked; {REFETCH}", path=folder) from None
+    recorded = manifest_files(folder)
     for config in CONFIGS:
-        path = path_of(folder, config)
         want = recorded.get(f"{config}/{FILE}")
         if pins is not None and want != pins[config]:
             raise TomDataError(f"this downloaded copy was not checked against the sha256 {pins[config]} given in "
-                               f"--tom-set simpletom.sha256; {REFETCH}", path=path)
-        if not path.is_file():
-            raise TomDataError(f"this file of a verified download is missing; {REFETCH}", path=path)
-        got = sha256_file(path)
-        if got != want:
-            raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
-                               f"({want}, now {got}): it was damaged or edited after the download; {REFETCH}", path=path)
+                               f"--tom-set simpletom.sha256; {REFETCH}", path=path_of(folder, config))
+        if want is None:
+            raise TomDataError(f"this downloaded copy has no recorded sha256; {REFETCH}", path=path_of(folder, config))
+    check_recorded(folder, {f"{c}/{FILE}": recorded[f"{c}/{FILE}"] for c in CONFIGS})
 
 
 def load(folder: Path, pins: Mapping[str, str] | None, *, verified: bool, partial: bool) -> list[SimpleToMSample]:

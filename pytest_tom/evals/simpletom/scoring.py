@@ -27,7 +27,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_tom.framework.base import Program
 from pytest_tom.evals.simpletom.data import SimpleToMSample
 from pytest_tom.evals.simpletom.prompts import (
     MENTAL_STATE,
@@ -36,6 +35,7 @@ from pytest_tom.evals.simpletom.prompts import (
     Reminder,
     build_request,
 )
+from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request
 

@@ -21,8 +21,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.tomato import derived as _derived
 from pytest_tom.evals.tomato import prompts, release, scoring
 from pytest_tom.evals.tomato.data import (
@@ -36,7 +34,9 @@ from pytest_tom.evals.tomato.data import (
     ToMATOSample,
 )
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
-from pytest_tom.fetch import parse_pins, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
@@ -71,32 +71,38 @@ class ToMATO(Benchmark[ToMATOExtra]):
                         f"{OFFICIAL_REVISION[:12]}."),
         BenchmarkOption("partial", "false",
                         "true runs a deliberately partial copy (fewer questions than Table 8 counts); by default a "
-                        "local copy must be the whole file."),
+                        "local copy must be the whole file.", kind=bool),
     )
-    strata = ("mental_state", "order", "false_belief")
-    summary_facets = (("order", "false_belief"), ("mental_state", "order"), ("mental_state", "false_belief"))
-    gate_facets = ("mental_state", "order", "false_belief", *FACTOR_KEYS)
-    mark_docs = {
-        "tomato": "ToMATO questions and checks (Shinoda et al., AAAI 2025).",
-        **{s: f"Question about a {s} (ToMATO mental state; ToMBench uses the same category names)."
-           for s in MENTAL_STATES},
-        "first_order": "ToMATO first-order question: what the speaker thinks, will do, wants, feels or knows.",
-        "second_order": "ToMATO second-order question: what the listener thinks the speaker thinks, wants...",
-        "false_belief": "ToMATO-FB: a second-order question where the listener (partly) misreads the speaker.",
-        **{f"{f}_{lvl}": f"ToMATO question about a speaker with {lvl} {f} "
-                         f"({FACTOR_NAMES[f][LEVELS.index(lvl)]})." for f in FACTOR_KEYS for lvl in LEVELS},
-        _derived.FB_GAP: "ToMATO check: false-belief questions are not answered worse than the other second-order "
-                         "ones by more than fb_max_gap.",
-        _derived.PERSONALITY: "ToMATO check: accuracy does not depend on any Big-Five factor of the asked speaker by "
-                              "more than personality_max_gap.",
-    }
+    facets = (
+        # a row of its own, so that the order x false-belief table leads the summary as it always has
+        Facet("order", tables=(("false_belief",),)),
+        Facet("mental_state", {"tomato": "ToMATO questions and checks (Shinoda et al., AAAI 2025).",
+                               **{s: f"Question about a {s} (ToMATO mental state; ToMBench uses the same category "
+                                     "names)." for s in MENTAL_STATES}},
+              stratum=True, gate=True, tables=(("order",), ("false_belief",))),
+        Facet("order", {
+            "first_order": "ToMATO first-order question: what the speaker thinks, will do, wants, feels or knows.",
+            "second_order": "ToMATO second-order question: what the listener thinks the speaker thinks, wants...",
+        }, stratum=True, gate=True),
+        Facet("false_belief", {
+            "false_belief": "ToMATO-FB: a second-order question where the listener (partly) misreads the speaker.",
+        }, stratum=True, gate=True),
+        *(Facet(f, {f"{f}_{lvl}": f"ToMATO question about a speaker with {lvl} {f} "
+                                  f"({FACTOR_NAMES[f][LEVELS.index(lvl)]})." for lvl in LEVELS}, gate=True)
+          for f in FACTOR_KEYS),
+        # a question's conversation: one per (SOTOPIA combo, mental state) holds up to 14 questions
+        Facet("conversation", {
+            _derived.FB_GAP: "ToMATO check: false-belief questions are not answered worse than the other "
+                             "second-order ones by more than fb_max_gap.",
+            _derived.PERSONALITY: "ToMATO check: accuracy does not depend on any Big-Five factor of the asked "
+                                  "speaker by more than personality_max_gap.",
+        }, cluster=True),
+    )
     rules = _derived.RULES
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
-        self.settings["stop_at_answer"] = "true" if self.config.stop_at_answer else "false"
-        self.partial = release_flags(self.name, self.settings)
         self.pins = dict(OFFICIAL_SHA256)
         if self.settings["sha256"]:
             self.pins.update(parse_pins(self.settings["sha256"]))
@@ -107,7 +113,7 @@ class ToMATO(Benchmark[ToMATOExtra]):
     def load(self, source: DataSource) -> list[ToMATOSample]:
         subset = self.settings["subset"]
         path, verified = release.locate(source, subset, self.settings["source_url"], self.pins)
-        return release.load(path, subset, self.pins, verified=verified, partial=self.partial)
+        return release.load(path, subset, self.pins, verified=verified, partial=self.settings["partial"])
 
     def program(self, sample: ToMATOSample) -> Program:
         return scoring.solve(sample, self.config)
@@ -115,10 +121,6 @@ class ToMATO(Benchmark[ToMATOExtra]):
     def derived(self, samples: Sequence[ToMATOSample]) -> list[Derived]:
         return [*_derived.false_belief_gaps(samples, self.settings["fb_max_gap"], self.name),
                 *_derived.personality_checks(samples, self.settings["personality_max_gap"], self.name)]
-
-    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """A question's conversation: one conversation per (SOTOPIA combo, mental state) holds up to 14 questions."""
-        return facets.get("conversation") or unit_id
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         return from_tree(aggregate(records, self.label()), SHOW)

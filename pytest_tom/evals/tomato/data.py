@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.framework import fields
 from pytest_tom.framework.checks import distinct_options, read_json
 from pytest_tom.sample import KEEP, Choice, Conversation, Sample
 
@@ -121,24 +122,6 @@ def conversation_id(environment: str, agents: Sequence[str], mental_state: str) 
     return f"{mental_state}-{digest[:10]}"
 
 
-def _text(rec: Mapping[str, Any], name: str, path: Path, where: str) -> str:
-    value = rec.get(name)
-    if not isinstance(value, str):
-        what = "missing" if value is None else f"expected text, got {type(value).__name__} {value!r:.60}"
-        raise TomDataError(what, path=path, record=where, field=name)
-    if not value.strip():
-        raise TomDataError("empty text", path=path, record=where, field=name)
-    return value
-
-
-def _int(rec: Mapping[str, Any], name: str, path: Path, where: str, allowed: Sequence[int]) -> int:
-    value = rec.get(name)
-    if not isinstance(value, int) or isinstance(value, bool) or value not in allowed:
-        raise TomDataError(f"expected one of {', '.join(map(str, allowed))}, got {value!r:.60}", path=path,
-                           record=where, field=name)
-    return value
-
-
 def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
     """One release record as a sample; every error names the file, the record (index and q_id) and the field."""
     where = f"{index}"
@@ -146,18 +129,18 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
         raise TomDataError(f"expected a JSON object, got {type(rec).__name__}", path=path, record=where)
     if isinstance(rec.get("q_id"), str) and rec["q_id"]:
         where = f"{index} (q_id {rec['q_id']!r})"
-    q_id = _text(rec, "q_id", path, where)
-    options = tuple(_text(rec, f"a{i}", path, where) for i in range(4))
-    gold = _int(rec, "a_idx", path, where, range(4))
+    q_id = fields.text(rec, "q_id", path, where)
+    options = tuple(fields.text(rec, f"a{i}", path, where) for i in range(4))
+    gold = fields.integer(rec, "a_idx", path, where, range(4))
     if rec.get("a_str") != options[gold]:
         raise TomDataError(f"a_str is not option a{gold} (a_idx {gold}): the gold is ambiguous", path=path,
                            record=where, field="a_str")
     distinct_options(options, gold, path, where, ("a0", "a1", "a2", "a3"))
-    state = _text(rec, "mental_state", path, where)
+    state = fields.text(rec, "mental_state", path, where)
     if state not in MENTAL_STATES:
         raise TomDataError(f"unknown mental state {state!r} (expected {', '.join(MENTAL_STATES)})", path=path,
                            record=where, field="mental_state")
-    order = _int(rec, "order", path, where, (1, 2))
+    order = fields.integer(rec, "order", path, where, (1, 2))
     fb = rec.get("false_belief")
     if not isinstance(fb, bool):
         raise TomDataError(f"expected true or false, got {fb!r:.60}", path=path, record=where, field="false_belief")
@@ -165,12 +148,12 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
         raise TomDataError("a false-belief question must be second-order (FB is a subset of second order)",
                            path=path, record=where, field="order")
     try:
-        levels = parse_big_five(_text(rec, "big_five", path, where))
+        levels = parse_big_five(fields.text(rec, "big_five", path, where))
     except ValueError as exc:
         raise TomDataError(str(exc), path=path, record=where, field="big_five") from None
-    conversation = _text(rec, "conversation", path, where)
-    question = _text(rec, "q", path, where)
-    env = _text(rec, "sotopia_environment", path, where)
+    conversation = fields.text(rec, "conversation", path, where)
+    question = fields.text(rec, "q", path, where)
+    env = fields.text(rec, "sotopia_environment", path, where)
     agents = rec.get("sotopia_agents")
     if not isinstance(agents, list) or len(agents) != 2 or not all(isinstance(a, str) and a for a in agents):
         raise TomDataError(f"expected a list of two agent ids, got {agents!r:.60}", path=path, record=where,

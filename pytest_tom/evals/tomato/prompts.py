@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
-from pytest_tom.fetch import parse_flag
+from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.request import GenerationSettings, Message, Request
 
 SYSTEM = (
@@ -84,6 +83,7 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
     stop_at_answer_option("its first [A]-[D] (official extraction: also [,]): the first match settles the answer "
                           "(last extraction never stops)"),
 )
+STOP = OPTIONS[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +136,7 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
         cot_placement=settings["cot_placement"], extraction=settings["extraction"], scoring=settings["scoring"],
         runs=int(settings["runs"]), temperature=float(settings["temperature"]), top_p=float(settings["top_p"]),
         seed=int(settings["seed"]), max_new_tokens=int(settings["max_new_tokens"]),
-        stop_at_answer=parse_flag("tomato", "stop_at_answer", settings.get("stop_at_answer", "true")),
+        stop_at_answer=STOP.convert("tomato", settings.get("stop_at_answer", True)),
     )
     if c.runs < 1:
         raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")

@@ -13,15 +13,10 @@ counts catch a file cut short, only the checksum one edited in place.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.checks import check_sha256
 from pytest_tom.evals.tomato.data import (
     FOLDER,
     OFFICIAL_GIT_BLOBS,
@@ -34,7 +29,10 @@ from pytest_tom.evals.tomato.data import (
     expected_counts,
     read_file,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, fetch_files, read_manifest, sha256_file, write_manifest
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import check_sha256
+from pytest_tom.framework.release import Release
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
@@ -52,13 +50,6 @@ def git_blob_id(path: Path) -> str:
     return h.hexdigest()
 
 
-def candidates(source: DataSource) -> list[Path]:
-    """Local folders that may hold the release files, most specific first."""
-    if source.root is None:
-        return []
-    return [source.root / "tomato" / FOLDER, source.root / "tomato", source.root / FOLDER, source.root]
-
-
 def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, str],
            *, limits: Limits | None = None) -> tuple[Path, bool]:
     """The path of the subset's file, and whether it is a verified download.
@@ -67,23 +58,20 @@ def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, 
     against its manifest), then a fresh download when allowed.
     """
     name = SUBSETS[subset]
-    for folder in candidates(source):
-        if (folder / name).is_file():
-            return folder / name, False
-    cached = source.cache_dir / "tomato" / OFFICIAL_REVISION / name
-    if cached_or_fetched(cached.exists(), lambda: check_manifest(cached, pins),
-                         lambda: download(source_url, cached, pins, limits=limits), download=source.download):
-        return cached, True
-    where = ", ".join(str(c) for c in candidates(source)) or "(no --tom-data-dir given)"
-    present = sorted({p.name for c in candidates(source) for p in c.glob("tomato*.json")})
+    local = (f"tomato/{FOLDER}", "tomato", FOLDER, "")
+    roots = [source.root / sub if sub else source.root for sub in local] if source.root is not None else []
+    present = sorted({p.name for c in roots for p in c.glob("tomato*.json")})
     hint = (f"; this folder holds {', '.join(present)}: choose it with --tom-set tomato.subset="
             f"{'|'.join(k for k, v in SUBSETS.items() if v in present)}") if present else ""
-    raise TomDataError(
-        f"ToMATO data not found: no {name} (subset {subset!r}) in {where}{hint}. Point --tom-data-dir (or "
-        f"TOM_DATA_DIR) at a folder holding tomato/{FOLDER}/{name}, or pass --tom-download to fetch it from "
-        f"github.com/nttmdlab-nlp/ToMATO at revision {OFFICIAL_REVISION[:12]} (checked against the git blob id "
-        "published in the repository tree)."
-    )
+    folder, verified = Release(
+        "tomato", local, lambda c: (c / name).is_file(), OFFICIAL_REVISION, lambda c: (c / name).exists(),
+        lambda c: check_manifest(c / name, pins), lambda c: download(source_url, c / name, pins, limits=limits),
+        f"There is no {name} (subset {subset!r}){hint}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
+        f"tomato/{FOLDER}/{name}, or pass --tom-download "
+        f"to fetch it from github.com/nttmdlab-nlp/ToMATO at revision {OFFICIAL_REVISION[:12]} (checked against the "
+        "git blob id published in the repository tree).", label="ToMATO",
+    ).locate(source)
+    return folder / name, verified
 
 
 def manifest_path(target: Path) -> Path:
@@ -93,36 +81,24 @@ def manifest_path(target: Path) -> Path:
 def download(source_url: str, target: Path, pins: Mapping[str, str], *, limits: Limits | None = None) -> None:
     """Fetch one release file, check it against its git blob id (and sha256 where pinned), record its sha256.
 
-    The file lands via a temporary file and the manifest is written last, so an interrupted or
-    rejected download is never used.
+    The manifest is written last, so an interrupted or rejected download is never used.
     """
     url = source_url.rstrip("/") + "/" + target.name
     target.parent.mkdir(parents=True, exist_ok=True)
     manifest_path(target).unlink(missing_ok=True)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        digest = download_verified(url, pins.get(target.name), tmp, target, limits=limits)
-        blob = OFFICIAL_GIT_BLOBS.get(target.name)
-        if target.name not in pins and blob is not None and git_blob_id(tmp) != blob:
-            raise TomDataError(f"checksum mismatch for {url}: its git blob id is {git_blob_id(tmp)}, not the {blob} "
-                               f"of the pinned revision {OFFICIAL_REVISION[:12]}; refusing to use data that differs "
-                               "from the pinned release", path=target)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    body = {"source": url, "sha256": digest}
-    manifest_path(target).write_text(json.dumps(body, sort_keys=True) + "\n", encoding="utf-8")
+    digest = fetch_files(source_url, target.parent, {target.name: pins.get(target.name)}, limits=limits)[target.name]
+    blob = OFFICIAL_GIT_BLOBS.get(target.name)
+    if target.name not in pins and blob is not None and (got := git_blob_id(target)) != blob:
+        target.unlink()
+        raise TomDataError(f"checksum mismatch for {url}: its git blob id is {got}, not the {blob} of the pinned "
+                           f"revision {OFFICIAL_REVISION[:12]}; refusing to use data that differs from the pinned "
+                           "release", path=target)
+    write_manifest(manifest_path(target), {"source": url, "sha256": digest})
 
 
 def check_manifest(target: Path, pins: Mapping[str, str]) -> None:
     """Fail, naming the file and what to do, unless `target` is a verified download unchanged since."""
-    try:
-        recorded = json.loads(manifest_path(target).read_text(encoding="utf-8"))["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download, so it cannot be "
-                           f"checked; {REFETCH}", path=target) from None
+    recorded = read_manifest(manifest_path(target), target).get("sha256")
     want = pins.get(target.name)
     if want is not None and recorded != want:
         raise TomDataError(f"this downloaded copy was not checked against the sha256 {want}; {REFETCH}", path=target)

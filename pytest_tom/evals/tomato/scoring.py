@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_tom.framework.base import Program
 from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
 from pytest_tom.evals.tomato.prompts import PromptConfig, requests
+from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.scoring import majority

@@ -25,8 +25,6 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program, slug, stop_at_answer_option
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import (
     ABILITY_CATEGORY,
@@ -40,7 +38,8 @@ from pytest_tom.evals.tombench.data import (
 )
 from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
-from pytest_tom.fetch import parse_flag, release_flags
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, slug, stop_at_answer_option
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -92,24 +91,24 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         BenchmarkOption(
             "partial", "false",
             "true runs a deliberately partial copy (missing files or rows); by default a local copy must be the "
-            "whole release (every file, every row).",
+            "whole release (every file, every row).", kind=bool,
         ),
     )
-    strata = ("language", "ability")
-    summary_facets = (("language",), ("language", "task"), ("language", "category"), ("language", "ability"))
-    gate_facets = ("language", "task", "category", "ability")
-    mark_docs = {
-        "tombench": "ToMBench items (Chen et al., 2024).",
-        "en": "English version of an item.",
-        "zh": "Chinese version of an item.",
-        **{abbr: f"ToMBench task: {name}." for abbr, name in TASK_NAMES.items()},
-        "extra": "ToMBench extra-ability items (no task).",
-        **{mark: f"Ability category: {cat}." for cat, mark in CATEGORIES.items()},
-        **{slug(a): f"ToMBench ability: {a} ({c})." for a, c in ABILITY_CATEGORY.items()},
-        "two_choice": "Question with 2 options (yes/no style).",
-        "four_choice": "Question with 4 options.",
-        "coherence": "Consistency test: passes only if every question of its story/set passes.",
-    }
+    facets = (
+        Facet("language", {"tombench": "ToMBench items (Chen et al., 2024).", "en": "English version of an item.",
+                           "zh": "Chinese version of an item."},
+              stratum=True, gate=True, tables=((), ("task",), ("category",), ("ability",))),
+        Facet("task", {**{abbr: f"ToMBench task: {name}." for abbr, name in TASK_NAMES.items()},
+                       "extra": "ToMBench extra-ability items (no task)."}, gate=True),
+        Facet("category", {mark: f"Ability category: {cat}." for cat, mark in CATEGORIES.items()}, gate=True),
+        Facet("ability", {slug(a): f"ToMBench ability: {a} ({c})." for a, c in ABILITY_CATEGORY.items()},
+              stratum=True, gate=True),
+        Facet("qtype", {"two_choice": "Question with 2 options (yes/no style).",
+                          "four_choice": "Question with 4 options."}),
+        # a question's story (the INDEX blocks): a model that misreads a story misses several of its questions
+        Facet("story", {"coherence": "Consistency test: passes only if every question of its story/set passes."},
+              cluster=True),
+    )
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
@@ -118,12 +117,9 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         if self.settings["tries"] < 1:
             raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
         self.settings["languages"] = ",".join(self.languages)
-        self.partial = release_flags(self.name, self.settings)
         release.parse_setting(self.settings["sha256"])  # a 'name=sha256' list fails here; a manifest is read by load()
-        stop = parse_flag(self.name, "stop_at_answer", self.settings["stop_at_answer"])
-        self.settings["stop_at_answer"] = "true" if stop else "false"
         s = self.settings
-        self.config = Config(stop_at_answer=stop,
+        self.config = Config(stop_at_answer=s["stop_at_answer"],
             prompt=s["prompt"], tries=s["tries"], permutations=s["permutations"], shuffle_seed=s["shuffle_seed"],
             extraction=s["extraction"], scoring=s["scoring"], ll_target=s["ll_target"], ll_normalise=s["ll_normalise"],
             max_new_tokens=s["max_new_tokens"],
@@ -132,17 +128,13 @@ class ToMBench(Benchmark[ToMBenchExtra]):
     def load(self, source: DataSource) -> list[ToMBenchSample]:
         rel = release.release(self.settings["sha256"])
         folder, verified = release.locate(source, self.settings["source_url"], rel)
-        return release.load(folder, self.languages, rel, verified=verified, partial=self.partial)
+        return release.load(folder, self.languages, rel, verified=verified, partial=self.settings["partial"])
 
     def program(self, sample: ToMBenchSample) -> Program:
         return scoring.solve(sample, self.config)
 
     def derived(self, samples: Sequence[ToMBenchSample]) -> list[Derived]:
         return data.stories(samples)
-
-    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """A question's story (the INDEX blocks): a model that misreads a story misses several of its questions."""
-        return facets.get("story") or unit_id
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         return from_tree(aggregate(records, self.settings["aggregation"]), SHOW)

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomDataError
+from pytest_tom.framework import fields
 from pytest_tom.framework.base import slug
 from pytest_tom.framework.checks import distinct_options, read_jsonl
 from pytest_tom.sample import KEEP, Choice, Sample, Story
@@ -241,42 +242,27 @@ class _Row:
     defect: str
 
 
-def wrong_type(expected: str, value: Any) -> str:
-    """The message for a value of the wrong JSON type, naming the type (a number is not a missing option)."""
-    shown = repr(value)
-    return f"wrong type: expected {expected}, got {type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
-
-
-def _record_text(rec: Mapping[str, Any], field: str, path: Path, row: int) -> str:
-    value = rec.get(field)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise TomDataError("missing or empty text", path=path, record=f"line {row}", field=field)
-    if not isinstance(value, str):
-        raise TomDataError(wrong_type("text", value), path=path, record=f"line {row}", field=field)
-    return value.strip()
-
-
-def _options(rec: Mapping[str, Any], fields: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
-    values = [rec.get(f) for f in fields]
-    for f, v in zip(fields[:2], values[:2], strict=True):
+def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
+    values = [rec.get(f) for f in names]
+    for f, v in zip(names[:2], values[:2], strict=True):
         if is_missing(v):
             raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
         if not isinstance(v, str):
-            raise TomDataError(wrong_type("text", v), path=path, record=f"line {row}", field=f)
+            raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
     c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
     if c_missing and d_missing:
         count = 2  # binary item: the release stores C and D as NaN (spec P5)
     elif c_missing or d_missing:
-        missing = fields[2] if c_missing else fields[3]
+        missing = names[2] if c_missing else names[3]
         raise TomDataError(
             "a 4-option item needs both C and D (2-option items leave both empty)", path=path, record=f"line {row}", field=missing
         )
     else:
         count = 4
     out = []
-    for letter, f, v in zip(LETTERS, fields, values[:count], strict=False):
+    for letter, f, v in zip(LETTERS, names, values[:count], strict=False):
         if not isinstance(v, str):
-            raise TomDataError(wrong_type("text", v), path=path, record=f"line {row}", field=f)
+            raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
         out.append(strip_option_prefix(v.strip(), letter).strip())
     return tuple(out)
 
@@ -290,7 +276,7 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         if raw_ability is None:
             raise TomDataError("missing ability label", path=path, record=f"line {row}", field=F_ABILITY)
         if not isinstance(raw_ability, str):
-            raise TomDataError(wrong_type("text", raw_ability), path=path, record=f"line {row}", field=F_ABILITY)
+            raise TomDataError(fields.wrong_type("text", raw_ability), path=path, record=f"line {row}", field=F_ABILITY)
         try:
             ability, category, sub = canonical_ability(raw_ability)
         except KeyError:
@@ -301,10 +287,10 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         if isinstance(index, float) and index.is_integer():
             index = int(index)
         if not isinstance(index, int) or isinstance(index, bool):
-            raise TomDataError(wrong_type("an integer", index), path=path, record=f"line {row}", field=F_INDEX)
+            raise TomDataError(fields.wrong_type("an integer", index), path=path, record=f"line {row}", field=F_INDEX)
         raw_answer = rec.get(F_ANSWER)
         if raw_answer is not None and not isinstance(raw_answer, str):
-            raise TomDataError(wrong_type("a letter A-D as text", raw_answer), path=path, record=f"line {row}",
+            raise TomDataError(fields.wrong_type("a letter A-D as text", raw_answer), path=path, record=f"line {row}",
                                field=F_ANSWER)
         # One release item stores its gold as "A. " (spec D2): one letter, a separator allowed; "BC" is refused.
         gold = _GOLD.match(raw_answer or "")
@@ -323,7 +309,8 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
         texts: dict[str, tuple[str, str, tuple[str, ...]]] = {}
         for lang in ("zh", "en"):
             sf, qf, of = FIELDS[lang]
-            texts[lang] = (_record_text(rec, sf, path, row), _record_text(rec, qf, path, row), _options(rec, of, path, row))
+            story, question = (fields.text(rec, f, path, f"line {row}").strip() for f in (sf, qf))
+            texts[lang] = (story, question, _options(rec, of, path, row))
         defect = ""
         if len(texts["zh"][2]) != len(texts["en"][2]):
             # SST row 292: Zh is binary, En a 4-option question copied from another story (spec D5).

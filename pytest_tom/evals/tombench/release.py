@@ -11,16 +11,17 @@ and so is a local copy, whose row counts are then unknown.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tombench import data
 from pytest_tom.evals.tombench.data import ToMBenchSample
-from pytest_tom.fetch import check_pinned, fetch_pinned, parse_pins, read_pins, sha256_file
+from pytest_tom.fetch import check_pinned, fetch_pinned, sha256_file
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.release import Release as Where
+from pytest_tom.framework.release import parse_pins, pins_key, pins_setting
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
@@ -46,42 +47,27 @@ def parse_setting(value: str) -> dict[str, str] | None:
 
 def release(setting: str) -> Release:
     """The release a run expects: the pins (no setting), a `name=sha256,...` list, or a sha256sum manifest path."""
-    text = str(setting or "").strip()
-    if not text:
+    pins = pins_setting(setting)
+    if pins is None or pins == data.OFFICIAL_SHA256:
         return Release(dict(data.OFFICIAL_SHA256), dict(data.OFFICIAL_ROWS), data.OFFICIAL_REVISION)
-    pins = parse_pins(text) if "=" in text else read_pins(Path(text).expanduser())
-    if pins == data.OFFICIAL_SHA256:
-        return Release(pins, dict(data.OFFICIAL_ROWS), data.OFFICIAL_REVISION)
-    digest = hashlib.sha256("\n".join(f"{v}  {k}" for k, v in sorted(pins.items())).encode()).hexdigest()
-    return Release(pins, None, f"sha256-{digest[:16]}")
+    return Release(pins, None, pins_key(pins))
 
 
 def locate(source: DataSource, source_url: str, rel: Release) -> tuple[Path, bool]:
     """The folder holding the release files, and whether its files are checksum-verified.
 
-    A local copy comes first (checked later against the release), then the
-    download cache (checked here, file by file, against the pins), then a fresh
-    download when allowed.
+    A local copy comes first (checked later against the release), then the download cache
+    (checked here, file by file, against the pins), then a fresh download when allowed.
     """
-    candidates = []
-    if source.root is not None:
-        candidates += [source.root / "tombench" / "data", source.root / "data", source.root]
-    for c in candidates:
-        if c.is_dir() and any(c.glob("*.jsonl")):
-            return c, False
-    cached = source.cache_dir / "tombench" / rel.cache_key / "data"
-    if source.download:
-        fetch_pinned(source_url.rstrip("/") + "/data/", rel.pins, cached)
-        return cached, True
-    if cached.is_dir() and any(cached.glob("*.jsonl")):
-        check_pinned(cached, rel.pins)
-        return cached, True
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"ToMBench data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        "tombench/data/*.jsonl, or pass --tom-download to fetch the official files at revision "
-        f"{data.OFFICIAL_REVISION[:12]} (sha256-checked). ToMBench is for evaluation only, never for training."
-    )
+    def holds(folder: Path) -> bool:
+        return folder.is_dir() and any(folder.glob("*.jsonl"))
+
+    return Where(
+        "tombench", ("tombench/data", "data", ""), holds, f"{rel.cache_key}/data", holds,
+        lambda c: check_pinned(c, rel.pins), lambda c: fetch_pinned(source_url.rstrip("/") + "/data/", rel.pins, c),
+        "Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding tombench/data/*.jsonl, or pass --tom-download to "
+        f"fetch the official files at revision {data.OFFICIAL_REVISION[:12]} (sha256-checked). ToMBench is for "
+        "evaluation only, never for training.", label="ToMBench").locate(source)
 
 
 def load(folder: Path, languages: Sequence[str], rel: Release, *, verified: bool, partial: bool) -> list[ToMBenchSample]:

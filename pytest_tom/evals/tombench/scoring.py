@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_tom.framework.base import Program
 from pytest_tom.evals.tombench.data import LETTERS, TASK_NAMES, ToMBenchSample
 from pytest_tom.evals.tombench.prompts import Config, Try, tries
+from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.scoring import bracketed_label, majority

@@ -19,13 +19,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Program
-from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.evals.tomvalley import derived as _derived
 from pytest_tom.evals.tomvalley import prompts, release, scoring
 from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra, ToMValleySample
 from pytest_tom.evals.tomvalley.metrics import SHOW, aggregate
-from pytest_tom.fetch import parse_flag
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.record import MetricData, Record
 
 __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
@@ -33,14 +32,13 @@ __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
 _MAX_SCENARIOS = 7
 
 
-def _place_marks() -> dict[str, str]:
-    marks = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
-             for s in range(1, _MAX_SCENARIOS + 1)}
-    marks.update({f"span{s}_{s + 1}": f"ToMValley transformation-1/2 question over scenarios {s} -> {s + 1}."
-                  for s in range(1, _MAX_SCENARIOS)})
-    marks.update({f"span1_{n}": f"ToMValley transformation-3 question across all {n} scenarios."
-                  for n in range(4, _MAX_SCENARIOS + 1)})
-    return marks
+_SCENARIO_MARKS = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
+                   for s in range(1, _MAX_SCENARIOS + 1)}
+_SPAN_MARKS = {
+    **{f"span{s}_{s + 1}": f"ToMValley transformation-1/2 question over scenarios {s} -> {s + 1}."
+       for s in range(1, _MAX_SCENARIOS)},
+    **{f"span1_{n}": f"ToMValley transformation-3 question across all {n} scenarios." for n in range(4, _MAX_SCENARIOS + 1)},
+}
 
 
 class ToMValley(Benchmark[ToMValleyExtra]):
@@ -56,48 +54,49 @@ class ToMValley(Benchmark[ToMValleyExtra]):
                         "of a range it is asked for; of paper or all it may hold a run without gaps."),
         BenchmarkOption("partial", "false",
                         "true runs a deliberately partial copy (contexts missing from the selected set); by default a "
-                        "missing context is an error naming it."),
+                        "missing context is an error naming it.", kind=bool),
         BenchmarkOption("source_url", release.OFFICIAL_BASE_URL,
                         "Where --tom-download fetches trial<N>/story.json and question_new.json (GAIR-NLP/DynToM at "
                         f"the pinned revision {release.OFFICIAL_REVISION[:12]}; the paper and all sets are checked "
                         "against a pinned tree digest)."),
     )
-    strata = ("question_type", "item")
-    summary_facets = (("question_type",), ("item",), ("item", "question_type"))
-    gate_facets = ("item", "question_type", "subtype", "scenario", "span")
-    mark_docs = {
-        "tomvalley": "ToMValley (DynToM) questions and compositional checks.",
-        **{item: f"Question about the {item} of a character (ToMValley: the main character's {item})." for item in ITEMS},
-        "understanding": "ToMValley understanding question (what is the state in scenario s).",
-        "influence": "ToMValley influence question (counted under its start state: belief, emotion or intention).",
-        "transformation": "ToMValley transformation question (types 1, 2 and 3).",
-        **{f"transformation{k}": f"ToMValley {SUBTYPE_NAMES[f'transformation{k}']}." for k in (1, 2, 3)},
-        **_place_marks(),
-        _derived.COMPOSITION: "ToMValley compositional check per context: no composite question answered right while "
-                              "a question it depends on was answered wrong (restoration error).",
-    }
+    facets = (
+        Facet("question_type", {
+            "tomvalley": "ToMValley (DynToM) questions and compositional checks.",
+            "understanding": "ToMValley understanding question (what is the state in scenario s).",
+            "influence": "ToMValley influence question (counted under its start state: belief, emotion or intention).",
+            "transformation": "ToMValley transformation question (types 1, 2 and 3).",
+        }, stratum=True, tables=((),)),
+        Facet("item", {item: f"Question about the {item} of a character (ToMValley: the main character's {item})."
+                       for item in ITEMS}, stratum=True, gate=True, tables=((), ("question_type",))),
+        # a second row: gates list the item before the question type, strata and tables the other way round
+        Facet("question_type", gate=True),
+        Facet("subtype", {f"transformation{k}": f"ToMValley {SUBTYPE_NAMES[f'transformation{k}']}." for k in (1, 2, 3)},
+              gate=True),
+        Facet("scenario", _SCENARIO_MARKS, gate=True),
+        Facet("span", _SPAN_MARKS, gate=True),
+        # a question's social context: its questions share one dialogue (and, officially, one reply)
+        Facet("context", {
+            _derived.COMPOSITION: "ToMValley compositional check per context: no composite question answered right "
+                                  "while a question it depends on was answered wrong (restoration error).",
+        }, cluster=True),
+    )
     rules = _derived.RULES
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
         self.label, self.wanted = release.parse_contexts(self.settings["contexts"])
-        self.partial = parse_flag(self.name, "partial", self.settings["partial"])
-        self.settings["partial"] = "true" if self.partial else "false"
 
     def load(self, source: DataSource) -> list[ToMValleySample]:
         folder = release.locate(source, self.label, self.wanted, self.settings["source_url"])
-        return release.load_folder(folder, self.wanted, self.label, partial=self.partial)
+        return release.load_folder(folder, self.wanted, self.label, partial=self.settings["partial"])
 
     def program(self, sample: ToMValleySample) -> Program:
         return scoring.solve(sample, self.config)
 
     def derived(self, samples: Sequence[ToMValleySample]) -> list[Derived]:
         return _derived.compositions(samples, self.name)
-
-    def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """A question's social context: its questions share one dialogue (and, officially, one reply)."""
-        return facets.get("context") or unit_id
 
     def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
         """The four compositional statuses as rates over composite questions (`restoration_error<=0.15`)."""

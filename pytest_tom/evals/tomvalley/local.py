@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.checks import loads, read_text
 from pytest_tom.fetch import MANIFEST
+from pytest_tom.framework.checks import loads, read_text
 
 FILES = ("story.json", "question_new.json")
 RECORD_KEYS = ("stage", "question")

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.base import BenchmarkOption
 from pytest_tom.evals.tomvalley.data import ToMValleyExtra, ToMValleySample
+from pytest_tom.framework.base import BenchmarkOption
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Conversation, Turn
 
@@ -48,7 +48,7 @@ OPTIONS = (
                     "(\"Please first think step by step...\").", choices=STYLES),
     BenchmarkOption("backgrounds", "false",
                     "true shows each scenario's background text, which the official evaluation removes because it "
-                    "states the main character's mental states outright."),
+                    "states the main character's mental states outright.", kind=bool),
     BenchmarkOption("max_new_tokens", "8192", "Generation budget per request; the official local-model runs used "
                     "8192 (71 answers and, with cot, the reasoning before them).", kind=int),
     BenchmarkOption("temperature", "0.0", "Sampling temperature; the official runs used 0.0 (OpenAI) and 0.01 (vLLM).",
@@ -70,13 +70,11 @@ class PromptConfig:
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
-    raw = str(settings["backgrounds"]).strip().lower()
-    if raw not in ("true", "false", "1", "0", "yes", "no"):
-        raise TomConfigError(f"tomvalley setting backgrounds={settings['backgrounds']!r}: expected true or false")
+    backgrounds = OPTIONS[2].convert("tomvalley", settings["backgrounds"])
     if int(settings["max_new_tokens"]) < 1:
         raise TomConfigError("tomvalley setting max_new_tokens must be at least 1")
     return PromptConfig(protocol=str(settings["protocol"]), style=str(settings["style"]),
-                        backgrounds=raw in ("true", "1", "yes"), max_new_tokens=int(settings["max_new_tokens"]),
+                        backgrounds=backgrounds, max_new_tokens=int(settings["max_new_tokens"]),
                         temperature=float(settings["temperature"]))
 
 

@@ -16,19 +16,17 @@ the cached copy is re-checked against the recorded sha256s before every later us
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
-import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
 from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, cached_or_fetched, download_verified, sha256_file
+from pytest_tom.fetch import MANIFEST, Limits, check_recorded, fetch_files, manifest_files, write_manifest
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.release import Release
 
 OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"
@@ -101,61 +99,24 @@ def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: boo
 def locate(source: DataSource, label: str, wanted: Sequence[int], base_url: str,
            *, limits: Limits | None = None) -> Path:
     """The folder to load: a local copy first, then the verified download cache, then a fresh download."""
-    candidates = [source.root / "tomvalley", source.root] if source.root is not None else []
-    for c in candidates:
-        if c.is_dir() and (any(c.glob("*.json")) or any(any(c.rglob(f"trial*/{name}")) for name in FILES)):
-            return c
-    cached = source.cache_dir / "tomvalley" / OFFICIAL_REVISION[:12] / _set_dir(label)
-    if cached_or_fetched((cached / MANIFEST).is_file(), lambda: check_cached(cached),
-                         lambda: download(base_url, cached, label, wanted, limits=limits), download=source.download):
-        return cached
-    where = ", ".join(str(c) for c in candidates) or "(no --tom-data-dir given)"
-    raise TomDataError(
-        f"ToMValley data not found; looked in {where}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        "tomvalley/ with trial<N>/story.json + question_new.json folders (GAIR-NLP/DynToM) or the DynToM.json "
-        f"release file, or pass --tom-download to fetch the pinned revision {OFFICIAL_REVISION[:12]}.")
+    return Release(
+        "tomvalley", ("tomvalley", ""),
+        lambda c: c.is_dir() and (any(c.glob("*.json")) or any(any(c.rglob(f"trial*/{name}")) for name in FILES)),
+        f"{OFFICIAL_REVISION[:12]}/{_set_dir(label)}", lambda c: (c / MANIFEST).is_file(),
+        lambda c: check_recorded(c, manifest_files(c)), lambda c: download(base_url, c, label, wanted, limits=limits),
+        "Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding tomvalley/ with trial<N>/story.json + "
+        "question_new.json folders (GAIR-NLP/DynToM) or the DynToM.json release file, or pass --tom-download to fetch "
+        f"the pinned revision {OFFICIAL_REVISION[:12]}.", label="ToMValley").locate(source)[0]
 
 
 def _set_dir(label: str) -> str:
     return label if label in SETS else "custom-" + hashlib.sha256(label.encode()).hexdigest()[:12]
 
 
-def check_cached(folder: Path) -> None:
-    """Re-check a downloaded copy against the sha256s recorded when it was verified."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        files: dict[str, str] = dict(manifest["files"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}); "
-                           f"{REFETCH}", path=folder) from None
-    for rel, expected in files.items():
-        path = folder / rel
-        got = sha256_file(path) if path.is_file() else "(missing)"
-        if got != expected:
-            raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
-                               f"({expected}, now {got}): it was damaged or edited after the download; {REFETCH}",
-                               path=path)
-
-
 def download(base_url: str, dest: Path, label: str, wanted: Iterable[int], *, limits: Limits | None = None) -> None:
     """Fetch `trial<N>/{story,question_new}.json` for every wanted context, then verify the set and record it."""
-    rels = [f"trial{n}/{name}" for n in wanted for name in FILES]
-    dest.mkdir(parents=True, exist_ok=True)
-
-    def fetch(rel: str) -> tuple[str, str]:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".part-{target.name}")
-        try:
-            digest = download_verified(f"{base_url.rstrip('/')}/{rel}", None, tmp, target, limits=limits)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        return rel, digest
-
-    with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        sums = dict(pool.map(fetch, rels))
+    sums = fetch_files(base_url, dest, {f"trial{n}/{name}": None for n in wanted for name in FILES}, limits=limits,
+                       workers=WORKERS)
     digest = tree_digest(sums)
     pinned = TREE_DIGESTS.get(label)
     if pinned is not None and digest != pinned:
@@ -163,6 +124,5 @@ def download(base_url: str, dest: Path, label: str, wanted: Iterable[int], *, li
                            "source differs from the pinned release; refusing to use it", path=dest)
     if pinned is None:
         load_folder(dest, list(wanted), label)  # a custom set is checked by structure before it is recorded
-    body = {"source": base_url, "revision": OFFICIAL_REVISION, "contexts": label, "tree_digest": digest,
-            "pinned": pinned is not None, "files": sums}
-    (dest / MANIFEST).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_manifest(dest / MANIFEST, {"source": base_url, "revision": OFFICIAL_REVISION, "contexts": label,
+                                     "tree_digest": digest, "pinned": pinned is not None, "files": sums})

@@ -29,9 +29,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_tom.framework.base import Program
 from pytest_tom.evals.tomvalley.data import ToMValleySample, letter
 from pytest_tom.evals.tomvalley.prompts import PromptConfig, request_for
+from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 

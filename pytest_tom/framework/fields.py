@@ -1,0 +1,80 @@
+"""Typed readers of one field of a JSON release record, each failing with the file, the record and the field.
+
+Every loader reads text, numbers, name lists and closed vocabularies out of records a user
+may have edited; a wrong value must stop the run with a message that says exactly where it
+is (`file x.jsonl, record line 2, field 'OPTION-B': wrong type: expected text, got int 7`),
+never become a silently different item. These are the one copy of those checks; `where`
+prefixes the field with its path inside the record (`beliefQAs[0]`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+
+
+def shown(value: Any) -> str:
+    """A value's repr, cut to 60 characters: enough to recognise it in a message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def wrong_type(expected: str, value: Any) -> str:
+    """The message for a value of the wrong JSON type, naming the type (a number is not a missing option)."""
+    return f"wrong type: expected {expected}, got {type(value).__name__} {shown(value)}"
+
+
+def _name(key: str, where: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
+    """A non-empty text field (returned as written); missing, blank or non-text is an error."""
+    value = rec.get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise TomDataError("missing or empty text", path=path, record=record, field=_name(key, where))
+    if not isinstance(value, str):
+        raise TomDataError(wrong_type("text", value), path=path, record=record, field=_name(key, where))
+    return value
+
+
+def integer(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: Collection[int] = (),
+            where: str = "") -> int:
+    """An integer field (a JSON bool is not one), one of `allowed` when given."""
+    value = rec.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or (allowed and value not in allowed):
+        expected = f"one of {', '.join(map(str, allowed))}" if allowed else "an integer"
+        raise TomDataError(f"expected {expected}, got {shown(value)}", path=path, record=record,
+                           field=_name(key, where))
+    return value
+
+
+def one_of(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: Collection[str], where: str = "",
+           what: str = "") -> str:
+    """A text field from a closed vocabulary (a scenario, an accessibility); `what` names the vocabulary."""
+    value = rec.get(key)
+    if value not in allowed:
+        expected = what or " or ".join(repr(a) for a in allowed)
+        raise TomDataError(f"expected {expected}, got {shown(value)}", path=path, record=record,
+                           field=_name(key, where))
+    return str(value)
+
+
+def names(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> tuple[str, ...]:
+    """A list of non-empty texts (character names)."""
+    value = rec.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise TomDataError("expected a list of character names", path=path, record=record, field=_name(key, where))
+    return tuple(value)
+
+
+def obj(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> Mapping[str, Any]:
+    """A nested JSON object."""
+    value = rec.get(key)
+    if not isinstance(value, Mapping):
+        raise TomDataError(f"expected an object, got {type(value).__name__}", path=path, record=record,
+                           field=_name(key, where))
+    return value
