@@ -4,22 +4,26 @@ Accuracy counts an unreadable answer as not right; model errors leave every deno
 (one style's 5 questions of a story) is jointly right at order k when its orders 0..k are all right;
 a chain asked at k without all of 0..k scored has no value there: it is counted, never guessed.
 Intervals resample whole stories. The soft checks fail only beyond `max_gap` with 95% confidence.
+The terminal prints what the paper's tables show at a glance (overall, per order, joint, and
+each margin's accuracy); every cell (deception x style x length x order) is in the JSON report.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
+from pytest_tom.framework.gaps import gap_interval
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import Outcome, Record
-from pytest_tom.stats import estimate_rate, wilson
+from pytest_tom.stats import estimate_rate
 
 INVARIANTS, DECLINE, DECEPTION = "joint_invariants", "order_decline", "deception_gap"
 CELLS = "Figures: length x order per deception x style"
 MARGINS = "Margins: order, length, deception, style"
+CELL = ("deception", "style", "length")
 
 
 def chains(records: Sequence[Record]) -> dict[str, dict[int, Record]]:
@@ -41,26 +45,41 @@ def joint(records: Sequence[Record], k: int) -> tuple[list[tuple[bool, str]], in
     return judged, left
 
 
-def _rate(key: tuple[str, ...], label: str, table: str, units: Sequence[tuple[bool, str]]) -> Metric:
+def _rate(key: tuple[str, ...], label: str, table: str, units: Sequence[tuple[bool, str]]) -> list[Metric]:
+    """The accuracy of `units` (right, story) with a story-clustered interval; none for no units."""
+    if not units:
+        return []
     est = estimate_rate([float(v) for v, _ in units], [s for _, s in units])
-    return Metric(key, est.point, label, "rate", table, (est.low, est.high), len(units), "story")
+    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(units), "story")]
 
 
 def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:
     return [(r.passed, r.facets["story"]) for r in records if r.scored]
 
 
-def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record]) -> list[Metric]:
-    """Standard accuracy of `records`, then each order's standard and joint accuracy (and chains left out)."""
-    out = [_rate((*prefix, "accuracy"), f"{name} accuracy", table, _items(records))] if _items(records) else []
+def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *,
+                  orders: bool) -> list[Metric]:
+    """Standard accuracy of `records`, then each order's standard and joint accuracy (and chains left out).
+
+    `name` labels the slice's accuracy for the terminal (empty: JSON only); `orders` also prints its per-order lines.
+    """
+    out = _rate((*prefix, "accuracy"), name and f"{name} accuracy", table, _items(records))
     for k in range(5):
         mine, (judged, left) = _items(r for r in records if r.facets["order"] == str(k)), joint(records, k)
-        key, what = (*prefix, "order", str(k)), f"{name} order {k}"
-        out += [_rate((*key, "accuracy"), f"{what} accuracy", table, mine)] if mine else []
-        out += [_rate((*key, "joint"), f"{what} joint accuracy", table, judged)] if judged else []
-        out += [Metric((*key, "joint_left_out"), left, f"{what}: chains lacking one of orders 0..{k}", "count",
-                       table)] if left else []
+        key, what = (*prefix, "order", str(k)), f"{name} order {k}" if name and orders else ""
+        out += _rate((*key, "accuracy"), what and f"{what} accuracy", table, mine)
+        out += _rate((*key, "joint"), what and f"{what} joint accuracy", table, judged)
+        out += [Metric((*key, "joint_left_out"), left, what and f"{what}: chains lacking one of orders 0..{k}",
+                       "count", table)] if left else []
     return out
+
+
+def by(items: Iterable[Record], facets: Sequence[str]) -> dict[tuple[str, ...], list[Record]]:
+    """`items` grouped by their values of `facets`, in sorted order."""
+    out: dict[tuple[str, ...], list[Record]] = defaultdict(list)
+    for x in items:
+        out[tuple(x.facets[f] for f in facets)].append(x)
+    return dict(sorted(out.items()))
 
 
 def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
@@ -70,44 +89,27 @@ def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
            Metric(("n",), len(scored), "items scored", "count", MARGINS),
            Metric(("unparseable",), sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
                   "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS),
-           *slice_metrics(("overall",), "all", MARGINS, records)]
-    for facet in ("deception", "style", "length"):
-        for value in sorted({r.facets[facet] for r in records}):
-            out += slice_metrics((facet, value), f"{facet} {value}", MARGINS,
-                                 [r for r in records if r.facets[facet] == value])
-    cells: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
-    for r in records:
-        cells[(r.facets["deception"], r.facets["style"], r.facets["length"])].append(r)
-    for (tell, style, length), mine in sorted(cells.items()):
-        out += slice_metrics(("cells", tell, style, f"length_{length}"), f"{tell} {style} length {length}", CELLS, mine)
+           *slice_metrics(("overall",), "all", MARGINS, records, orders=True)]
+    for facet in CELL:
+        for (value,), mine in by(records, (facet,)).items():
+            out += slice_metrics((facet, value), f"{facet} {value}", MARGINS, mine, orders=False)
+    for (tell, style, length), mine in by(records, CELL).items():
+        out += slice_metrics(("cells", tell, style, f"length_{length}"), "", CELLS, mine, orders=False)
     return out
 
 
-def gap(a: Sequence[Record], b: Sequence[Record], *, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+def gap(a: Sequence[Record], b: Sequence[Record]) -> tuple[float, float, float]:
     """acc(a) - acc(b) and its 95% interval: Newcombe's, widened to a bootstrap's over whole stories."""
-    import numpy as np
-
-    pa, pb = sum(r.passed for r in a) / len(a), sum(r.passed for r in b) / len(b)
-    (la, ua), (lb, ub) = wilson(pa, len(a)), wilson(pb, len(b))
-    low, high = pa - pb - ((pa - la) ** 2 + (ub - pb) ** 2) ** 0.5, pa - pb + ((ua - pa) ** 2 + (pb - lb) ** 2) ** 0.5
-    code = {s: i for i, s in enumerate(sorted({r.facets["story"] for r in (*a, *b)}))}
-    sums = np.zeros((4, len(code)))
-    for group, row in ((a, 0), (b, 2)):
-        for r in group:
-            sums[row:row + 2, code[r.facets["story"]]] += (r.passed, 1)
-    tot = np.random.default_rng(seed).multinomial(len(code), np.full(len(code), 1 / len(code)), resamples) @ sums.T
-    ok = (tot[:, 1] > 0) & (tot[:, 3] > 0)
-    if len(code) > 1 and ok.any():
-        diffs = tot[ok, 0] / tot[ok, 1] - tot[ok, 2] / tot[ok, 3]
-        low, high = min(low, float(np.percentile(diffs, 2.5))), max(high, float(np.percentile(diffs, 97.5)))
-    return pa - pb, max(-1.0, low), min(1.0, high)
+    g = gap_interval([float(r.passed) for r in a], [r.facets["story"] for r in a],
+                     [float(r.passed) for r in b], [r.facets["story"] for r in b])
+    return g.point, g.low, g.high
 
 
 def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
     """The checks the loaded samples support: one invariants check per cell; each gap check needs both its groups."""
-    cells: dict[tuple[str, str, str], list[HiToMSample]] = defaultdict(list)
+    cells: dict[tuple[str, ...], list[HiToMSample]] = defaultdict(list)
     for s in samples:
-        cells[(s.facets["deception"], s.facets["style"], s.facets["length"])].append(s)
+        cells[tuple(s.facets[f] for f in CELL)].append(s)
     out = [Derived("hitom", f"{t}-{st}-length_{n}", INVARIANTS, tuple(s.id for s in mine),
                    ("hitom", INVARIANTS, f"length{n}", st, *(("deception",) if t == "tell" else ())),
                    {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
@@ -123,41 +125,40 @@ def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
 
 
 def invariants_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
-    by = chains(members)
-    correct = [sum(c[k].passed for c in by.values() if k in c) for k in range(5)]
+    """Joint accuracy never exceeds accuracy and never rises with the order: a failure is a harness bug."""
+    chained = chains(members)
+    correct = [sum(c[k].passed for c in chained.values() if k in c) for k in range(5)]
     jc = [sum(v for v, _ in joint(members, k)[0]) for k in range(5)]
-    wrong = [f"chain {n} mixes deception, style or length" for n, c in by.items()
-             if len({(r.facets["deception"], r.facets["style"], r.facets["length"]) for r in c.values()}) > 1]
+    wrong = [f"chain {n} mixes deception, style or length" for n, c in chained.items()
+             if len({tuple(r.facets[f] for f in CELL) for r in c.values()}) > 1]
     wrong += [f"joint(0) = {jc[0]} but correct(0) = {correct[0]}"] * (jc[0] != correct[0])
     wrong += [f"joint({k}) = {jc[k]} > correct({k}) = {correct[k]}" for k in range(1, 5) if jc[k] > correct[k]]
     wrong += [f"joint({k}) = {jc[k]} > joint({k - 1}) = {jc[k - 1]}" for k in range(1, 5) if jc[k] > jc[k - 1]]
-    wrong += [f"{len(by)} chains, expected {derived.params['chains']}"] * (len(by) != derived.params["chains"])
-    details = {"correct": correct, "joint_correct": jc, "chains": len(by)}
+    wrong += [f"{len(chained)} chains, expected {derived.params['chains']}"] * (len(chained) != derived.params["chains"])
+    details = {"correct": correct, "joint_correct": jc, "chains": len(chained)}
     return Judgement(not wrong, f"Hi-ToM joint accuracy invariants broken in {derived.id} (a harness bug): "
-                     + "; ".join(wrong) if wrong else "", jc[4] / len(by) if by else None, details=details)
+                     + "; ".join(wrong) if wrong else "", jc[4] / len(chained) if chained else None, details=details)
 
 
-def _gap_rule(derived: Derived, a: Sequence[Record], b: Sequence[Record], what: str, above: bool) -> Judgement:
-    tol = float(derived.params.get("max_gap", 0.05))
-    d, low, high = gap(a, b)
-    details = {"gap": d, "ci95": [low, high], "n": [len(a), len(b)], "max_gap": tol}
-    if low > tol if above else high < -tol:
-        return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * d:+.1f} points (95% interval "
-                         f"[{100 * low:+.1f}, {100 * high:+.1f}], {len(a)} vs {len(b)} items), beyond the tolerance "
-                         f"of {100 * tol:.1f} points", d, details=details)
-    return Judgement(True, value=d, details=details)
+def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
+    """A rule failing when acc(`a`) - acc(`b`) over the `facet` groups is beyond max_gap (`above`) or below -max_gap."""
+    def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
+        tol = float(derived.params.get("max_gap", 0.05))
+        groups: Mapping[str, list[Record]] = {v: [r for r in members if r.facets[facet] == v] for v in (a, b)}
+        d, low, high = gap(groups[a], groups[b])
+        details = {"gap": d, "ci95": [low, high], "n": [len(groups[a]), len(groups[b])], "max_gap": tol}
+        if low > tol if above else high < -tol:
+            return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * d:+.1f} points (95% interval "
+                             f"[{100 * low:+.1f}, {100 * high:+.1f}], {len(groups[a])} vs {len(groups[b])} items), "
+                             f"beyond the tolerance of {100 * tol:.1f} points", d, details=details)
+        return Judgement(True, value=d, details=details)
+    return rule
 
 
-def decline_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """Fails when order-4 accuracy is above order-0 accuracy beyond max_gap, interval and all."""
-    by = {k: [r for r in members if r.facets["order"] == k] for k in "04"}
-    return _gap_rule(derived, by["4"], by["0"], "order-4 minus order-0 accuracy", True)
-
-
-def deception_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """Fails when Tell (deception) accuracy is above No_Tell accuracy at orders 1-4 beyond max_gap."""
-    by = {t: [r for r in members if r.facets["deception"] == t] for t in ("no_tell", "tell")}
-    return _gap_rule(derived, by["no_tell"], by["tell"], "No_Tell minus Tell accuracy", False)
-
-
-RULES: dict[str, Rule] = {INVARIANTS: invariants_rule, DECLINE: decline_rule, DECEPTION: deception_rule}
+RULES: dict[str, Rule] = {
+    INVARIANTS: invariants_rule,
+    DECLINE: _gap_rule("order", "4", "0", "order-4 minus order-0 accuracy", above=True),
+    DECEPTION: _gap_rule("deception", "no_tell", "tell", "No_Tell minus Tell accuracy", above=False),
+}
+"""Order-4 accuracy must not be above order-0 accuracy, nor Tell (deception) above No_Tell at orders 1-4,
+beyond max_gap with 95% confidence; the invariants must hold exactly."""

@@ -17,69 +17,14 @@ right. A check is defined only where both of its groups have questions in the su
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.tomato.data import BENCHMARK, FACTOR_KEYS, MENTAL_STATES, ORDERS, ToMATOSample
+from pytest_tom.framework.gaps import Gap, gap_interval
 from pytest_tom.record import Record
-from pytest_tom.stats import wilson
 
 FB_GAP = "false_belief_gap"
 PERSONALITY = "personality_robustness"
-LEVEL = 0.95
-RESAMPLES = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """A difference of two group accuracies with its interval."""
-
-    point: float
-    low: float
-    high: float
-    n_a: int
-    n_b: int
-    clusters: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"gap": self.point, "ci95": [self.low, self.high], "n": [self.n_a, self.n_b], "clusters": self.clusters}
-
-
-def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
-                 *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
-    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap percentile one.
-
-    Both groups are resampled together, conversation by conversation, because one conversation
-    may hold questions of both groups. Deterministic for a given seed.
-    """
-    import numpy as np
-
-    pa, pb = sum(a) / len(a), sum(b) / len(b)
-    la, ua = wilson(pa, len(a), LEVEL)
-    lb, ub = wilson(pb, len(b), LEVEL)
-    d = pa - pb
-    low = d - ((pa - la) ** 2 + (ub - pb) ** 2) ** 0.5
-    high = d + ((ua - pa) ** 2 + (pb - lb) ** 2) ** 0.5
-    keys = sorted(set(a_clusters) | set(b_clusters))
-    k = len(keys)
-    if k > 1 and resamples > 0:
-        code = {c: i for i, c in enumerate(keys)}
-        sums = np.zeros((4, k))
-        for vals, clusters, row in ((a, a_clusters, 0), (b, b_clusters, 2)):
-            for v, c in zip(vals, clusters, strict=True):
-                sums[row, code[c]] += v
-                sums[row + 1, code[c]] += 1
-        rng = np.random.default_rng(seed)
-        weights = rng.multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)
-        tot = weights @ sums.T
-        ok = (tot[:, 1] > 0) & (tot[:, 3] > 0)
-        if ok.any():
-            diffs = tot[ok, 0] / tot[ok, 1] - tot[ok, 2] / tot[ok, 3]
-            tail = (1 - LEVEL) / 2 * 100
-            low = min(low, float(np.percentile(diffs, tail)))
-            high = max(high, float(np.percentile(diffs, 100 - tail)))
-    return Gap(d, max(-1.0, low), min(1.0, high), len(a), len(b), k)
 
 
 def _value(r: Record) -> float:

@@ -1,0 +1,73 @@
+"""The difference of two groups' accuracies with an interval that holds when items come in clusters.
+
+Benchmarks check claims such as "deception costs accuracy" or "false beliefs are harder":
+a gap between two groups of items, where items of one story or conversation are not
+independent and one cluster may hold items of both groups. Such a check must fail only when
+the gap is beyond its tolerance with 95% confidence, so its interval must neither ignore
+the clustering (too narrow) nor collapse when every answer is the same (a bootstrap alone
+reads 10/10 as [1, 1]). Hence the union of two intervals: Newcombe's hybrid score interval
+for two proportions and the percentile interval of a bootstrap that resamples whole
+clusters, both groups together. Pure and deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_tom.stats import wilson
+
+LEVEL = 0.95
+RESAMPLES = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A difference of two group accuracies with its interval."""
+
+    point: float
+    low: float
+    high: float
+    n_a: int
+    n_b: int
+    clusters: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"gap": self.point, "ci95": [self.low, self.high], "n": [self.n_a, self.n_b], "clusters": self.clusters}
+
+
+def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
+                 *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
+    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap percentile one.
+
+    Both groups are resampled together, cluster by cluster, because one cluster may hold items
+    of both groups. With one cluster there is nothing to resample: Newcombe's interval alone.
+    """
+    import numpy as np
+
+    pa, pb = sum(a) / len(a), sum(b) / len(b)
+    la, ua = wilson(pa, len(a), LEVEL)
+    lb, ub = wilson(pb, len(b), LEVEL)
+    d = pa - pb
+    low = d - ((pa - la) ** 2 + (ub - pb) ** 2) ** 0.5
+    high = d + ((ua - pa) ** 2 + (pb - lb) ** 2) ** 0.5
+    keys = sorted(set(a_clusters) | set(b_clusters))
+    k = len(keys)
+    if k > 1 and resamples > 0:
+        code = {c: i for i, c in enumerate(keys)}
+        sums = np.zeros((4, k))
+        for vals, clusters, row in ((a, a_clusters, 0), (b, b_clusters, 2)):
+            for v, c in zip(vals, clusters, strict=True):
+                sums[row, code[c]] += v
+                sums[row + 1, code[c]] += 1
+        rng = np.random.default_rng(seed)
+        weights = rng.multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)
+        tot = weights @ sums.T
+        ok = (tot[:, 1] > 0) & (tot[:, 3] > 0)
+        if ok.any():
+            diffs = tot[ok, 0] / tot[ok, 1] - tot[ok, 2] / tot[ok, 3]
+            tail = (1 - LEVEL) / 2 * 100
+            low = min(low, float(np.percentile(diffs, tail)))
+            high = max(high, float(np.percentile(diffs, 100 - tail)))
+    return Gap(d, max(-1.0, low), min(1.0, high), len(a), len(b), k)
