@@ -69,7 +69,7 @@ class HiToM(Benchmark[HiToMExtra]):
 
     def load(self, source: DataSource) -> list[HiToMSample]:
         s = self.settings
-        return data.load(data.locate(source), prompt=s["prompt"], gold=s["gold"], pins=self.pins, partial=s["partial"])
+        return data.load(data.RELEASE.locate(source)[0], prompt=s["prompt"], gold=s["gold"], pins=self.pins, partial=s["partial"])
 
     def program(self, sample: HiToMSample) -> Program:
         return scoring.solve(sample, self.settings["max_new_tokens"], self.settings["gold"])

@@ -18,14 +18,16 @@ from itertools import product
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import read_text
+from pytest_tom.framework.release import Release
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
 """(tell, style folder, length, sample, order) of every item, in the release's order."""
 STYLE = {"MC": "vanilla", "CoT": "cot"}
 """Folder -> `style` facet: MC is the paper's vanilla prompting (VP), CoT its chain-of-thought (CoTP)."""
+KEY = {"cot": "CoT", "mc": "MC"}
+"""`gold` setting -> the folder whose answer is the gold (`own`: the item's own folder)."""
 TREES = ("Hi-ToM_data", "Hi-ToM_prompts")
 REVISION = "56dda76fbbbcd510d51e91837fe19b7df2108562"
 SHA256 = {"Hi-ToM_data": "26b3f3d19a83e3f0b08a031820cbc6b68a1f2992a5cf1907f1bfbbf914121a10",
@@ -119,6 +121,17 @@ def chain(question: str) -> tuple[str, tuple[str, ...]] | None:
     return (m[1], ()) if m[1] else (m[3], (m[2],)) if m[2] else (m[6], (m[4], *m[5].split(" thinks ")[:-1]))
 
 
+def check_chain(s: HiToMSample, seen: dict[tuple[str, int], tuple[str, tuple[str, ...]]], path: Path) -> None:
+    """Each question is its order's template; a story's questions share the object and nest their agents (§2.4)."""
+    got, lower = chain(s.question), seen.get((s.facets["story"], s.extra.order - 1))
+    if got is None or len(got[1]) != s.extra.order:
+        raise TomDataError(f"not the order-{s.extra.order} question template", path=path, field="Question")
+    if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
+        raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=path,
+                           field="Question")
+    seen[(s.facets["story"], s.extra.order)] = got
+
+
 def render(sample: HiToMSample) -> str:
     """The official prompt (spec §3.1): rebuilds every release prompt file byte for byte."""
     choices = ", ".join(f"{c.label}. {c.text}" for c in sample.choices)
@@ -132,14 +145,16 @@ def digest(files: Mapping[str, Path]) -> str:
                                   for n, p in sorted(files.items())).encode()).hexdigest()
 
 
-def locate(source: DataSource) -> Path:
-    """The folder holding both trees: `<data-dir>/hitom/` (the release's layout), else `<data-dir>/`."""
-    for folder in ([source.root / "hitom", source.root] if source.root else []):
-        if all((folder / t).is_dir() for t in TREES):
-            return folder
-    raise TomDataError(f"Hi-ToM data not found: no Hi-ToM_data/ and Hi-ToM_prompts/ in "
-                       f"{source.root or '(no --tom-data-dir given)'}/hitom. Point --tom-data-dir (or TOM_DATA_DIR) at "
-                       f"a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset at {REVISION[:12]}.")
+def _no_download(folder: Path) -> None:
+    raise TomDataError("--tom-download cannot fetch Hi-ToM: the release publishes no archive checksum to pin. "
+                       + WANTED, path=folder)
+
+
+WANTED = ("Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset"
+          f" at {REVISION[:12]} (its Hi-ToM_data/ and Hi-ToM_prompts/).")
+RELEASE = Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES), REVISION,
+                  lambda c: False, lambda c: None, _no_download, WANTED, label="Hi-ToM")
+"""`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`; no download cache (see `_no_download`)."""
 
 
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
@@ -155,7 +170,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
                                f"another revision; restore it, give --tom-set hitom.sha256={t}=<sha256>, " + ADVICE,
                                path=folder / t)
     data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
-    samples, differ = [], 0
+    samples, differ, seen = [], 0, {}
     for tell, style, length, sample, order in LAYOUT:
         name, names = rel(tell, style, length, sample, order), {s: rel(tell, s, length, sample, order) for s in STYLE}
         golds = {s: data[n].answer or "" for s, n in names.items() if n in data}
@@ -168,18 +183,18 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
             continue
         path = present["Hi-ToM_prompts"][name]
         parsed = parse(text := read_text(path), path, style=style, data=False)
-        if (need := {"cot": "CoT", "mc": "MC"}.get(gold, style)) not in golds:
+        if (need := KEY.get(gold, style)) not in golds:
             raise TomDataError(f"no data file {names[need]}.txt to read the gold from (gold={gold})", path=path)
         if name in data and replace(data[name], answer=None) != parsed:
             raise TomDataError(f"differs from its data file {name}.txt in story, question or choices", path=path)
         item = build((tell, style, length, sample, order), parsed, golds, gold)
         if render(item) != text:
             raise TomDataError("not the official prompt template (spec §3.1) byte for byte", path=path)
+        check_chain(item, seen, path)
         samples.append(item)
     if not partial and dict(pins) == SHA256 and differ != DISAGREEMENTS:
         raise TomDataError(f"MC and CoT golds differ in {differ} questions, not {DISAGREEMENTS}: another revision; "
                            + ADVICE, path=folder / "Hi-ToM_data")
-    check_chains(samples, folder)
     return samples
 
 
@@ -194,23 +209,9 @@ def build(key: tuple[str, str, int, int, int], prompt: Parsed, golds: Mapping[st
     return Sample(
         benchmark="hitom", id=path.replace("/", "-"), context=Story("\n".join(prompt.story)), question=prompt.question,
         choices=tuple(Choice(c, t) for c, t in zip(LETTERS, prompt.choices, strict=True)),
-        gold=LETTERS[prompt.choices.index(golds[{"cot": "CoT", "mc": "MC"}.get(gold, style)])],
+        gold=LETTERS[prompt.choices.index(golds[KEY.get(gold, style)])],
         characters=tuple(agents), facets=facets, source=f"Hi-ToM_prompts/{path}.txt",
         marks=("hitom", f"order{order}", f"length{length}", STYLE[style], *(("deception",) if tell == "Tell" else ())),
         extra=HiToMExtra(tell, style, length, sample, order, path, golds.get("MC", ""), golds.get("CoT", "")),
     )
 
-
-def check_chains(samples: Sequence[HiToMSample], folder: Path) -> None:
-    """Each question is its order's template; a story's questions share the object and nest their agents (§2.4)."""
-    seen: dict[tuple[str, int], tuple[str, tuple[str, ...]]] = {}
-    for s in samples:
-        got = chain(s.question)
-        lower = seen.get((s.facets["story"], s.extra.order - 1))
-        if got is None or len(got[1]) != s.extra.order:
-            raise TomDataError(f"not the order-{s.extra.order} question template", path=folder / s.source,
-                               field="Question")
-        if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
-            raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended",
-                               path=folder / s.source, field="Question")
-        seen[(s.facets["story"], s.extra.order)] = got
