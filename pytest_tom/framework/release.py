@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
+from pytest_tom.fetch import sha256_file
 from pytest_tom.framework.base import DataSource
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -93,6 +94,31 @@ def pins_key(pins: Mapping[str, str]) -> str:
     """The download-cache folder of custom checksums: a digest of them, so other pins never reuse the copy."""
     digest = hashlib.sha256("\n".join(f"{v}  {k}" for k, v in sorted(pins.items())).encode()).hexdigest()
     return f"sha256-{digest[:16]}"
+
+
+# --- a release of many files -------------------------------------------------------------------
+
+def tree_digest(files: Mapping[str, Path]) -> str:
+    """The sha256 of the `sha256sum` manifest of `files` (name in the manifest -> file), sorted by name.
+
+    A release of many small files (a folder per story) is pinned by one digest per tree, which a
+    user can reproduce with `sha256sum` and replace with one setting for another revision.
+    """
+    return hashlib.sha256("".join(f"{sha256_file(p)}  {n}\n" for n, p in sorted(files.items())).encode()).hexdigest()
+
+
+def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -> None:
+    """Every file of `files` must be there and the whole tree must have the pinned `tree_digest`.
+
+    Counts catch a copy cut short, the digest a file edited in place; `advice` ends both messages
+    (how to restore the copy, pin another revision or run it deliberately partial).
+    """
+    missing = sum(not p.is_file() for p in files.values())
+    if missing:
+        raise TomDataError(f"{missing} of {len(files)} files are missing: {advice}", path=folder)
+    if (got := tree_digest(files)) != pin:
+        raise TomDataError(f"the files' digest is {got}, not the pinned {pin}: a file was edited or comes from another "
+                           f"revision; {advice}", path=folder)
 
 
 # --- locating a release -------------------------------------------------------------------------

@@ -14,9 +14,10 @@ import pytest
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.hitom import HiToM
-from pytest_tom.evals.hitom.data import LAYOUT, chain, digest, rel, render
+from pytest_tom.evals.hitom.data import LAYOUT, chain, rel, render
 from pytest_tom.evals.hitom.scoring import extract, request, score
 from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.release import tree_digest
 from pytest_tom.record import Outcome
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -164,7 +165,7 @@ def test_a_whole_copy_is_checked_by_count_and_digest_and_the_sha256_setting_pins
             shutil.copyfile(ROOT / tree / f"{rel('No_Tell', key[1], 1, 1, key[4])}.txt", target)
     with pytest.raises(TomDataError, match="Hi-ToM_data: the files' digest is [0-9a-f]{64}, not the pinned 26b3f3d1"):
         HiToM().load(DataSource(tmp_path, False, tmp_path))
-    pins = {t: digest({rel(*k): tmp_path / "hitom" / t / f"{rel(*k)}.txt" for k in LAYOUT})
+    pins = {t: tree_digest({f"{rel(*k)}.txt": tmp_path / "hitom" / t / f"{rel(*k)}.txt" for k in LAYOUT})
             for t in ("Hi-ToM_data", "Hi-ToM_prompts")}
     given = ",".join(f"{t}={d}" for t, d in pins.items())
     assert len(HiToM({"sha256": given}).load(DataSource(tmp_path, False, tmp_path))) == 1200

@@ -10,16 +10,15 @@ A copy must be the whole pinned release unless `partial`; errors name the file a
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from itertools import product
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.checks import read_text
-from pytest_tom.framework.release import Release
+from pytest_tom.framework.release import Release, check_tree
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
@@ -32,7 +31,7 @@ TREES = ("Hi-ToM_data", "Hi-ToM_prompts")
 REVISION = "56dda76fbbbcd510d51e91837fe19b7df2108562"
 SHA256 = {"Hi-ToM_data": "26b3f3d19a83e3f0b08a031820cbc6b68a1f2992a5cf1907f1bfbbf914121a10",
           "Hi-ToM_prompts": "9b71063962ad3325ea61d0efb2172d0416e8172c1032625536ea4fd7ce877c22"}
-"""Each tree's `digest` at REVISION: the sha256 of its `sha256sum` manifest in shared/data/hitom/SOURCE.md."""
+"""Each tree's `tree_digest` at REVISION: the sha256 of its `sha256sum` manifest in shared/data/hitom/SOURCE.md."""
 DISAGREEMENTS = 138
 INSTRUCTION = {
     "MC": "Read the following story and answer the multiple-choice question. Please provide answer without "
@@ -139,12 +138,6 @@ def render(sample: HiToMSample) -> str:
             f"Choices: {choices}\n\n{NOTE}\n")
 
 
-def digest(files: Mapping[str, Path]) -> str:
-    """sha256 of the `sha256sum` manifest of `files` (path below the tree without `.txt` -> file), sorted by path."""
-    return hashlib.sha256("".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {n}.txt\n"
-                                  for n, p in sorted(files.items())).encode()).hexdigest()
-
-
 def _no_download(folder: Path) -> None:
     raise TomDataError("--tom-download cannot fetch Hi-ToM: the release publishes no archive checksum to pin. "
                        + WANTED, path=folder)
@@ -159,16 +152,11 @@ RELEASE = Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t i
 
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
     """The items the `prompt` setting asks for, scored against the `gold` setting's key, after the checks of §8."""
-    present = {t: {rel(*k): folder / t / f"{rel(*k)}.txt" for k in LAYOUT} for t in TREES}
-    present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in present.items()}
+    files = {t: {rel(*k): folder / t / f"{rel(*k)}.txt" for k in LAYOUT} for t in TREES}
     for t in TREES if not partial else ():
-        if len(present[t]) < len(LAYOUT):
-            raise TomDataError(f"{len(LAYOUT) - len(present[t])} of {len(LAYOUT)} files are missing: restore them, "
-                               + ADVICE, path=folder / t)
-        if (got := digest(present[t])) != pins[t]:
-            raise TomDataError(f"the files' digest is {got}, not the pinned {pins[t]}: a file was edited or comes from "
-                               f"another revision; restore it, give --tom-set hitom.sha256={t}=<sha256>, " + ADVICE,
-                               path=folder / t)
+        check_tree(folder / t, {f"{n}.txt": p for n, p in files[t].items()}, pins[t],
+                   f"restore it, give --tom-set hitom.sha256={t}=<sha256> for another revision, " + ADVICE)
+    present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in files.items()}
     data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
     samples, differ, seen = [], 0, {}
     for tell, style, length, sample, order in LAYOUT:

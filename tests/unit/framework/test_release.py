@@ -11,7 +11,7 @@ import pytest
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.release import Release, cached_or_fetched, pins_key, pins_setting
+from pytest_tom.framework.release import Release, cached_or_fetched, check_tree, pins_key, pins_setting, tree_digest
 
 A, B = "a" * 64, "B" * 64
 
@@ -107,3 +107,19 @@ def test_fetch_files_checks_pins_and_leaves_no_partial_file(tmp_path: Path) -> N
     with pytest.raises(TomDataError, match="checksum mismatch"):
         fetch_files(src.as_uri(), tmp_path / "bad", {"d/f.json": A})
     assert not any(p.is_file() for p in (tmp_path / "bad").rglob("*"))
+
+
+def test_a_tree_is_pinned_by_the_digest_of_its_sha256sum_manifest_and_checked_whole(tmp_path: Path) -> None:
+    files = {f"{n}.txt": tmp_path / f"{n}.txt" for n in ("b", "a")}
+    for name, path in files.items():
+        path.write_text(name)
+    manifest = "".join(f"{hashlib.sha256(n.encode()).hexdigest()}  {n}\n" for n in ("a.txt", "b.txt"))
+    pin = tree_digest(files)
+    assert pin == hashlib.sha256(manifest.encode()).hexdigest()
+    check_tree(tmp_path, files, pin, "advice")
+    files["b.txt"].write_text("edited")
+    with pytest.raises(TomDataError, match="the files' digest is [0-9a-f]{64}, not the pinned .*revision; advice"):
+        check_tree(tmp_path, files, pin, "advice")
+    files["a.txt"].unlink()
+    with pytest.raises(TomDataError, match="1 of 2 files are missing: advice"):
+        check_tree(tmp_path, files, pin, "advice")
