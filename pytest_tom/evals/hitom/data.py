@@ -112,7 +112,11 @@ def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
     return Parsed(tuple(lines[2:q]), lines[q][len("Question: "):], answer, tuple(o[3:] for o in options))
 
 
-def chain(question: str) -> tuple[str, tuple[str, ...]] | None:
+Chain = tuple[str, tuple[str, ...]]
+"""(object, agents X1..Xk) of an order-k question."""
+
+
+def chain(question: str) -> Chain | None:
     """(object, agents X1..Xk) of an order-k question, or None when it matches no template of spec §2.4."""
     m = _QUESTION.fullmatch(question)
     if m is None:
@@ -120,7 +124,7 @@ def chain(question: str) -> tuple[str, tuple[str, ...]] | None:
     return (m[1], ()) if m[1] else (m[3], (m[2],)) if m[2] else (m[6], (m[4], *m[5].split(" thinks ")[:-1]))
 
 
-def check_chain(s: HiToMSample, seen: dict[tuple[str, int], tuple[str, tuple[str, ...]]], path: Path) -> None:
+def check_chain(s: HiToMSample, seen: dict[tuple[str, int], Chain], path: Path) -> None:
     """Each question is its order's template; a story's questions share the object and nest their agents (§2.4)."""
     got, lower = chain(s.question), seen.get((s.facets["story"], s.extra.order - 1))
     if got is None or len(got[1]) != s.extra.order:
@@ -158,7 +162,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
                    f"restore it, give --tom-set hitom.sha256={t}=<sha256> for another revision, " + ADVICE)
     present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in files.items()}
     data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
-    samples, differ, seen = [], 0, {}
+    samples, differ, seen = [], 0, dict[tuple[str, int], Chain]()
     for tell, style, length, sample, order in LAYOUT:
         name, names = rel(tell, style, length, sample, order), {s: rel(tell, s, length, sample, order) for s in STYLE}
         golds = {s: data[n].answer or "" for s, n in names.items() if n in data}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TypeVar
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
@@ -24,6 +25,7 @@ INVARIANTS, DECLINE, DECEPTION = "joint_invariants", "order_decline", "deception
 CELLS = "Figures: length x order per deception x style"
 MARGINS = "Margins: order, length, deception, style"
 CELL = ("deception", "style", "length")
+T = TypeVar("T", Record, HiToMSample)
 
 
 def chains(records: Sequence[Record]) -> dict[str, dict[int, Record]]:
@@ -74,9 +76,9 @@ def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Seque
     return out
 
 
-def by(items: Iterable[Record], facets: Sequence[str]) -> dict[tuple[str, ...], list[Record]]:
-    """`items` grouped by their values of `facets`, in sorted order."""
-    out: dict[tuple[str, ...], list[Record]] = defaultdict(list)
+def by(items: Iterable[T], facets: Sequence[str]) -> dict[tuple[str, ...], list[T]]:
+    """Records or samples grouped by their values of `facets`, in sorted order."""
+    out: dict[tuple[str, ...], list[T]] = defaultdict(list)
     for x in items:
         out[tuple(x.facets[f] for f in facets)].append(x)
     return dict(sorted(out.items()))
@@ -107,13 +109,10 @@ def gap(a: Sequence[Record], b: Sequence[Record]) -> tuple[float, float, float]:
 
 def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
     """The checks the loaded samples support: one invariants check per cell; each gap check needs both its groups."""
-    cells: dict[tuple[str, ...], list[HiToMSample]] = defaultdict(list)
-    for s in samples:
-        cells[tuple(s.facets[f] for f in CELL)].append(s)
     out = [Derived("hitom", f"{t}-{st}-length_{n}", INVARIANTS, tuple(s.id for s in mine),
                    ("hitom", INVARIANTS, f"length{n}", st, *(("deception",) if t == "tell" else ())),
                    {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
-           for (t, st, n), mine in sorted(cells.items())]
+           for (t, st, n), mine in by(samples, CELL).items()]
     ends, high = [s for s in samples if s.extra.order in (0, 4)], [s for s in samples if s.extra.order > 0]
     if {s.extra.order for s in ends} == {0, 4}:
         out.append(Derived("hitom", "order_4_vs_0", DECLINE, tuple(s.id for s in ends), ("hitom", DECLINE),
