@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.hitom import HiToM
+from pytest_tom.evals.hitom import HiToM, data
 from pytest_tom.evals.hitom.data import LAYOUT, chain, rel, render
 from pytest_tom.evals.hitom.scoring import extract, request, score
 from pytest_tom.framework.base import DataSource
@@ -190,3 +190,24 @@ def test_the_facet_table_declares_marks_strata_tables_gates_and_the_cluster() ->
     assert HiToM.strata == ("order", "deception", "length") and HiToM.cluster_facet == "story"
     assert HiToM.gate_facets == ("order", "deception", "length", "style")
     assert HiToM().cluster({"story": "Tell/length_1/sample_1"}, "x") == "Tell/length_1/sample_1"
+
+
+def test_download_fetches_both_trees_checks_their_digests_and_reuses_the_checked_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mirror = tmp_path / "mirror"
+    for key in LAYOUT:  # a whole layout built from the fixture's No_Tell story, served from a file:// mirror
+        for tree in ("Hi-ToM_data", "Hi-ToM_prompts"):
+            (mirror / tree / rel(*key)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / tree / f"{rel('No_Tell', key[1], 1, 1, key[4])}.txt", mirror / tree / f"{rel(*key)}.txt")
+    monkeypatch.setattr(data, "RAW", mirror.as_uri())
+    with pytest.raises(TomDataError, match="Hi-ToM_data: the files' digest .*the download is not the pinned release"):
+        HiToM().load(DataSource(None, True, tmp_path / "cache"))
+    pins = ",".join(f"{t}={tree_digest({f'{rel(*k)}.txt': mirror / t / f'{rel(*k)}.txt' for k in LAYOUT})}"
+                    for t in ("Hi-ToM_data", "Hi-ToM_prompts"))
+    assert len(HiToM({"sha256": pins}).load(DataSource(None, True, tmp_path / "cache"))) == 1200
+    shutil.rmtree(mirror)  # the verified cache is used from now on, without a download
+    assert len(HiToM({"sha256": pins}).load(DataSource(None, False, tmp_path / "cache"))) == 1200
+    cached = next((tmp_path / "cache" / "hitom").glob("sha256-*/Hi-ToM_prompts/Tell/MC/length_2/sample_3/order_1.txt"))
+    cached.write_text(cached.read_text().replace("Story:", "Story"))
+    with pytest.raises(TomDataError, match="Hi-ToM_prompts: the files' digest .*pass --tom-download to fetch"):
+        HiToM({"sha256": pins}).load(DataSource(None, False, tmp_path / "cache"))

@@ -68,8 +68,8 @@ class HiToM(Benchmark[HiToMExtra]):
             raise TomConfigError(f"hitom max_gap is a share in [0, 1), got {self.settings['max_gap']}")
 
     def load(self, source: DataSource) -> list[HiToMSample]:
-        s = self.settings
-        return data.load(data.RELEASE.locate(source)[0], prompt=s["prompt"], gold=s["gold"], pins=self.pins, partial=s["partial"])
+        s, (folder, _) = self.settings, data.release(self.pins).locate(source)
+        return data.load(folder, prompt=s["prompt"], gold=s["gold"], pins=self.pins, partial=s["partial"])
 
     def program(self, sample: HiToMSample) -> Program:
         return scoring.solve(sample, self.settings["max_new_tokens"], self.settings["gold"])

@@ -17,8 +17,9 @@ from itertools import product
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
+from pytest_tom.fetch import MANIFEST, REFETCH, fetch_files, write_manifest
 from pytest_tom.framework.checks import read_text
-from pytest_tom.framework.release import Release, check_tree
+from pytest_tom.framework.release import Release, check_tree, pins_key
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
@@ -142,24 +143,41 @@ def render(sample: HiToMSample) -> str:
             f"Choices: {choices}\n\n{NOTE}\n")
 
 
-def _no_download(folder: Path) -> None:
-    raise TomDataError("--tom-download cannot fetch Hi-ToM: the release publishes no archive checksum to pin. "
-                       + WANTED, path=folder)
-
-
+RAW = f"https://raw.githubusercontent.com/ying-hui-he/Hi-ToM_dataset/{REVISION}"
+"""Where --tom-download fetches each file of both trees (the release publishes no archive to pin)."""
 WANTED = ("Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset"
-          f" at {REVISION[:12]} (its Hi-ToM_data/ and Hi-ToM_prompts/).")
-RELEASE = Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES), REVISION,
-                  lambda c: False, lambda c: None, _no_download, WANTED, label="Hi-ToM")
-"""`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`; no download cache (see `_no_download`)."""
+          f" at {REVISION[:12]} (its Hi-ToM_data/ and Hi-ToM_prompts/), or pass --tom-download to fetch them (each "
+          "tree checked against its pinned digest).")
+
+
+def check_trees(folder: Path, pins: Mapping[str, str], advice: str) -> None:
+    """Both trees whole and with their pinned digests; `advice` (its `{tree}` filled in) ends the message."""
+    for t in TREES:
+        check_tree(folder / t, {f"{rel(*k)}.txt": folder / t / f"{rel(*k)}.txt" for k in LAYOUT}, pins[t],
+                   advice.format(tree=t))
+
+
+def download(folder: Path, pins: Mapping[str, str]) -> None:
+    """Fetch both trees file by file at REVISION and check their digests; the manifest, written last, marks it verified."""
+    (folder / MANIFEST).unlink(missing_ok=True)
+    fetch_files(RAW, folder, {f"{t}/{rel(*k)}.txt": None for t in TREES for k in LAYOUT}, workers=8)
+    check_trees(folder, pins, "the download is not the pinned release; refusing to use it")
+    write_manifest(folder / MANIFEST, {"source": RAW, "sha256": dict(pins)})
+
+
+def release(pins: Mapping[str, str]) -> Release:
+    """`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`, else the download cache of these pins."""
+    return Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES),
+                   REVISION if dict(pins) == SHA256 else pins_key(pins), lambda c: (c / MANIFEST).is_file(),
+                   lambda c: check_trees(c, pins, REFETCH), lambda c: download(c, pins), WANTED, label="Hi-ToM")
 
 
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
     """The items the `prompt` setting asks for, scored against the `gold` setting's key, after the checks of §8."""
+    if not partial:
+        check_trees(folder, pins, "restore it, give --tom-set hitom.sha256={tree}=<sha256> for another revision, "
+                    + ADVICE)
     files = {t: {rel(*k): folder / t / f"{rel(*k)}.txt" for k in LAYOUT} for t in TREES}
-    for t in TREES if not partial else ():
-        check_tree(folder / t, {f"{n}.txt": p for n, p in files[t].items()}, pins[t],
-                   f"restore it, give --tom-set hitom.sha256={t}=<sha256> for another revision, " + ADVICE)
     present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in files.items()}
     data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
     samples, differ, seen = [], 0, dict[tuple[str, int], Chain]()
