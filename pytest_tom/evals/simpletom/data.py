@@ -11,8 +11,7 @@ so nothing here is ever keyed or deduplicated by text: only by id.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -376,11 +375,3 @@ def to_sample(row: StoryRow, q: Question, ms: Question | None) -> SimpleToMSampl
         source=f"simpletom/{q.config}/{FILE} line {q.line}",
     )
 
-
-def counts(items: Sequence[SimpleToMSample]) -> dict[str, Counter[str]]:
-    """Questions per question type, scenario and severity (for checks and the README)."""
-    return {
-        "question_type": Counter(s.extra.question_type for s in items),
-        "scenario": Counter(s.extra.scenario for s in items),
-        "severity": Counter(s.facets["severity"] for s in items),
-    }

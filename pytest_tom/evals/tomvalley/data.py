@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,7 +284,3 @@ def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValle
         characters=speakers, facets=facets, marks=tuple(marks), extra=extra, source=source,
     )
 
-
-def chance(samples: Sequence[ToMValleySample]) -> float:
-    """Expected accuracy of uniform guessing over `samples` (options differ per type: 5 to 24)."""
-    return sum(1 / len(s.choices) for s in samples) / len(samples) if samples else 0.0
