@@ -118,7 +118,7 @@ class StoryRow:
 
 @dataclass
 class Release:
-    """What one folder holds: stories and questions by id, and the rows read per config (None: file absent)."""
+    """What one folder holds: stories and questions by id, and the rows read per config (absent: no file)."""
 
     folder: Path
     stories: dict[str, StoryRow] = field(default_factory=dict)
@@ -231,12 +231,9 @@ def read_release(folder: Path) -> Release:
                                    f"{twin.line}: one story under two ids", path=story_path, record=f"line {line}",
                                    field="story")
             rel.stories[row.story_id] = row
-    else:
-        rel.rows[STORY_CONFIG] = None
     for config in QA_CONFIGS:
         path = path_of(folder, config)
         if not path.is_file():
-            rel.rows[config] = None
             continue
         recs = read_jsonl(path)
         rel.rows[config] = len(recs)

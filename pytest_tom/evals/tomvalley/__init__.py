@@ -7,10 +7,6 @@ whose requests are not items: under the official protocol every question of a co
 the same request (all questions in one prompt, answered as one JSON object), so the engine
 sends it once and 71 items read their answers from one reply. Its compositional check asks
 whether right answers to composite questions rest on right answers to their parts.
-
-The modules: `data` (records to samples), `release` (local layouts, pinned download),
-`prompts` (the official prompts), `scoring` (reading a context's JSON reply),
-`derived` (compositional statuses), `metrics` (the paper's tables).
 """
 
 from __future__ import annotations
