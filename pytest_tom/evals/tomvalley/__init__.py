@@ -96,9 +96,8 @@ class ToMValley(Benchmark[ToMValleyExtra]):
 
     def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
         """The four compositional statuses as rates over composite questions (`restoration_error<=0.15`)."""
-        deps = _derived.dependencies((r.sample_id, r.facets) for r in records)
         by_id = {r.sample_id: r for r in records}
-        got = _derived.statuses(deps, by_id)
+        got = _derived.record_statuses(records)
         ids = tuple(got)
         clusters = tuple(self.cluster(by_id[i].facets, i) for i in ids)
         return [MetricData(status, ids, tuple(1.0 if got[i] == status else 0.0 for i in ids), clusters,

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
-from pytest_tom.evals.tomvalley.derived import STATUSES, dependencies, statuses
+from pytest_tom.evals.tomvalley.derived import STATUSES, record_statuses
 from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import tally
 from pytest_tom.record import Outcome, Record
@@ -70,8 +70,7 @@ def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[st
         chance[sub] = sum(1 / r.details["options"] for r in rs) / len(rs) if rs else None
     spans = {k: _acc(v) for k, v in sorted(_by([r for r in records if r.facets.get("subtype") in
                                                  ("transformation1", "transformation2")], "span").items())}
-    deps = dependencies((r.sample_id, r.facets) for r in records)
-    got = statuses(deps, {r.sample_id: r for r in records})
+    got = record_statuses(records)
     subtype_of = {r.sample_id: r.facets.get("subtype", "") for r in records}
     by_kind: dict[str, Counter[str]] = defaultdict(Counter)
     for cid, st in got.items():
