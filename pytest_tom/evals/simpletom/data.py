@@ -359,16 +359,10 @@ def to_sample(row: StoryRow, q: Question, ms: Question | None) -> SimpleToMSampl
     sev = severity_mark(row.severity)
     person = row.person_x if row.person_x and row.person_x in q.story else ""
     return Sample(
-        benchmark=BENCHMARK,
-        id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}",
-        context=Story(q.story),
-        question=q.question,
-        choices=q.choices,
-        gold=q.gold,
-        characters=(person,) if person else (),
+        benchmark=BENCHMARK, id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}", context=Story(q.story),
+        question=q.question, choices=q.choices, gold=q.gold, characters=(person,) if person else (),
         facets={"question_type": q.question_type, "scenario": row.scenario, "severity": sev, "story": row.story_id},
-        marks=(BENCHMARK, q.question_type, row.scenario, sev),
-        extra=extra,
+        marks=(BENCHMARK, q.question_type, row.scenario, sev), extra=extra,
         source=f"simpletom/{q.config}/{FILE} line {q.line}",
     )
 

@@ -193,10 +193,7 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
             f"simpletom: persona={persona} and intervention={intervention} both replace the system prompt; "
             "choose one"
         )
-    try:
-        tokens = int(settings.get("max_new_tokens", 0))
-    except (TypeError, ValueError) as exc:
-        raise TomConfigError(f"simpletom setting max_new_tokens={settings.get('max_new_tokens')!r}: expected int") from exc
+    tokens = int(OPTIONS[3].convert("simpletom", settings.get("max_new_tokens", 0)))
     if tokens < 0:
         raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
     stop = OPTIONS[-1].convert("simpletom", settings.get("stop_at_answer", True))
