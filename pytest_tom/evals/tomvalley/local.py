@@ -69,12 +69,8 @@ def _add(found: dict[int, Found], ctx: Found) -> None:
 
 
 def _folders(folder: Path) -> list[tuple[int, Path]]:
-    out = []
-    for p in folder.rglob("trial*"):
-        n = trial_number(p.name)
-        if n is not None and p.is_dir():
-            out.append((n, p))
-    return sorted(out, key=lambda t: (t[0], str(t[1])))
+    found = ((trial_number(p.name), p) for p in folder.rglob("trial*") if p.is_dir())
+    return sorted(((n, p) for n, p in found if n is not None), key=lambda t: (t[0], str(t[1])))
 
 
 def _from_folder(n: int, trial: Path) -> Found:

@@ -21,7 +21,7 @@ from typing import Any
 from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
 from pytest_tom.evals.tomvalley.derived import STATUSES, record_statuses
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import tally
+from pytest_tom.metrics import group_by, tally
 from pytest_tom.record import Outcome, Record
 
 CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
@@ -51,11 +51,8 @@ def _acc(records: Sequence[Record]) -> dict[str, Any]:
 
 
 def _by(records: Sequence[Record], facet: str) -> dict[str, list[Record]]:
-    out: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        if r.facets.get(facet):
-            out[r.facets[facet]].append(r)
-    return out
+    """`group_by` without the records that lack the facet (a transformation has no scenario)."""
+    return {k: v for k, v in group_by(records, facet).items() if k}
 
 
 def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[str, Any]:
