@@ -123,12 +123,7 @@ def chain_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
 
 def letter_counts(records: Sequence[Record]) -> tuple[Counter[str], Counter[str]]:
     """(answers, golds) by letter; answers the parser could not read count as "unparseable"."""
-    answers: Counter[str] = Counter()
-    golds: Counter[str] = Counter()
-    for r in records:
-        answers[str(r.parsed) if _readable(r) else "unparseable"] += 1
-        golds[str(r.gold)] += 1
-    return answers, golds
+    return Counter(str(r.parsed) if _readable(r) else "unparseable" for r in records), Counter(str(r.gold) for r in records)
 
 
 def top_letter(answers: Mapping[str, int]) -> tuple[int, str]:
