@@ -21,7 +21,7 @@ from typing import Any
 from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
 from pytest_tom.evals.tomvalley.derived import STATUSES, record_statuses
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import group_by, tally
+from pytest_tom.metrics import group_by, mean, tally
 from pytest_tom.record import Outcome, Record
 
 CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
@@ -61,10 +61,8 @@ def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[st
     by_item, by_qtype, by_sub = _by(records, "item"), _by(records, "question_type"), _by(records, "subtype")
     cells = {f"{item}.{qtype}": _acc([r for r in by_item.get(item, []) if r.facets.get("question_type") == qtype])
              for item, qtype in CELLS}
-    chance = {}
-    for sub in SUBTYPES:
-        rs = [r for r in scored if r.facets.get("subtype") == sub and r.details.get("options")]
-        chance[sub] = sum(1 / r.details["options"] for r in rs) / len(rs) if rs else None
+    chance = {sub: mean(1 / r.details["options"] for r in scored if r.facets.get("subtype") == sub
+                        and r.details.get("options")) for sub in SUBTYPES}
     spans = {k: _acc(v) for k, v in sorted(_by([r for r in records if r.facets.get("subtype") in
                                                  ("transformation1", "transformation2")], "span").items())}
     got = record_statuses(records)
