@@ -1,9 +1,10 @@
-"""Shared choice readers (`pytest_tom.scoring.choice`) and the majority vote (`pytest_tom.scoring.vote`)."""
+"""Shared choice readers (`pytest_tom.scoring.choice`) and the majority vote (`pytest_tom.scoring`)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pytest_tom.scoring import majority
 from pytest_tom.scoring.choice import (
     EXTRACTION_MODES,
     bracketed_label,
@@ -11,7 +12,6 @@ from pytest_tom.scoring.choice import (
     letter_official_correct,
     letters_picked,
 )
-from pytest_tom.scoring.vote import majority
 
 
 class TestBracketedOfficial:

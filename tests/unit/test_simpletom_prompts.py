@@ -138,7 +138,7 @@ def test_each_intervention_changes_the_behavior_and_judgment_messages(interventi
     assert config.reminder is (intervention in ("reminder", "cot_tom_reminder"))
 
 
-@pytest.mark.parametrize("intervention", list(prompts.INTERVENTIONS))
+@pytest.mark.parametrize("intervention", list(prompts.PAPER_NAMES))
 def test_mental_state_questions_are_always_asked_as_in_the_baseline(intervention: str) -> None:
     """The paper never re-ran them under an intervention: one request serves every condition (and the reminder)."""
     base = build_request(STORY, MS_Q, MS_CHOICES, cfg(), "mental_state")
@@ -168,9 +168,9 @@ def test_decoding_is_temperature_zero_with_the_reference_budgets() -> None:
 
 
 def test_every_setting_changes_the_cache_key_of_what_it_changes() -> None:
-    keys = {build_request(STORY, B_Q, B_CHOICES, cfg(intervention=i), "behavior").key for i in prompts.INTERVENTIONS}
+    keys = {build_request(STORY, B_Q, B_CHOICES, cfg(intervention=i), "behavior").key for i in prompts.PAPER_NAMES}
     # none and reminder differ only by the reminder block, which the caller passes: without it they are one request.
-    assert len(keys) == len(prompts.INTERVENTIONS) - 2
+    assert len(keys) == len(prompts.PAPER_NAMES) - 2
     personas = {build_request(STORY, B_Q, B_CHOICES, cfg(persona=p), "behavior").key for p in ("none", *PERSONAS)}
     assert len(personas) == 1 + len(PERSONAS)
     layouts = {build_request(STORY, B_Q, B_CHOICES, cfg(layout=v), "behavior").key for v in ("paper", "reference")}

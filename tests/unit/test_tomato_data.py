@@ -16,6 +16,7 @@ from pytest_tom.evals import Registry
 from pytest_tom.evals.tomato import ToMATO
 from pytest_tom.evals.tomato import release as rel
 from pytest_tom.evals.tomato.data import TABLE8, parse_big_five, pattern, read_file
+from pytest_tom.fetch import sha256_file
 from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -142,7 +143,7 @@ def test_local_copy_must_be_whole_unless_partial(tmp_path: Path) -> None:
 
 
 def test_custom_sha256_checks_a_local_copy_instead_of_counts(tmp_path: Path) -> None:
-    got = rel.sha256_file(DATASET / "tomato_first.json")
+    got = sha256_file(DATASET / "tomato_first.json")
     assert len(load("first", partial=False, sha256=f"tomato_first.json={got}")) == 10
     with pytest.raises(TomDataError, match="not the 0000"):
         load("first", partial=False, sha256=f"tomato_first.json={'0' * 64}")
@@ -187,7 +188,7 @@ def test_a_local_file_edited_in_place_fails_its_pinned_checksum_unless_partial_o
     path = root / "tomato" / "dataset" / "tomato_fb.json"
     path.write_bytes((DATASET / "tomato_fb.json").read_bytes())
     _as_pinned(monkeypatch, "fb")
-    monkeypatch.setitem(rel.OFFICIAL_SHA256, "tomato_fb.json", rel.sha256_file(path))  # type: ignore[index]
+    monkeypatch.setitem(rel.OFFICIAL_SHA256, "tomato_fb.json", sha256_file(path))  # type: ignore[index]
     assert len(load("fb", root=root, partial=False)) == 6
     recs = json.loads(path.read_text())
     recs[0]["a_idx"], recs[0]["a_str"] = (recs[0]["a_idx"] + 1) % 4, recs[0][f"a{(recs[0]['a_idx'] + 1) % 4}"]
@@ -196,7 +197,7 @@ def test_a_local_file_edited_in_place_fails_its_pinned_checksum_unless_partial_o
                                            r"tomato release.*--tom-set tomato.partial=true"):
         load("fb", root=root, partial=False)
     assert len(load("fb", root=root, partial=True)) == 6
-    assert len(load("fb", root=root, partial=False, sha256=f"tomato_fb.json={rel.sha256_file(path)}")) == 6
+    assert len(load("fb", root=root, partial=False, sha256=f"tomato_fb.json={sha256_file(path)}")) == 6
 
 
 def test_a_local_file_without_a_sha256_pin_is_checked_by_its_git_blob_id(

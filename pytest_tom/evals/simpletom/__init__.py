@@ -6,10 +6,6 @@ reasonable (judgment). Models answer the first well and the other two badly; her
 a pytest assertion per story (`chain`: mental state => behavior => judgment), next to the
 paper's prompts and interventions (`prompts`, `scoring`), its metrics and the spec's
 arithmetic self-checks (`metrics`), and a flag for constant answerers (`letter_balance`).
-
-The modules: `data` (records to samples), `release` (local copy, download, completeness),
-`prompts` (what the model is shown), `scoring` (answers to records, the reminder stage),
-`derived` (chains, letter balance), `metrics` (the paper's tables).
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ so nothing here is ever keyed or deduplicated by text: only by id.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +118,7 @@ class StoryRow:
 
 @dataclass
 class Release:
-    """What one folder holds: stories and questions by id, and the rows read per config (None: file absent)."""
+    """What one folder holds: stories and questions by id, and the rows read per config (absent: no file)."""
 
     folder: Path
     stories: dict[str, StoryRow] = field(default_factory=dict)
@@ -232,12 +231,9 @@ def read_release(folder: Path) -> Release:
                                    f"{twin.line}: one story under two ids", path=story_path, record=f"line {line}",
                                    field="story")
             rel.stories[row.story_id] = row
-    else:
-        rel.rows[STORY_CONFIG] = None
     for config in QA_CONFIGS:
         path = path_of(folder, config)
         if not path.is_file():
-            rel.rows[config] = None
             continue
         recs = read_jsonl(path)
         rel.rows[config] = len(recs)
@@ -363,24 +359,10 @@ def to_sample(row: StoryRow, q: Question, ms: Question | None) -> SimpleToMSampl
     sev = severity_mark(row.severity)
     person = row.person_x if row.person_x and row.person_x in q.story else ""
     return Sample(
-        benchmark=BENCHMARK,
-        id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}",
-        context=Story(q.story),
-        question=q.question,
-        choices=q.choices,
-        gold=q.gold,
-        characters=(person,) if person else (),
+        benchmark=BENCHMARK, id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}", context=Story(q.story),
+        question=q.question, choices=q.choices, gold=q.gold, characters=(person,) if person else (),
         facets={"question_type": q.question_type, "scenario": row.scenario, "severity": sev, "story": row.story_id},
-        marks=(BENCHMARK, q.question_type, row.scenario, sev),
-        extra=extra,
+        marks=(BENCHMARK, q.question_type, row.scenario, sev), extra=extra,
         source=f"simpletom/{q.config}/{FILE} line {q.line}",
     )
 
-
-def counts(items: Sequence[SimpleToMSample]) -> dict[str, Counter[str]]:
-    """Questions per question type, scenario and severity (for checks and the README)."""
-    return {
-        "question_type": Counter(s.extra.question_type for s in items),
-        "scenario": Counter(s.extra.scenario for s in items),
-        "severity": Counter(s.facets["severity"] for s in items),
-    }

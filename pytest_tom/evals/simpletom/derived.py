@@ -74,16 +74,16 @@ def balance_checks(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMAR
     return out
 
 
-def _answer(r: Record, options: Sequence[str] | None) -> str:
-    if r.outcome is Outcome.UNPARSEABLE or not isinstance(r.parsed, str) or not r.parsed:
+def _readable(r: Record) -> bool:
+    return r.outcome is not Outcome.UNPARSEABLE and isinstance(r.parsed, str) and bool(r.parsed)
+
+
+def _answer(r: Record, options: Sequence[str] | None = None) -> str:
+    """"(A)" and its option text when `options` are given, or "unparseable"."""
+    if not _readable(r):
         return "unparseable"
     text = _option(r.parsed, options)
     return f"({r.parsed})" + (f' "{text}"' if text else "")
-
-
-def _letter(r: Record) -> str:
-    readable = r.outcome is not Outcome.UNPARSEABLE and isinstance(r.parsed, str) and r.parsed
-    return f"({r.parsed})" if readable else "unparseable"
 
 
 def _option(label: str, options: Sequence[str] | None) -> str:
@@ -110,7 +110,7 @@ def chain_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
         "fail_judgment": "the model inferred the mental state and predicted the behavior, but judged it unreasonable",
     }[where]
     short = ", ".join(
-        f"{TYPE_NAMES[t]} {_letter(r)} " + ("ok" if good else f"WRONG (gold {r.gold})")
+        f"{TYPE_NAMES[t]} {_answer(r)} " + ("ok" if good else f"WRONG (gold {r.gold})")
         for t, r, good in zip(QUESTION_TYPES, members, ok, strict=True))
     lines = [f"SimpleToM chain {derived.id} broken at {where}: {short}",
              f"  {why} ({f.get('scenario', '')}, {f.get('severity', '')})"]
@@ -123,13 +123,12 @@ def chain_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
 
 def letter_counts(records: Sequence[Record]) -> tuple[Counter[str], Counter[str]]:
     """(answers, golds) by letter; answers the parser could not read count as "unparseable"."""
-    answers: Counter[str] = Counter()
-    golds: Counter[str] = Counter()
-    for r in records:
-        readable = r.outcome is not Outcome.UNPARSEABLE and isinstance(r.parsed, str) and r.parsed
-        answers[str(r.parsed) if readable else "unparseable"] += 1
-        golds[str(r.gold)] += 1
-    return answers, golds
+    return Counter(str(r.parsed) if _readable(r) else "unparseable" for r in records), Counter(str(r.gold) for r in records)
+
+
+def top_letter(answers: Mapping[str, int]) -> tuple[int, str]:
+    """(count, letter) of the most answered readable letter; (0, "") when none was readable."""
+    return max(((c, k) for k, c in answers.items() if k != "unparseable"), default=(0, ""))
 
 
 def balance_text(counter: Mapping[str, int], n: int) -> str:
@@ -142,8 +141,7 @@ def balance_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     threshold = float(derived.params.get("threshold", SAME_LETTER_THRESHOLD))
     n = len(members)
     answers, golds = letter_counts(members)
-    letters = [(c, k) for k, c in answers.items() if k != "unparseable"]
-    count, top = max(letters) if letters else (0, "")
+    count, top = top_letter(answers)
     share = count / n if n else 0.0
     gold_share = golds.get(top, 0) / n if n else 0.0
     details = {"answers": dict(answers), "golds": dict(golds), "top_letter": top, "top_share": share,

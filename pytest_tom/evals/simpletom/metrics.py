@@ -19,9 +19,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.evals.simpletom.data import QUESTION_TYPES, SCENARIOS
-from pytest_tom.evals.simpletom.derived import BUCKETS, MIN_BALANCE_ANSWERS, SAME_LETTER_THRESHOLD, bucket, letter_counts
+from pytest_tom.evals.simpletom.derived import (
+    BUCKETS,
+    MIN_BALANCE_ANSWERS,
+    SAME_LETTER_THRESHOLD,
+    bucket,
+    letter_counts,
+    top_letter,
+)
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import mean, tally
+from pytest_tom.metrics import group_by, mean, tally
 from pytest_tom.record import Outcome, Record
 
 _TYPES = "simpletom (% of the type's questions right, Wilson 95% interval; unparseable counts as wrong)"
@@ -63,9 +70,7 @@ def _rate(k: int, n: int) -> float | None:
 
 
 def _types(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
-    by_type: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        by_type[r.facets.get("question_type", "")].append(r)
+    by_type = group_by(records, "question_type")
     return {t: tally(by_type[t]).to_dict() for t in QUESTION_TYPES if by_type.get(t)}
 
 
@@ -134,8 +139,7 @@ def balance(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
         if not rs:
             continue
         answers, golds = letter_counts(rs)
-        letters = [(v, k) for k, v in answers.items() if k != "unparseable"]
-        count, top = max(letters) if letters else (0, "")
+        count, top = top_letter(answers)
         share = count / len(rs)
         gold_share = golds.get(top, 0) / len(rs)
         by_gold = {g: tally(r for r in rs if r.gold == g).accuracy for g in sorted(golds)}
@@ -150,9 +154,7 @@ def balance(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
 
 
 def _group(records: Sequence[Record], facet: str, order: Sequence[str]) -> dict[str, dict[str, Any]]:
-    groups: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        groups[r.facets.get(facet, "")].append(r)
+    groups = group_by(records, facet)
     keys = [k for k in order if k in groups] + sorted(k for k in groups if k not in order)
     out = {}
     for k in keys:

@@ -79,21 +79,11 @@ REF_COT = COT.removesuffix("(A) or (B)")
 REF_COT_STAR = COT_STAR.removesuffix("(A) or (B)")
 REF_LABELS = '"(A)" or "(B)"'
 
-INTERVENTIONS: Mapping[str, str] = {
-    "none": "the paper's baseline prompt",
-    "reminder": "mental-state reminder: the model's own answer to the story's mental-state question precedes the "
-                "question (MS remind)",
-    "system_generic": "system prompt SysP",
-    "system_tom": "ToM-oriented system prompt SysP*",
-    "cot": "generic chain of thought (CoT)",
-    "cot_tom": "ToM-oriented chain of thought (CoT*)",
-    "cot_tom_reminder": "CoT* with the mental-state reminder (CoT*+MS remind)",
-}
 PAPER_NAMES: Mapping[str, str] = {
     "none": "baseline", "reminder": "MS remind", "system_generic": "SysP", "system_tom": "SysP*", "cot": "CoT",
     "cot_tom": "CoT*", "cot_tom_reminder": "CoT*+MS remind",
 }
-"""Each intervention's name in the paper's tables."""
+"""Each intervention (the `intervention` setting's values) and its name in the paper's tables."""
 SYSTEM_INTERVENTIONS: Mapping[str, str] = {"system_generic": SYSP, "system_tom": SYSP_STAR}
 COT_INTERVENTIONS: Mapping[str, str] = {"cot": "cot", "cot_tom": "cot_tom", "cot_tom_reminder": "cot_tom"}
 REMINDER_INTERVENTIONS = ("reminder", "cot_tom_reminder")
@@ -106,7 +96,7 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
         "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's own "
         "mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
         "cot_tom_reminder (CoT*+MS remind).",
-        choices=tuple(INTERVENTIONS),
+        choices=tuple(PAPER_NAMES),
     ),
     BenchmarkOption(
         "persona", "none",
@@ -171,32 +161,24 @@ class PromptConfig:
         return COT_TOKENS if self.cot(question_type) else DIRECT_TOKENS
 
 
-def _one(settings: Mapping[str, Any], name: str, default: str) -> str:
-    value = settings.get(name, default)
+def _one(settings: Mapping[str, Any], option: BenchmarkOption) -> str:
+    value = settings.get(option.name, option.default)
     text = ",".join(value) if isinstance(value, (list, tuple)) else str(value)
     if "," in text:
-        raise TomConfigError(f"simpletom setting {name}={text!r}: one value per run (run the conditions separately)")
+        raise TomConfigError(f"simpletom setting {option.name}={text!r}: one value per run (run the conditions "
+                             "separately)")
+    if text not in option.choices:
+        raise TomConfigError(f"simpletom setting {option.name}={text!r}: expected one of {', '.join(option.choices)}")
     return text
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     """The typed prompt settings of a benchmark's settings; a combination the paper cannot mean is refused."""
-    intervention = _one(settings, "intervention", "none")
-    persona = _one(settings, "persona", "none")
-    layout = _one(settings, "layout", "paper")
-    for name, value, known in (("intervention", intervention, tuple(INTERVENTIONS)),
-                               ("persona", persona, ("none", *PERSONAS)), ("layout", layout, ("paper", "reference"))):
-        if value not in known:
-            raise TomConfigError(f"simpletom setting {name}={value!r}: expected one of {', '.join(known)}")
+    intervention, persona, layout = (_one(settings, option) for option in OPTIONS[:3])
     if persona != "none" and intervention in SYSTEM_INTERVENTIONS:
-        raise TomConfigError(
-            f"simpletom: persona={persona} and intervention={intervention} both replace the system prompt; "
-            "choose one"
-        )
-    try:
-        tokens = int(settings.get("max_new_tokens", 0))
-    except (TypeError, ValueError) as exc:
-        raise TomConfigError(f"simpletom setting max_new_tokens={settings.get('max_new_tokens')!r}: expected int") from exc
+        raise TomConfigError(f"simpletom: persona={persona} and intervention={intervention} both replace the system "
+                             "prompt; choose one")
+    tokens = int(OPTIONS[3].convert("simpletom", settings.get("max_new_tokens", 0)))
     if tokens < 0:
         raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
     stop = OPTIONS[-1].convert("simpletom", settings.get("stop_at_answer", True))

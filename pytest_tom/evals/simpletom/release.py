@@ -65,11 +65,7 @@ def release(source_url: str, pins: Mapping[str, str] | None, *, limits: Limits |
 
 
 def download(base_url: str, dest: Path, pins: Mapping[str, str] | None, *, limits: Limits | None = None) -> None:
-    """Fetch the four configs into `dest`, check them, and record their sha256s in a manifest.
-
-    The manifest is written last, and only for a copy that passed the checks, so an
-    interrupted or rejected download is never used.
-    """
+    """Fetch the four configs into `dest`, check them, then record their sha256s: a rejected copy is never used."""
     base = base_url.rstrip("/") + "/"
     (dest / MANIFEST).unlink(missing_ok=True)
     digests = fetch_files(base, dest, {f"{c}/{FILE}": pins[c] if pins else None for c in CONFIGS}, limits=limits)
@@ -98,11 +94,9 @@ def check_manifest(folder: Path, pins: Mapping[str, str] | None) -> None:
 
 
 def load(folder: Path, pins: Mapping[str, str] | None, *, verified: bool, partial: bool) -> list[SimpleToMSample]:
-    """Every sample of the copy in `folder`, after checking that it is whole (unless `partial` or `verified`).
+    """Every sample of the copy in `folder`; a local copy (not `partial`) must be whole and match custom pins.
 
-    Malformed records are reported first (file, line, field); then a local copy must hold every
-    config with the pinned row counts and three questions per story, or, with custom checksums,
-    match them.
+    Malformed records are reported first (file, line, field), then missing configs and rows.
     """
     rel = read_release(folder)
     if not verified and not partial:

@@ -103,13 +103,8 @@ def reminder_from(sample: SimpleToMSample, text: str | None) -> tuple[Reminder, 
     labels = [c.label for c in x.ms_choices]
     readable = letter in labels
     shown = f"({letter})" if readable else raw.strip()
-    info: dict[str, Any] = {
-        "question": x.ms_question,
-        "response": raw,
-        "parsed": letter if readable else None,
-        "shown": shown,
-        "correct": readable and letter == x.ms_gold,
-    }
+    info: dict[str, Any] = {"question": x.ms_question, "response": raw, "parsed": letter if readable else None,
+                            "shown": shown, "correct": readable and letter == x.ms_gold}
     return Reminder(question=x.ms_question, choices=x.ms_choices, answer=shown), info
 
 
@@ -145,27 +140,14 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
         outcome, parsed = Outcome.UNPARSEABLE, None
     else:
         outcome, parsed = (Outcome.CORRECT if letter == sample.gold_label else Outcome.INCORRECT), letter
-    details: dict[str, Any] = {
-        "story": x.story_id,
-        "question_type": x.question_type,
-        "intervention": applied(config, x.question_type),
-        "persona": config.persona,
-        "layout": config.layout,
-        "cot": cot,
-        "read": letter,
-    }
+    details: dict[str, Any] = {"story": x.story_id, "question_type": x.question_type,
+                               "intervention": applied(config, x.question_type), "persona": config.persona,
+                               "layout": config.layout, "cot": cot, "read": letter}
     if reminder is not None:
         details["reminder"] = dict(reminder)
     return Record(
-        benchmark=sample.benchmark,
-        sample_id=sample.id,
-        outcome=outcome,
-        facets=dict(sample.facets),
-        parsed=parsed,
-        gold=sample.gold,
-        responses=(text,),
-        parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0,
-        details=details,
+        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=parsed,
+        gold=sample.gold, responses=(text,), parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0, details=details,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder),
     )
 

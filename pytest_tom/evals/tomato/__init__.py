@@ -8,10 +8,6 @@ question is a pytest item with marks for its mental state, order, false belief a
 speaker's five factor levels; the paper's prompt and first-match extraction decide it; the
 metrics follow Tables 3, 5, 10 and 11 (mean and std over sampled runs); and two aggregate
 assertions ask whether false beliefs and personality cost the model accuracy.
-
-The modules: `data` (records to samples), `release` (local copy, download, completeness),
-`prompts` (what the model is shown), `scoring` (answers to records), `derived` (the gap
-checks), `metrics` (the paper's tables).
 """
 
 from __future__ import annotations

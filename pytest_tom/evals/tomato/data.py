@@ -67,9 +67,6 @@ TABLE8: Mapping[str, Mapping[str, int]] = {
 }
 """Questions per mental state (paper Table 8): 2,676 first-order, 2,725 second-order, 806 false-belief (of the second)."""
 
-FIELDS = ("a0", "a1", "a2", "a3", "a_idx", "a_str", "big_five", "conversation", "false_belief", "mental_state",
-          "order", "q", "q_id", "sotopia_agents", "sotopia_environment", "u_id")
-
 
 @dataclass(frozen=True, slots=True)
 class ToMATOExtra:
@@ -240,10 +237,6 @@ def counts(samples: Sequence[ToMATOSample]) -> dict[str, dict[str, int]]:
 def expected_counts(subset: str) -> dict[str, dict[str, int]]:
     """Table 8's counts as the file of `subset` holds them (tomato_fb.json has no non-FB second-order questions)."""
     zero = dict.fromkeys(MENTAL_STATES, 0)
-    if subset == "all":
-        return {row: dict(v) for row, v in TABLE8.items()}
-    if subset == "first":
-        return {"first": dict(TABLE8["first"]), "second": dict(zero), "fb": dict(zero)}
-    if subset == "second":
-        return {"first": dict(zero), "second": dict(TABLE8["second"]), "fb": dict(TABLE8["fb"])}
-    return {"first": dict(zero), "second": dict(TABLE8["fb"]), "fb": dict(TABLE8["fb"])}
+    second = {"all": TABLE8["second"], "first": zero, "second": TABLE8["second"]}.get(subset, TABLE8["fb"])
+    return {"first": dict(TABLE8["first"] if subset in ("all", "first") else zero), "second": dict(second),
+            "fb": dict(zero if subset == "first" else TABLE8["fb"])}

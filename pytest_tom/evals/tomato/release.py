@@ -29,7 +29,7 @@ from pytest_tom.evals.tomato.data import (
     expected_counts,
     read_file,
 )
-from pytest_tom.fetch import MANIFEST, REFETCH, Limits, fetch_files, read_manifest, sha256_file, write_manifest
+from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
 from pytest_tom.framework.release import Release
@@ -52,11 +52,7 @@ def git_blob_id(path: Path) -> str:
 
 def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, str],
            *, limits: Limits | None = None) -> tuple[Path, bool]:
-    """The path of the subset's file, and whether it is a verified download.
-
-    A local copy comes first (checked by `load`), then the download cache (re-checked here
-    against its manifest), then a fresh download when allowed.
-    """
+    """The path of the subset's file, and whether it is a verified download (the framework's `Release` order)."""
     name = SUBSETS[subset]
     local = (f"tomato/{FOLDER}", "tomato", FOLDER, "")
     roots = [source.root / sub if sub else source.root for sub in local] if source.root is not None else []
@@ -79,10 +75,7 @@ def manifest_path(target: Path) -> Path:
 
 
 def download(source_url: str, target: Path, pins: Mapping[str, str], *, limits: Limits | None = None) -> None:
-    """Fetch one release file, check it against its git blob id (and sha256 where pinned), record its sha256.
-
-    The manifest is written last, so an interrupted or rejected download is never used.
-    """
+    """Fetch one file, check its git blob id (or pinned sha256), then record its sha256: a rejected one is never used."""
     url = source_url.rstrip("/") + "/" + target.name
     target.parent.mkdir(parents=True, exist_ok=True)
     manifest_path(target).unlink(missing_ok=True)
@@ -102,19 +95,14 @@ def check_manifest(target: Path, pins: Mapping[str, str]) -> None:
     want = pins.get(target.name)
     if want is not None and recorded != want:
         raise TomDataError(f"this downloaded copy was not checked against the sha256 {want}; {REFETCH}", path=target)
-    got = sha256_file(target)
-    if got != recorded:
-        raise TomDataError(f"this downloaded copy no longer matches the sha256 recorded when it was verified "
-                           f"({recorded}, now {got}): it was damaged or edited after the download; {REFETCH}",
-                           path=target)
+    check_recorded(target.parent, {target.name: recorded})
 
 
 def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, partial: bool) -> list[ToMATOSample]:
-    """Every question of the file at `path`, after checking it is the whole pinned file (unless partial or verified).
+    """Every question of the file at `path`; a local copy (not `partial`) must be the whole pinned file.
 
-    Malformed records are reported first (file, record, field); then the records must belong
-    to the subset; then a local copy must hold Table 8's count for every mental state and
-    order and have its pinned checksum, or match a sha256 given for it.
+    Malformed records are reported first, then records outside the subset, then Table 8's
+    counts and the pinned checksum (or the sha256 given for it).
     """
     samples = read_file(path)
     check_subset(samples, subset, path)

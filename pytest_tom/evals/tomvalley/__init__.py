@@ -7,10 +7,6 @@ whose requests are not items: under the official protocol every question of a co
 the same request (all questions in one prompt, answered as one JSON object), so the engine
 sends it once and 71 items read their answers from one reply. Its compositional check asks
 whether right answers to composite questions rest on right answers to their parts.
-
-The modules: `data` (records to samples), `release` (local layouts, pinned download),
-`prompts` (the official prompts), `scoring` (reading a context's JSON reply),
-`derived` (compositional statuses), `metrics` (the paper's tables).
 """
 
 from __future__ import annotations
@@ -100,9 +96,8 @@ class ToMValley(Benchmark[ToMValleyExtra]):
 
     def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
         """The four compositional statuses as rates over composite questions (`restoration_error<=0.15`)."""
-        deps = _derived.dependencies((r.sample_id, r.facets) for r in records)
         by_id = {r.sample_id: r for r in records}
-        got = _derived.statuses(deps, by_id)
+        got = _derived.record_statuses(records)
         ids = tuple(got)
         clusters = tuple(self.cluster(by_id[i].facets, i) for i in ids)
         return [MetricData(status, ids, tuple(1.0 if got[i] == status else 0.0 for i in ids), clusters,

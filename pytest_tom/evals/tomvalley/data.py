@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,24 +149,20 @@ def classify(qid: str, n: int, where: str) -> tuple[str, str, int, str]:
     if not m:
         raise TomDataError(f"{where}: question id {qid!r} is not one of the official families ({', '.join(FAMILY)})")
     subtype, k = FAMILY[m.group(1)], int(m.group(2)) - 1
+    size, what = {"understanding": (4 * n, f"understanding questions of {n} scenarios"),
+                  "influence": (3 * n, f"influence questions of {n} scenarios"),
+                  "transformation3": (4, "transformation-3 questions")}.get(
+        subtype, (4 * (n - 1), f"{subtype} questions of {n} scenarios"))
+    if k >= size:
+        raise TomDataError(f"{where}: {qid} is beyond the {size} {what}")
     if subtype == "understanding":
-        block, s, size = divmod(k, n)[0], k % n + 1, 4 * n
-        if k >= size:
-            raise TomDataError(f"{where}: {qid} is beyond the {size} understanding questions of {n} scenarios")
-        return subtype, ITEMS[block], s, ""
+        return subtype, ITEMS[k // n], k % n + 1, ""
     if subtype == "influence":
-        if k >= 3 * n:
-            raise TomDataError(f"{where}: {qid} is beyond the {3 * n} influence questions of {n} scenarios")
         start, target = RELATIONS[k // n]
         return subtype, RELATION_ITEM[start], k % n + 1, f"{start}->{target}"
     if subtype == "transformation3":
-        if k >= 4:
-            raise TomDataError(f"{where}: {qid} is beyond the 4 transformation-3 questions")
         return subtype, ITEMS[k], 0, ""
-    spans = n - 1
-    if k >= 4 * spans:
-        raise TomDataError(f"{where}: {qid} is beyond the {4 * spans} {subtype} questions of {n} scenarios")
-    return subtype, ITEMS[k // spans], k % spans + 1, ""
+    return subtype, ITEMS[k // (n - 1)], k % (n - 1) + 1, ""
 
 
 def _text(value: Any, where: str) -> str:
@@ -284,7 +280,3 @@ def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValle
         characters=speakers, facets=facets, marks=tuple(marks), extra=extra, source=source,
     )
 
-
-def chance(samples: Sequence[ToMValleySample]) -> float:
-    """Expected accuracy of uniform guessing over `samples` (options differ per type: 5 to 24)."""
-    return sum(1 / len(s.choices) for s in samples) / len(samples) if samples else 0.0

@@ -71,6 +71,11 @@ def statuses(deps: Mapping[str, Sequence[str]], records: Mapping[str, Record]) -
     return out
 
 
+def record_statuses(records: Sequence[Record]) -> dict[str, str]:
+    """`statuses` of a suite's records, the dependencies read from their facets."""
+    return statuses(dependencies((r.sample_id, r.facets) for r in records), {r.sample_id: r for r in records})
+
+
 def compositions(samples: Sequence[ToMValleySample], benchmark: str = BENCHMARK) -> list[Derived]:
     """One `composition` item per context that has composite questions with their dependencies."""
     deps = dependencies((s.id, s.facets) for s in samples)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.fetch import MANIFEST
-from pytest_tom.framework.checks import loads, read_text
+from pytest_tom.framework.checks import loads, read_json, read_text
 
 FILES = ("story.json", "question_new.json")
 RECORD_KEYS = ("stage", "question")
@@ -39,18 +40,6 @@ def trial_number(name: str) -> int | None:
     """N of `trial<N>` (leading zeros allowed: `trial077` is context 77); None for any other name."""
     m = _TRIAL.match(name)
     return int(m.group(1)) if m else None
-
-
-# -- JSON with every key once --------------------------------------------------------------------------------
-
-
-def read_release_json(path: Path, trial: str | None = None) -> Any:
-    """A release file's JSON through the shared reader, which refuses a key given twice in one object.
-
-    `trial` names the context of a `trial<N>/` file; in a single-file release the shared reader names
-    the top-level key (the context) on the way to the duplicate.
-    """
-    return loads(read_text(path), path, record=trial)
 
 
 # -- finding the contexts ------------------------------------------------------------------------------------
@@ -80,12 +69,8 @@ def _add(found: dict[int, Found], ctx: Found) -> None:
 
 
 def _folders(folder: Path) -> list[tuple[int, Path]]:
-    out = []
-    for p in folder.rglob("trial*"):
-        n = trial_number(p.name)
-        if n is not None and p.is_dir():
-            out.append((n, p))
-    return sorted(out, key=lambda t: (t[0], str(t[1])))
+    found = ((trial_number(p.name), p) for p in folder.rglob("trial*") if p.is_dir())
+    return sorted(((n, p) for n, p in found if n is not None), key=lambda t: (t[0], str(t[1])))
 
 
 def _from_folder(n: int, trial: Path) -> Found:
@@ -99,7 +84,7 @@ def _from_folder(n: int, trial: Path) -> Found:
             f"the questions as evaluated); the folder holds {', '.join(held) or 'nothing'}: without "
             f"{'them' if len(absent) > 1 else 'it'} the context would be dropped silently",
             path=trial)
-    story, questions = (read_release_json(p, trial.name) for p in paths)
+    story, questions = (loads(read_text(p), p, record=trial.name) for p in paths)  # a doubled key names the trial
     return Found(n, trial.name, {"stage": story, "question": questions}, str(trial))
 
 
@@ -136,7 +121,7 @@ def find_contexts(folder: Path) -> dict[int, Found]:
     for path in sorted(folder.glob("*.json")):
         if path.name == MANIFEST:
             continue
-        data = read_release_json(path)
+        data = read_json(path)  # a doubled key names the top-level key: the context
         if _is_release(data):
             for ctx in _from_file(path, data):
                 _add(found, ctx)
@@ -148,13 +133,8 @@ def find_contexts(folder: Path) -> dict[int, Found]:
 
 def _runs(numbers: Sequence[int]) -> list[str]:
     """`[77, 150, 151, 152]` -> `["trial77", "trial150-152"]`."""
-    spans: list[list[int]] = []
-    for n in sorted(numbers):
-        if spans and n == spans[-1][1] + 1:
-            spans[-1][1] = n
-        else:
-            spans.append([n, n])
-    return [f"trial{a}" if a == b else f"trial{a}-{b}" for a, b in spans]
+    spans = [[n for _, n in run] for _, run in groupby(enumerate(sorted(numbers)), lambda t: t[1] - t[0])]
+    return [f"trial{s[0]}" if len(s) == 1 else f"trial{s[0]}-{s[-1]}" for s in spans]
 
 
 def named(numbers: Sequence[int]) -> str:

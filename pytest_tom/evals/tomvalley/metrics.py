@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.evals.tomvalley.data import ITEMS, QTYPES, SUBTYPES
-from pytest_tom.evals.tomvalley.derived import STATUSES, dependencies, statuses
+from pytest_tom.evals.tomvalley.derived import STATUSES, record_statuses
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import tally
+from pytest_tom.metrics import group_by, mean, tally
 from pytest_tom.record import Outcome, Record
 
 CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
@@ -51,11 +51,8 @@ def _acc(records: Sequence[Record]) -> dict[str, Any]:
 
 
 def _by(records: Sequence[Record], facet: str) -> dict[str, list[Record]]:
-    out: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        if r.facets.get(facet):
-            out[r.facets[facet]].append(r)
-    return out
+    """`group_by` without the records that lack the facet (a transformation has no scenario)."""
+    return {k: v for k, v in group_by(records, facet).items() if k}
 
 
 def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,14 +61,11 @@ def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[st
     by_item, by_qtype, by_sub = _by(records, "item"), _by(records, "question_type"), _by(records, "subtype")
     cells = {f"{item}.{qtype}": _acc([r for r in by_item.get(item, []) if r.facets.get("question_type") == qtype])
              for item, qtype in CELLS}
-    chance = {}
-    for sub in SUBTYPES:
-        rs = [r for r in scored if r.facets.get("subtype") == sub and r.details.get("options")]
-        chance[sub] = sum(1 / r.details["options"] for r in rs) / len(rs) if rs else None
+    chance = {sub: mean(1 / r.details["options"] for r in scored if r.facets.get("subtype") == sub
+                        and r.details.get("options")) for sub in SUBTYPES}
     spans = {k: _acc(v) for k, v in sorted(_by([r for r in records if r.facets.get("subtype") in
                                                  ("transformation1", "transformation2")], "span").items())}
-    deps = dependencies((r.sample_id, r.facets) for r in records)
-    got = statuses(deps, {r.sample_id: r for r in records})
+    got = record_statuses(records)
     subtype_of = {r.sample_id: r.facets.get("subtype", "") for r in records}
     by_kind: dict[str, Counter[str]] = defaultdict(Counter)
     for cid, st in got.items():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
@@ -81,11 +82,8 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
 def _dialogue(form: str, groups: tuple[int, ...], turns: list[Turn]) -> Any:
     if form == "str":
         return Conversation(tuple(turns)).render()
-    dicts: list[dict[str, str]] = []
-    pos = 0
-    for size in groups:
-        dicts.append({t.speaker: t.text for t in turns[pos : pos + size]})
-        pos += size
+    rest = iter(turns)
+    dicts = [{t.speaker: t.text for t in islice(rest, size)} for size in groups]
     return dicts[0] if form == "dict" else dicts
 
 
@@ -98,17 +96,10 @@ def story_dict(sample: ToMValleySample, backgrounds: bool) -> dict[str, Any]:
     if need != len(turns):
         raise ValueError(f"{sample.id}: the context has {len(turns)} turns but its scenario layout needs {need}; a "
                          "rewrite that adds or removes turns must update extra.scenarios too")
-    out: dict[str, Any] = {}
-    pos = 0
-    for scen in extra.scenarios:
-        size = sum(scen.groups)
-        entry: dict[str, Any] = {}
-        if backgrounds:
-            entry["background"] = scen.background
-        entry["dialogue"] = _dialogue(scen.form, scen.groups, turns[pos : pos + size])
-        out[scen.key] = entry
-        pos += size
-    return out
+    rest = iter(turns)
+    return {scen.key: {**({"background": scen.background} if backgrounds else {}),
+                       "dialogue": _dialogue(scen.form, scen.groups, list(islice(rest, sum(scen.groups))))}
+            for scen in extra.scenarios}
 
 
 def questions_dict(sample: ToMValleySample, only_own: bool = False) -> dict[str, dict[str, Any]]:

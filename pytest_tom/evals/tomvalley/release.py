@@ -89,11 +89,7 @@ def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: boo
             "release file (DynToM.json) of the shape {\"trial<N>\": {\"stage\": ..., \"question\": ...}}; the folder "
             f"holds {', '.join(held[:SHOWN]) or 'nothing'}" + (f" and {len(held) - SHOWN} more" if len(held) > SHOWN else ""),
             path=folder)
-    out: list[ToMValleySample] = []
-    for n in picked:
-        ctx = found[n]
-        out.extend(context_samples(ctx.cid, ctx.record, ctx.where))
-    return out
+    return [s for n in picked for s in context_samples(found[n].cid, found[n].record, found[n].where)]
 
 
 def locate(source: DataSource, label: str, wanted: Sequence[int], base_url: str,
