@@ -1,18 +1,11 @@
 """Turning a request's chat messages into the exact text a model sees.
 
-Getting this wrong is the most common way peers' numbers stop matching the
-papers: a base-model prompt sent to an instruct model, a system prompt that a
-template silently drops (Gemma, early Mistral) or rejects with an exception. So
-the formatter
-
-* uses the model's own chat template by default, or a Jinja file the user
-  names, or none at all (plain concatenation, for base models);
-* probes once whether the template keeps a system message, and when it raises
-  or drops it, folds the system text into the first user turn instead of
-  losing the benchmark's instructions;
-* hashes the template text together with a probe rendering (which also
-  captures special tokens such as BOS), so a changed template changes the
-  cache fingerprint and the report says which template produced the answers.
+Getting this wrong is the most common way numbers stop matching the papers: a
+base-model prompt sent to an instruct model, a system prompt a template drops or
+rejects. So the formatter uses the model's own template (or a Jinja file, or plain
+concatenation), probes once whether it keeps a system message (else folds it into
+the first user turn), and hashes the template with a probe rendering, so a changed
+template changes the cache fingerprint.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,8 @@ from pytest_tom.request import Response
 
 MiB = 1024 * 1024
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+_NUMBERS: dict[str, tuple[Callable[[str], Any], str]] = {"int": (int, "an integer"), "float": (float, "a number")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,22 +37,16 @@ class Option:
 
     def convert(self, scheme: str, raw: str) -> Any:
         where = f"--tom-model {scheme}:...?{self.name}={raw}"
-        if self.kind == "int":
+        if self.kind in _NUMBERS:
+            convert, what = _NUMBERS[self.kind]
             try:
-                return int(raw)
+                return convert(raw)
             except ValueError:
-                raise TomConfigError(f"{where}: expected an integer") from None
-        if self.kind == "float":
-            try:
-                return float(raw)
-            except ValueError:
-                raise TomConfigError(f"{where}: expected a number") from None
+                raise TomConfigError(f"{where}: expected {what}") from None
         if self.kind == "bool":
             low = raw.strip().lower()
-            if low in _TRUE:
-                return True
-            if low in _FALSE:
-                return False
+            if low in _FLAGS:
+                return _FLAGS[low]
             raise TomConfigError(f"{where}: expected true or false")
         if self.choices and raw not in self.choices:
             raise TomConfigError(f"{where}: expected one of {', '.join(self.choices)}")

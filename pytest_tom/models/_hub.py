@@ -1,18 +1,11 @@
 """Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs.
 
-transformers resolves a name that is no folder by asking the hub, with five
-retries and back-off: a typo (`hf:smolm2`) on a machine without internet cost
-about 50 s, then a traceback with the retry log on every item. So at session
-start a target that is no folder, no file, no alias and no model of the local
-hub cache is checked here: with HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) set
-without any network, otherwise with one hub request (`HfApi.model_info`, a
-short timeout, no retries) that tells "no such model" and "hub unreachable"
-from a real remote id. Either failure is one `TomConfigError` with the nearest
-aliases, folders and cached ids. A real hub id passes and downloads as before.
-
-huggingface_hub (a transformers and vLLM dependency) is imported only here and
-only for such targets; without it the check steps aside and the backend reports
-the missing dependency.
+transformers resolves a name that is no folder by asking the hub with five retries: a
+typo without internet cost about 50 s, then a traceback on every item. So a target that
+is no folder, file, alias or cached hub model is checked here, offline when
+HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set, else with one short hub request, and a
+failure is one `TomConfigError` naming the nearest aliases, folders and cached ids.
+huggingface_hub is imported only for such targets; without it the check steps aside.
 """
 
 from __future__ import annotations

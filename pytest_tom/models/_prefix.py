@@ -1,23 +1,12 @@
 """Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
 
-Benchmark prompts share long prefixes: every ToMBench prompt of a language starts
-with the same system prompt, the questions of a story share the story, and the
-shuffled tries of a question share everything up to the options. A plain batch
-recomputes all of it for every row. Here a batch is planned in up to three levels:
-
-1. the prefix every row of the batch shares (computed once, one row);
-2. each group's own prefix beyond it (one row per group: a story, a question);
-3. each row's own suffix, from which `model.generate` continues.
-
-Each level runs on the cache of the level before, expanded to its rows
-(`DynamicCache.batch_select_indices`-style indexing, done on the layer tensors).
-Rows of different lengths are padded *inside* the sequence, before each level's
-segment, with the attention mask zero there and position ids counted from the
-mask, so every real token sees exactly the tokens and positions it would see
-unpadded: greedy outputs equal the plain path's (tested on tiny random models).
-
-The planner is pure (token ids in, a plan out) and is tested on its own; it keeps
-the plain path whenever sharing would not save computed positions.
+Benchmark prompts share long prefixes (a system prompt, a story, a question's shuffled
+tries), which a plain batch recomputes for every row. A batch is planned in up to three
+levels: the prefix all rows share, each group's own prefix, each row's suffix (from
+which `model.generate` continues), each level running on the previous level's cache.
+Rows are padded *inside* the sequence with the mask zero there and position ids counted
+from the mask, so greedy outputs equal the plain path's (tested on tiny random models).
+The planner is pure and keeps the plain path whenever sharing saves nothing.
 """
 
 from __future__ import annotations

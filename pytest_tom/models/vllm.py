@@ -1,21 +1,10 @@
 """`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
 
-Prompts are rendered and tokenised by the same `TokenizedChat` as the `hf:`
-backend (the tokenizer's template, folding, override, disable) and sent to
-vLLM as token ids, so `hf:` and `vllm:` see byte-identical prompts and the
-template hash means the same thing in both reports. Generation uses one
-`SamplingParams` per request (greedy unless asked, the benchmark's token
-budget, per-request seeds, which vLLM honours independently of batching);
-log-likelihood requests use `prompt_logprobs` over prompt+choice.
-
-`tensor_parallel_size=N` splits one model over N GPUs inside vLLM;
-`data_parallel_size=M` starts M engine processes (spawned, each seeing its
-own `CUDA_VISIBLE_DEVICES` slice of N GPUs) and deals requests out to them,
-which is how vLLM's own offline data-parallel example works.
-
-Written against the vLLM >= 0.6 Python API (`LLM.generate` with
-`{"prompt_token_ids": ...}` prompts, `SamplingParams(prompt_logprobs=...)`);
-it has been tested with a stand-in `vllm` module only, never on a GPU.
+Prompts are rendered and tokenised by the same `TokenizedChat` as `hf:` and sent as
+token ids, so both backends see byte-identical prompts. `data_parallel_size=M` spawns M
+engine processes, each on its own `CUDA_VISIBLE_DEVICES` slice, as vLLM's offline
+data-parallel example does. Written against the vLLM >= 0.6 Python API; tested with a
+stand-in `vllm` module only, never on a GPU.
 """
 
 from __future__ import annotations
@@ -250,7 +239,7 @@ class VLLMModel(StreamingModel):
             "batch_size": self.batch_size,
             "data_parallel_size": self.dp,
             "gpus": self.gpus[: self.tp * self.dp],
-            "chat_template": self.chat.describe(),
+            "chat_template": self.formatter.describe(),
             "vllm_version": getattr(self._vllm, "__version__", "?"),
         }
 

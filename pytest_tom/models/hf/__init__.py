@@ -1,24 +1,11 @@
 """`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
 
-Design points, each a complaint about peer harnesses:
-
-* batches are left-padded and sorted by prompt length (longest first, so an
-  out-of-memory error shows up in the first batch, not after an hour), and the
-  batch size halves on out-of-memory instead of crashing the run
-  (`AdaptiveBatches`);
-* decoding is greedy unless a benchmark asks otherwise, with the benchmark's
-  own token budget, and a fresh generation config: a checkpoint's sampling
-  defaults (temperature 0.6, repetition penalty...) never leak into a benchmark;
-* prompts are rendered and tokenised by `TokenizedChat` (system-role folding,
-  override, disable), the same code `vllm:` uses, and the template hash is
-  part of the fingerprint;
-* the fingerprint hashes weights, config, tokenizer and template, so a new
-  checkpoint written to the same path never reuses stale cached answers;
-* log-likelihood requests score each choice as a continuation of the rendered
-  prompt, in the same batches, without materialising full-vocabulary logits for
-  the whole sequence.
-
-torch and transformers are imported only when a model is built.
+Batches are left-padded, longest prompts first (an out-of-memory error shows in the
+first batch) and halve on out-of-memory (`AdaptiveBatches`); decoding uses a fresh
+generation config, so a checkpoint's sampling defaults never leak into a benchmark;
+prompts are rendered by `TokenizedChat`, the code `vllm:` uses; the fingerprint hashes
+weights, config, tokenizer and template, so a new checkpoint at the same path never
+reuses stale answers. torch and transformers are imported only when a model is built.
 """
 
 from __future__ import annotations
@@ -287,7 +274,7 @@ class HFModel(StreamingModel):
             "batch_size_grown_from": self.batches.grown_from,
             "prefix_cache": self.prefix_cache,
             "shared_prefix_tokens": self.shared_prefix_tokens,
-            "chat_template": self.chat.describe(),
+            "chat_template": self.formatter.describe(),
             **file_hashes(files),
             "fingerprint_mode": self.options["fingerprint"],
             "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},

@@ -1,14 +1,10 @@
 """GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2.
 
-transformers loads a GGUF file by de-quantising every tensor (`gguf_file=`),
-which for SmolLM2-135M takes about half a minute and has to be redone on every
-load; and a GGUF-loaded model refuses `save_pretrained`. So we build a fresh
-model from the GGUF's config, load the de-quantised state dict into it and save
-that (float32 safetensors, plus tokenizer and generation config) once under
-`models_root()`. The folder name carries the GGUF's content digest and the
-converter version, so a new GGUF file or a converter fix never reuses an old
-conversion; conversion writes to a temporary folder and renames it into place,
-so concurrent pytest-xdist workers never see a half-written model.
+transformers de-quantises a GGUF on every load (half a minute for SmolLM2-135M) and a
+GGUF-loaded model refuses `save_pretrained`, so the de-quantised weights are loaded
+into a fresh model and saved once under `models_root()`, in a folder named by the
+GGUF's digest and the converter version, written to a temporary folder and renamed
+into place so concurrent xdist workers never see a half-written model.
 """
 
 from __future__ import annotations

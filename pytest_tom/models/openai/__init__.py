@@ -1,62 +1,18 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 
-Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`),
-and `stream` hands each answer to the engine the moment it arrives, so the
-engine caches it at once and an interrupted run resumes where it stopped.
-Retries are ours, not the client's (its own are switched off): we retry
-408/409/425/429/5xx, timeouts, dropped connections and malformed bodies with
-exponential back-off, wait exactly as long as a `Retry-After` (or
-`retry-after-ms`) header asks, and after the last attempt return
-`Response(error=...)` so the engine records an item ERROR, never a wrong answer.
+Requests run concurrently on an asyncio loop in a helper thread and `stream` hands
+each answer to the engine as it arrives, so it is cached at once and an interrupted
+run resumes where it stopped. How many are in flight adapts to the server
+(`pressure.py`; README, *Adaptive concurrency*). Retries are ours, not the client's:
+which failures are retried, the server's Retry-After, the per-kind counters in the
+report and the scrubbed final message all depend on how each exception is classified
+(`api.py`), which a generic policy would only wrap. Its clock (`sleep`, `random`,
+`now`) is injectable, so tests assert the waits without sleeping. A 200 without a
+completion is malformed and retried; a completion without visible text (content
+filter, empty) is an error, neither retried (it would repeat) nor cached.
 
-How many requests are in flight adapts to the server (`pressure.py`): it
-starts at `concurrency_start` (4), halves on a timeout, a 429/503/504 or an
-answer slower than half its timeout, and grows back while answers come fast,
-up to `concurrency` (32; `--tom-batch-size` overrides it), the ceiling. Each
-attempt waits for a slot of its own (back-offs hold none), and a request that
-timed out is sent again with its timeout doubled (at most `MAX_TIMEOUT_FACTOR`
-times `timeout`), after the limit was halved: never again at the same pressure.
-The defaults suit both ends. A CPU inference server (`transformers serve`,
-llama.cpp) works on one or a few requests at a time and queues the rest: four
-at once answered 60-120 s each come back within 480 s, inside the 600 s
-timeout (the openai client's own default), answers queued later and later stop
-the growth, and half the timeout reached halves the limit before anything
-times out. A hosted API answers in seconds whatever the load, so the limit
-doubles per round trip to 32 within a few dozen answers, and the long timeout
-costs nothing unless a request hangs (an unreachable server still fails within
-the `CONNECT_TIMEOUT`).
-
-The retry loop is a dozen lines of our own rather than tenacity or the client's
-retries: which failures are retried, the server's Retry-After, the per-kind
-counters in the report and the scrubbed final message all depend on how each
-exception is classified, which a generic policy would only wrap. Its clock is
-injectable instead: `sleep` (an awaitable, default `asyncio.sleep`), `random`
-(the jitter source, default `random.random`) and `now` (the wall clock an HTTP
-date in Retry-After is measured against, default `time.time`) are attributes
-of the model, so tests replace them and assert the waits requested without
-sleeping.
-
-A 200 is an answer only when it holds one: a body that is not a completion
-(a proxy's HTML login page, JSON without `choices[0].message`) is a malformed
-response, retried like a 5xx because it is usually a passing fault of a proxy
-or gateway, and counted in `stats["malformed"]`. A completion with no visible
-text is an error, never an answer (an empty string would be scored as
-unparseable and cached, so the prompt would never be asked again), and is not
-retried: `finish_reason="content_filter"` is the provider refusing this prompt,
-which it will do again (even with partial text the filter, not the model, chose
-what came back); an empty `"length"` completion means the token budget ran out
-before any visible text (a reasoning model spending it on hidden reasoning), and
-an empty `"stop"` one that the model ended at once; with the benchmark's greedy
-settings both repeat on a retry, so retrying would only multiply the calls.
-Errors are never cached, so the next run asks again. They are counted in
-`stats["content_filter"]` and `stats["empty"]`. A `refusal` (structured outputs)
-is the model's own answer and is returned as its text.
-
-The API key is read from the environment (OPENAI_API_KEY or the variable
-named by `api_key_env=`) and is refused in the URI; it never reaches the
-fingerprint. It and the values of the variables named by `secret_env=` are
-this backend's `secrets()`: scrubbed here from every error message, and by the
-engine from every answer, so an echoing server gets none of them stored.
+The API key comes from the environment, is refused in the URI and never reaches the
+fingerprint; it and the `secret_env=` values are `secrets()`, scrubbed from every error.
 """
 
 from __future__ import annotations
@@ -194,11 +150,6 @@ class OpenAIModel(StreamingModel):
         """The wall clock, for a Retry-After given as an HTTP date."""
         self._lock = threading.Lock()
 
-    @property
-    def concurrency(self) -> int:
-        """The most requests in flight at once: this backend's `batch_size`, the ceiling of the adaptive limit."""
-        return self.batch_size
-
     # -- identity --------------------------------------------------------------------------------
     def _format_id(self) -> str:
         if self.formatter is not None:
@@ -217,7 +168,7 @@ class OpenAIModel(StreamingModel):
             "base_url": self.base_url,
             "endpoint": self.endpoint,
             "batch_size": self.batch_size,
-            "concurrency": self.concurrency,
+            "concurrency": self.batch_size,  # the ceiling of the adaptive limit
             "concurrency_start": self.options["concurrency_start"],
             "concurrency_reached": self.pressure.limit if self.pressure is not None else None,
             "timeout": self.options["timeout"],
@@ -479,14 +430,8 @@ class OpenAIModel(StreamingModel):
 
 def _usage(resp: Any) -> dict[str, int]:
     u = getattr(resp, "usage", None)
-    if u is None:
-        return {}
-    out = {}
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        value = getattr(u, name, None)
-        if isinstance(value, int):
-            out[name] = value
-    return out
+    names = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {name: value for name in names if isinstance(value := getattr(u, name, None), int)}
 
 
 def make(spec: str) -> OpenAIModel:

@@ -1,34 +1,14 @@
 """Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
 
-A fixed number of requests in flight is wrong for someone: 16 at once floods a
-CPU inference server that works on one request at a time (the rest queue
-inside it, wait past the client's timeout and are sent again, while the server
-still computes the abandoned ones: a retry storm), and 2 at once wastes a
-hosted API that answers hundreds. So `Pressure` adjusts the limit the way TCP
-adjusts its window (additive increase, multiplicative decrease), with a
-latency signal in the style of TCP Vegas because a queueing server answers
-late long before it fails:
-
-* **Decrease** (halve, never below 1): an attempt timed out, the server said
-  it is overloaded (429, 503, 504), or an answer took more than half the
-  attempt's timeout (the next ones, queued behind it, would time out). At most
-  once per *epoch*: requests sent before the last decrease report the same
-  congestion again and must not halve the limit a second time.
-* **Increase**: only on answers that are *fast* (latency at most
-  `FAST_RATIO` times the fastest answer seen: the server did not queue them),
-  that were sent at the current limit (same epoch) and after the fastest
-  latency was known (the first burst, sent blind, cannot vouch for itself).
-  Before the first decrease each fast answer adds one (slow start: the limit
-  doubles per round trip, so a hosted API reaches the ceiling after a few
-  dozen answers); after it, each adds 1/limit (one per round trip).
-
-A server that queues answers later and later as the limit rises, so growth
-stops by itself where the server is saturated; a server that answers at the
-same speed however many requests it gets lets the limit grow to the ceiling.
-
-`Pressure` is pure (no clock, no I/O: latencies are passed in) so it is unit
-tested without a server; `Slots` is the asyncio gate that holds requests back
-until the current limit lets them go.
+A fixed number is wrong for someone: 16 at once floods a CPU inference server that
+works on one request at a time (a retry storm of timed-out, re-sent requests), 2
+wastes a hosted API. So `Pressure` adjusts the limit as TCP does its window
+(additive increase, multiplicative decrease) with a latency signal as in TCP Vegas,
+because a queueing server answers late long before it fails: it halves (once per
+epoch) on a timeout, a 429/503/504 or an answer slower than half its timeout, and
+grows only on fast answers sent at the current limit (README, *Adaptive concurrency*).
+`Pressure` is pure (latencies are passed in) and unit tested without a server; `Slots`
+is the asyncio gate that holds requests back until the limit lets them go.
 """
 
 from __future__ import annotations
