@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.models._chat import ChatFormatter, choose_template
-from pytest_tom.models._common import combine, digest_files, file_digest
+from pytest_tom.models._common import combine, digest_files, file_digest, too_long
 from pytest_tom.request import Message
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
@@ -49,6 +49,19 @@ class TokenizedChat:
         # A rendered template already holds BOS and friends; plain prompts get the tokenizer's own.
         ids = self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]
         return tuple(int(i) for i in ids)
+
+    def encode_generate(self, messages: Sequence[Message], max_new_tokens: int, limit: int | None) -> tuple[int, ...]:
+        """Prompt ids of a generate request; ValueError when prompt and answer do not fit `limit` positions."""
+        ids = self.encode_prompt(messages)
+        if limit and len(ids) + max_new_tokens > limit:
+            raise ValueError(too_long(len(ids), max_new_tokens, limit))
+        return ids
+
+    @property
+    def model_max_length(self) -> int | None:
+        """The tokenizer's context length, unless it is transformers' "no limit" placeholder."""
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
 
     def encode_choice(self, choice: str) -> tuple[int, ...]:
         """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import weakref
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from pytest_tom.models._common import (
     loglikelihood_response,
     parse_spec,
     require_existing,
-    too_long,
 )
 from pytest_tom.models._prefix import sharing_order
 from pytest_tom.models._tokenized import (
@@ -207,9 +207,7 @@ class VLLMModel(StreamingModel):
                               "trust_remote_code": o["trust_remote_code"]}
         optional = ("tokenizer", "revision", "quantization", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                     "max_num_seqs")
-        for name in optional:
-            if o[name] is not None:
-                kw[name] = o[name]
+        kw.update({name: o[name] for name in optional if o[name] is not None})
         if o["prefix_caching"]:
             kw["enable_prefix_caching"] = True
         return kw
@@ -249,8 +247,7 @@ class VLLMModel(StreamingModel):
         given = self.llm_kwargs().get("max_model_len")
         if isinstance(given, int) and given > 0:
             return given
-        n = getattr(self.tokenizer, "model_max_length", None)
-        return n if isinstance(n, int) and 0 < n < 10**7 else None
+        return self.chat.model_max_length
 
     def work_items(self, requests: Sequence[Request]) -> tuple[list[tuple[int, int, dict[str, Any]]], list[tuple[int, Response]]]:
         """Flatten requests into (request index, choice index, item); failures come back as responses."""
@@ -260,9 +257,7 @@ class VLLMModel(StreamingModel):
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
-                    ids = list(self.chat.encode_prompt(r.messages))
-                    if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
+                    ids = list(self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit))
                     item: dict[str, Any] = {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}
                     if r.settings.stop_after:
                         item["cut"] = (list(r.settings.stop), list(r.settings.stop_after))
@@ -283,9 +278,7 @@ class VLLMModel(StreamingModel):
         yield from failed
         if not items:
             return
-        expected: dict[int, int] = {}
-        for i, _, _ in items:
-            expected[i] = expected.get(i, 0) + 1
+        expected = Counter(i for i, _, _ in items)
         partial: dict[int, dict[int, Any]] = {}
         if self.options["prefix_caching"]:
             # Prompts that share a prefix go out together, so the cached blocks are hit before eviction.
@@ -294,8 +287,8 @@ class VLLMModel(StreamingModel):
         else:
             # Longest first, so a too-small KV cache shows up at once; vLLM batches inside each call.
             items = sorted(items, key=lambda x: -len(x[2]["ids"]))
-        engine = self._get_engine()
-        for chunk, results in engine.run(items, max(1, self.batch_size)):
+        size = max(1, self.batch_size)
+        for chunk, results in self._get_engine().run([items[s : s + size] for s in range(0, len(items), size)]):
             for (i, k, item), result in zip(chunk, results, strict=False):
                 if k < 0:
                     if isinstance(result, str):
@@ -339,10 +332,9 @@ class _LocalEngine:
         self.vllm = vllm
         self.llm = vllm.LLM(**llm_kwargs)
 
-    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
-        order = items  # in the order `stream` chose
-        for start in range(0, len(order), max(1, chunk_size)):
-            chunk = order[start : start + chunk_size]
+    def run(self, chunks: list[list[Any]]) -> Iterator[tuple[list[Any], list[Any]]]:
+        """Answer `chunks` of (request, choice, item) in order, one `llm.generate` call each."""
+        for chunk in chunks:
             try:
                 results: list[Any] = run_items(self.llm, self.vllm, [it for _, _, it in chunk])
             except Exception as exc:
@@ -376,11 +368,9 @@ class _DataParallelEngine:
                 self.close()
                 raise TomModelError(f"a vLLM data-parallel worker failed to start: {detail}")
 
-    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
+    def run(self, chunks: list[list[Any]]) -> Iterator[tuple[list[Any], list[Any]]]:
         from multiprocessing.connection import wait
 
-        order = items  # in the order `stream` chose
-        chunks = [order[s : s + chunk_size] for s in range(0, len(order), max(1, chunk_size))]
         pending = list(reversed(chunks))
         busy: dict[Any, list[Any]] = {}
         idle = [conn for _, conn in self.workers]

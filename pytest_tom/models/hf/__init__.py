@@ -27,7 +27,6 @@ from pytest_tom.models._common import (
     loglikelihood_response,
     parse_spec,
     require_existing,
-    too_long,
 )
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
@@ -231,10 +230,6 @@ class HFModel(StreamingModel):
         self.batches.grow = None  # a size the user chose is kept: no probing past it
 
     @property
-    def initial_batch_size(self) -> int:
-        return self.batches.initial
-
-    @property
     def oom_backoffs(self) -> int:
         return self.batches.backoffs
 
@@ -268,7 +263,7 @@ class HFModel(StreamingModel):
             "dtype": self.dtype_name,
             "device": self.device,
             "batch_size": self.batch_size,
-            "initial_batch_size": self.initial_batch_size,
+            "initial_batch_size": self.batches.initial,
             "oom_backoffs": self.oom_backoffs,
             "batch_size_probe": self.probe.describe() if self.probe is not None else None,
             "batch_size_grown_from": self.batches.grown_from,
@@ -289,8 +284,7 @@ class HFModel(StreamingModel):
         n = getattr(cfg, "max_position_embeddings", None) if cfg is not None else None
         if isinstance(n, int) and n > 0:
             return n
-        n = getattr(self.tokenizer, "model_max_length", None)
-        return n if isinstance(n, int) and 0 < n < 10**7 else None
+        return self.chat.model_max_length
 
     def encode_prompt(self, request: Request) -> tuple[int, ...]:
         return self.chat.encode_prompt(request.messages)
@@ -310,9 +304,7 @@ class HFModel(StreamingModel):
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
-                    ids = self.encode_prompt(r)
-                    if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
+                    ids = self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit)
                     groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
                 elif r.kind == "loglikelihood":
                     ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
@@ -377,17 +369,14 @@ class HFModel(StreamingModel):
 
     @property
     def eos_ids(self) -> list[int]:
-        ids: list[int] = []
-        for value in (self._gen_config_value("eos_token_id"), self.tokenizer.eos_token_id):
-            for v in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(v, int) and v not in ids:
-                    ids.append(v)
-        return ids
+        values = (self._gen_config_value("eos_token_id"), self.tokenizer.eos_token_id)
+        flat = [v for value in values for v in (value if isinstance(value, (list, tuple)) else [value])]
+        return list(dict.fromkeys(v for v in flat if isinstance(v, int)))
 
     def generation_config(self, s: GenerationSettings) -> Any:
         """A fresh config: only the benchmark's settings, never the checkpoint's sampling defaults."""
         sample = s.temperature > 0
-        cfg = self._transformers.GenerationConfig(
+        return self._transformers.GenerationConfig(
             max_new_tokens=s.max_new_tokens,
             do_sample=sample,
             num_beams=1,
@@ -400,7 +389,6 @@ class HFModel(StreamingModel):
             bos_token_id=self._gen_config_value("bos_token_id"),
             stop_strings=[*s.stop, *s.stop_after] or None,
         )
-        return cfg
 
     def _generate_batch(self, items: list[_Gen]) -> list[Response]:
         torch = self._torch
