@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.request import Response
+from pytest_tom.request import Request, Response
 
 MiB = 1024 * 1024
 
@@ -207,6 +207,29 @@ def loglikelihood_response(
     spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}
     spend.update(usage or {})
     return Response(text=choices[best], logprobs=scores, choice_tokens=tuple(int(n) for n in counts), usage=spend)
+
+
+class ChoiceScores:
+    """Collects the per-choice scores of log-likelihood requests and answers a request once all its choices are in."""
+
+    def __init__(self, requests: Sequence[Request]) -> None:
+        self.requests = requests
+        self._got: dict[int, dict[int, tuple[float, int] | str]] = {}
+
+    def add(self, index: int, choice: int, score: tuple[float, int] | str, prompt_tokens: int) -> Response | None:
+        """Record (log-probability, tokens) or an error for one choice; the request's response when it was the last."""
+        got = self._got.setdefault(index, {})
+        got[choice] = score
+        request = self.requests[index]
+        if len(got) < len(request.choices):
+            return None
+        del self._got[index]
+        ordered = [got[k] for k in range(len(got))]
+        pairs = [s for s in ordered if not isinstance(s, str)]
+        if len(pairs) < len(ordered):
+            return Response(error=next(s for s in ordered if isinstance(s, str)))
+        return loglikelihood_response(request.choices, [lp for lp, _ in pairs], [n for _, n in pairs],
+                                      prompt_tokens=prompt_tokens)
 
 
 def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:

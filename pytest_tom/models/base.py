@@ -24,16 +24,11 @@ class Model(ABC):
 
     uri: str = ""
     batch_size: int = 16
-    """How many requests the backend works on at once; one meaning for every backend.
+    """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
 
-    `hf:` sequences per forward pass (halved on out-of-memory), `vllm:` prompts
-    per `llm.generate` call (both count a log-likelihood request once per
-    choice), `openai:` the most HTTP requests in flight (its `concurrency=`
-    option, the ceiling of its adaptive limit), any other `Model`: requests
-    per `generate` call (`Model.stream` chunks by it). A URI option sets it; `--tom-batch-size` overrides that (the engine
-    sets this attribute once, before the first request). It trades memory for
-    throughput and sets how often answers reach the cache, so it is never part
-    of a fingerprint.
+    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once,
+    before the first request). It trades memory for throughput and sets how often
+    answers reach the cache, so it is never part of a fingerprint.
     """
 
     @abstractmethod
@@ -105,10 +100,10 @@ class StreamingModel(Model):
         """Yield `(index, response)` for every request, in completion order."""
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
+        out = [Response(error="no answer")] * len(requests)
         for index, response in self.stream(requests):
             out[index] = response
-        return [r if r is not None else Response(error="no answer") for r in out]
+        return out
 
 
 def _callable_identity(fn: Callable[..., Any]) -> str:
@@ -160,10 +155,7 @@ class CallableModel(Model):
         return f"callable:{self._fp}"
 
     def user_traceback(self, message: str) -> str | None:
-        for error, text in self._tracebacks.items():
-            if error in message:
-                return text
-        return None
+        return next((text for error, text in self._tracebacks.items() if error in message), None)
 
     def _call(self, prompts: list[list[dict[str, Any]]], settings: dict[str, Any]) -> list[Response]:
         """One call of the user's function for a group of requests: their answers, or one error each."""
@@ -190,22 +182,20 @@ class CallableModel(Model):
                               "the answer to the one conversation it was given")
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
+        out = [Response(error="no answer")] * len(requests)
         by_settings: dict[tuple[Any, ...], list[int]] = {}
         for i, r in enumerate(requests):
             by_settings.setdefault((r.settings, r.kind, r.choices), []).append(i)
         for idxs in by_settings.values():
             first = requests[idxs[0]]
-            settings: Mapping[str, Any] = first.settings.to_dict()
-            if first.kind != "generate":
-                err = f"{self.uri} answers only generate requests, not {first.kind!r}"
-                for i in idxs:
-                    out[i] = Response(error=err)
-                continue
-            prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
-            for i, response in zip(idxs, self._call(prompts, dict(settings)), strict=True):
+            if first.kind == "generate":
+                prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
+                responses = self._call(prompts, first.settings.to_dict())
+            else:
+                responses = [Response(error=f"{self.uri} answers only generate requests, not {first.kind!r}")] * len(idxs)
+            for i, response in zip(idxs, responses, strict=True):
                 out[i] = response
-        return [r if r is not None else Response(error="no answer") for r in out]
+        return out
 
 
 _MAX_TRACEBACKS = 8

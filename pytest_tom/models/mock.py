@@ -60,10 +60,7 @@ class MockModel(Model):
         if request.key in self.answers:
             return self.answers[request.key]
         prompt = request.prompt_text()
-        for needle, answer in self.answers.items():
-            if needle and needle in prompt:
-                return answer
-        return None
+        return next((answer for needle, answer in self.answers.items() if needle and needle in prompt), None)
 
     def _by_strategy(self, request: Request) -> str | None:
         if self.strategy == "echo":

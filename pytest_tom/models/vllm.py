@@ -12,7 +12,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import weakref
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,10 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import (
+    ChoiceScores,
     Option,
     Spec,
     cut_at_stops,
-    loglikelihood_response,
     parse_spec,
     require_existing,
 )
@@ -278,8 +277,7 @@ class VLLMModel(StreamingModel):
         yield from failed
         if not items:
             return
-        expected = Counter(i for i, _, _ in items)
-        partial: dict[int, dict[int, Any]] = {}
+        scores = ChoiceScores(requests)
         if self.options["prefix_caching"]:
             # Prompts that share a prefix go out together, so the cached blocks are hit before eviction.
             order = sharing_order([it["ids"] for _, _, it in items])
@@ -297,20 +295,9 @@ class VLLMModel(StreamingModel):
                         usage = {"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]}
                         yield i, Response(text=result["text"], usage=usage)
                     continue
-                got = partial.setdefault(i, {})
-                got[k] = (result, item["n_ctx"])
-                if len(got) == expected[i]:
-                    del partial[i]
-                    yield i, self._ll_response(requests[i], got)
-
-    @staticmethod
-    def _ll_response(request: Request, got: dict[int, Any]) -> Response:
-        errors = [res for res, _ in got.values() if isinstance(res, str)]
-        if errors:
-            return Response(error=errors[0])
-        ordered = [got[k] for k in range(len(got))]
-        return loglikelihood_response(request.choices, [float(res["logprob"]) for res, _ in ordered],
-                                      [int(res["n"]) for res, _ in ordered], prompt_tokens=ordered[0][1])
+                score = result if isinstance(result, str) else (float(result["logprob"]), int(result["n"]))
+                if (done := scores.add(i, k, score, item["n_ctx"])) is not None:
+                    yield i, done
 
     def _get_engine(self) -> Any:
         if self._engine is None:

@@ -21,10 +21,10 @@ from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import (
+    ChoiceScores,
     Option,
     Spec,
     dtype_kwarg,
-    loglikelihood_response,
     parse_spec,
     require_existing,
 )
@@ -300,7 +300,6 @@ class HFModel(StreamingModel):
         limit = self.max_positions
         groups: dict[GenerationSettings, list[_Gen]] = {}
         rows: list[_LLRow] = []
-        remaining: dict[int, int] = {}
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
@@ -313,7 +312,6 @@ class HFModel(StreamingModel):
                             raise ValueError(
                                 f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
                     rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
-                    remaining[i] = len(conts)
                 else:
                     raise ValueError(f"unknown request kind {r.kind!r}")
             except Exception as exc:
@@ -330,20 +328,11 @@ class HFModel(StreamingModel):
                 yield item.index, Response(error=result.message) if isinstance(result, Failed) else result
         if rows:
             rows.sort(key=lambda row: -(len(row.ctx) + len(row.cont)))
-            scores: dict[int, list[Any]] = {i: [None] * n for i, n in remaining.items()}
+            scores = ChoiceScores(requests)
             for row, result in self.batches.run(rows, self._loglik_batch):
-                scores[row.index][row.choice] = result
-                remaining[row.index] -= 1
-                if remaining[row.index] == 0:
-                    yield row.index, self._ll_response(requests[row.index], len(row.ctx), scores.pop(row.index))
-
-    @staticmethod
-    def _ll_response(request: Request, prompt_tokens: int, results: list[Any]) -> Response:
-        failed = [r for r in results if isinstance(r, Failed)]
-        if failed:
-            return Response(error=failed[0].message)
-        logprobs, counts = [lp for lp, _ in results], [n for _, n in results]
-        return loglikelihood_response(request.choices, logprobs, counts, prompt_tokens=prompt_tokens)
+                score = result.message if isinstance(result, Failed) else result
+                if (done := scores.add(row.index, row.choice, score, len(row.ctx))) is not None:
+                    yield row.index, done
 
     def _free_memory(self) -> None:
         gc.collect()
