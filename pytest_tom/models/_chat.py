@@ -48,11 +48,9 @@ def read_template_file(path: str | Path) -> str:
 
 
 def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) -> Renderer:
-    """Render a chat template without a tokenizer, in the sandbox transformers uses.
+    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses.
 
-    Used where no tokenizer is at hand (the completions endpoint of an API); the
-    environment mirrors transformers' (trim_blocks, lstrip_blocks, `tojson`,
-    `raise_exception`), so one template file renders the same text in both.
+    The environment mirrors transformers', so one template file renders the same text in both.
     """
     try:
         import jinja2
@@ -174,11 +172,7 @@ def fold_system(messages: Sequence[Message]) -> list[dict[str, str]]:
 
 
 def choose_template(option: str | None, own_template: str | None) -> tuple[str | None, str]:
-    """Resolve the `chat_template=` option into (template text or None, source label).
-
-    ``auto`` (default): the model's own template when it has one, else plain
-    concatenation; ``none``: plain concatenation; anything else: a template file.
-    """
+    """Resolve `chat_template=` (auto: the model's own, else plain; none: plain; else a file) to (template, source)."""
     value = (option or "auto").strip()
     if value == "none":
         return None, "none"

@@ -66,12 +66,9 @@ class Spec:
 
 
 def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: Mapping[str, str] | None = None) -> Spec:
-    """Split the part after `scheme:` into its target and typed options.
+    """Split the part after `scheme:` into its target (before the first ``?``) and typed, URL-decoded options.
 
-    The target is everything before the first ``?`` (a path, a hub id or an API
-    model name, which may contain ``/`` and ``:``); the query string is URL-decoded,
-    so a value holding ``&`` is written ``%26``. Unknown options are an error that
-    lists the known ones: a typo must never silently fall back to a default.
+    An unknown option is an error listing the known ones: a typo must never silently fall back to a default.
     """
     target, sep, query = spec.partition("?")
     known = {o.name: o for o in options}
@@ -89,30 +86,21 @@ def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: 
     return Spec(scheme=scheme, target=target.strip(), options=values)
 
 
-# -- local paths -----------------------------------------------------------------------------------
-
 _DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 
 
 def looks_local(target: str) -> bool:
-    r"""True when `target` can only be a path on disk, never a Hugging Face hub id.
+    """True when `target` can only be a path on disk, never a hub id (NAME or ORG/NAME, no leading '.', no backslash).
 
-    A hub id is NAME or ORG/NAME, whose parts never start with '.' and never hold a
-    backslash. So '/abs', '~/x', './x', '../x', '.', a Windows drive ('C:\x', 'C:/x'),
-    any backslash, or more than one '/' ('models/org/name') names a path, and a
-    missing one is a usage error instead of a hub lookup that fails on every item.
-    A bare 'dir/sub' stays a hub id: it cannot be told from ORG/NAME ('./dir/sub' can).
+    So a missing one is a usage error instead of a hub lookup that fails on every item;
+    a bare 'dir/sub' stays a hub id, as it cannot be told from ORG/NAME ('./dir/sub' can).
     """
     t = target.strip()
     return (t.startswith(("/", "~", ".", "\\")) or bool(_DRIVE.match(t)) or "\\" in t or t.count("/") > 1)
 
 
 def require_existing(target: str, *, uri: str) -> None:
-    """Raise one `TomConfigError` naming the resolved path when a local-looking `target` does not exist.
-
-    Called when the model is built, before any SDK import: the `tom_model` fixture
-    turns it into a single usage error before any item runs.
-    """
+    """Raise one `TomConfigError` naming the resolved path when a local-looking `target` is missing (before any SDK import)."""
     if not looks_local(target):
         return
     path = Path(target.strip()).expanduser()
@@ -125,9 +113,6 @@ def require_existing(target: str, *, uri: str) -> None:
     raise TomConfigError(f"--tom-model {uri}: no such {kind}: {os.path.abspath(path)} (the target is a local path{hint})")
 
 
-# -- cache folders ---------------------------------------------------------------------------------
-
-
 def cache_root() -> Path:
     """$TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom (as the response cache)."""
     value = os.environ.get("TOM_CACHE_DIR")
@@ -138,28 +123,18 @@ def cache_root() -> Path:
 
 
 def models_root() -> Path:
-    """Where converted checkpoints live: $TOM_MODEL_DIR, else <cache root>/models.
-
-    A separate variable lets CI keep the (slow to build) converted models across
-    runs while the response cache stays per run.
-    """
+    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else <cache root>/models."""
     value = os.environ.get("TOM_MODEL_DIR")
     return Path(value).expanduser() if value else cache_root() / "models"
-
-
-# -- fingerprints ----------------------------------------------------------------------------------
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
     """A content hash of one file that does not depend on its mtime or name.
 
     Sampled mode (the default) hashes the size plus the first, middle and last MiB:
-    reading three MiB of a 16 GB checkpoint takes milliseconds where a full hash
-    takes a minute per run. Any retraining, fine-tune, requantisation or
-    re-export changes the header (safetensors and GGUF put tensor metadata
-    first) or the sampled tensors; what it can miss is a same-size edit confined
-    to bytes outside the three samples, e.g. hand-patching one tensor in the
-    middle of a shard. `full=True` (URI option ``fingerprint=full``) closes that gap.
+    milliseconds for a 16 GB checkpoint, where a full hash takes a minute. Retraining or
+    re-export changes the header (tensor metadata comes first) or the samples; a
+    same-size edit elsewhere is missed unless `full=True` (``fingerprint=full``).
     """
     size = path.stat().st_size
     h = hashlib.sha256()
@@ -187,20 +162,14 @@ def combine(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-# -- log-likelihood responses ---------------------------------------------------------------------
-
-
 def loglikelihood_response(
     choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *, prompt_tokens: int,
     usage: Mapping[str, int] | None = None,
 ) -> Response:
     """The answer to a log-likelihood request, built the same way by every backend.
 
-    `text` is the best-scoring choice (the first on a tie), so reports and text
-    parsers show what the model picked; `choice_tokens` says how many tokens each
-    choice was scored over (for a per-token normalised score); `usage` holds spend
-    only: `prompt_tokens`, `scored_tokens` (all choices) and whatever the backend
-    adds (an API's completion_tokens...).
+    `text` is the best-scoring choice (the first on a tie), so reports show what the model
+    picked; `choice_tokens` allows a per-token normalised score; `usage` holds spend only.
     """
     scores = tuple(float(lp) for lp in logprobs)
     best = max(range(len(scores)), key=scores.__getitem__)
@@ -242,12 +211,9 @@ def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
 def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] = ()) -> str:
     """The answer as a backend that halts at the first stop string it completes returns it.
 
-    `stop` strings are cut with what follows (excluded, OpenAI semantics);
-    `stop_after` strings (answer-contract stops) are kept and only what follows
-    is cut. Whichever stop string is completed first in the text decides, as it
-    would have ended the generation. Backends whose stop check runs per token
-    (a token may hold the stop string and more) and APIs that cannot keep a stop
-    string both end up with the same text through this function.
+    `stop` strings are cut with what follows (OpenAI semantics), `stop_after` strings
+    (answer-contract stops) are kept; the one completed first decides. Backends that stop
+    per token and APIs that cannot keep a stop string thus all return the same text.
     """
     best: tuple[int, int] | None = None  # (end of the first completed stop string, cut position)
     for strings, keep in ((stop, False), (stop_after, True)):

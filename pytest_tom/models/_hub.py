@@ -98,11 +98,7 @@ def offline_variable() -> str | None:
 
 
 def hub_cache_dir() -> Path:
-    """Where huggingface_hub keeps downloaded repos, read from the environment now.
-
-    huggingface_hub reads these variables once, when it is imported; reading them
-    again here gives the same folder in a run and follows a test's HF_HOME.
-    """
+    """Where huggingface_hub keeps downloaded repos, read from the environment now (it reads it once, at import)."""
     value = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
     if not value:
         home = os.environ.get("HF_HOME") or os.path.join(
@@ -145,10 +141,8 @@ def folder_candidates(target: str) -> list[str]:
 def ask_hub(repo_id: str) -> tuple[str, str]:
     """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try).
 
-    `HfApi.model_info` makes one request with a timeout and no retries; HF_ENDPOINT
-    and the token are honoured as for a download. A name lookup that hangs is
-    not covered by an HTTP timeout, so the request runs in a daemon thread that
-    gets `HUB_TIMEOUT` seconds in all.
+    A name lookup that hangs is not covered by an HTTP timeout, so the request runs in a
+    daemon thread that gets `HUB_TIMEOUT` seconds in all.
     """
     answer: list[tuple[str, str]] = []
     thread = threading.Thread(target=lambda: answer.append(_ask_hub(repo_id)), name="pytest-tom-hub-check", daemon=True)

@@ -83,9 +83,6 @@ class TokenizedChat:
         return ids, conts
 
 
-# -- checkpoint identity ---------------------------------------------------------------------------
-
-
 def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool = False) -> dict[str, Any]:
     """Digests of everything in a checkpoint folder that changes answers.
 

@@ -40,11 +40,7 @@ class Model(ABC):
         """Answer `requests`, one response per request, in order."""
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
-        """Yield `(index, response)` as answers arrive; batch backends answer batch by batch.
-
-        The engine caches each response as it comes out of this iterator, which is
-        what lets an interrupted run resume where it stopped.
-        """
+        """Yield `(index, response)` as answers arrive (each is cached at once, so an interrupted run resumes)."""
         size = max(1, self.batch_size)
         for start in range(0, len(requests), size):
             chunk = requests[start : start + size]
@@ -61,18 +57,15 @@ class Model(ABC):
     def secrets(self) -> tuple[str, ...]:
         """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
 
-        The engine replaces each one by `[redacted]` in every answer and error
-        before it reaches the cache, the records, the report or the terminal: a
-        server or proxy that echoes the key back must not get it stored. Only the
-        backend knows its secrets, so it lists them; the default is none.
+        The engine replaces each one by `[redacted]` in every answer and error before it is
+        stored anywhere: a server that echoes the key back must not get it stored.
         """
         return ()
 
     def user_traceback(self, message: str) -> str | None:
         """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
 
-        A failing item shows it once, so a user sees where their code raised
-        instead of pytest-tom's frames; backends that run no user code keep none.
+        A failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
         """
         return None
 
@@ -127,18 +120,11 @@ def source_digest(target: object, label: str) -> str:
 class CallableModel(Model):
     """Wraps a user's Python callable.
 
-    A batched callable (the default) is called as ``fn(conversations, settings)``:
-    a ``list`` of conversations (each a ``list[dict]`` of chat messages) and a
-    settings dict, and returns a ``list[str]``, one answer per conversation in
-    order: that lets users batch on their own GPU. A function marked with
-    `pytest_tom.per_prompt` answers one conversation at a time: ``fn(messages)``
-    or ``fn(messages, settings)`` returns one ``str``. Requests are grouped by
-    decoding settings, so each call sees one settings dict.
-
-    The signature is checked when the model is built and what the callable
-    returns on every call, so a slip (a one-argument function without the
-    decorator, a ``str`` where a list belongs) is one clear error naming the
-    callable, never a run scored on the characters of a string.
+    A batched callable (the default, so users can batch on their own GPU) is called as
+    ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one
+    marked `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and
+    returns one ``str``. Each call sees one settings dict. The signature and every return
+    value are checked, so a slip is one clear error, never a run scored on a string's characters.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:

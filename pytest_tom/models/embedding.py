@@ -227,11 +227,8 @@ def _python_embedder(target: str, name: str) -> Embedder:
 def display_name(choice: EmbedderChoice) -> str:
     """The name results give the embedder: what `load(choice).name` is, without loading anything heavy.
 
-    A Python embedder object (or class) with its own string `name` goes by that
-    name, as it always has in reports; everything else by `choice.name`. Only the
-    user's module is imported (no class is instantiated, no weights are read); an
-    import failure falls back to `choice.name` and is reported by the engine when
-    it loads the embedder.
+    Only the user's module is imported (nothing instantiated, no weights read); an import
+    failure falls back to `choice.name` and is reported when the engine loads the embedder.
     """
     if choice.kind != "python":
         return choice.name
@@ -246,8 +243,7 @@ def display_name(choice: EmbedderChoice) -> str:
 def load(choice: EmbedderChoice) -> Embedder:
     """The embedder `choice` names; a sentence-transformers model is loaded once per process.
 
-    Python targets are imported afresh each time: they are cheap, and the user may
-    have edited them between two runs in one process.
+    Python targets are imported afresh: they are cheap, and the user may have edited them between two runs.
     """
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)
@@ -259,8 +255,6 @@ def load(choice: EmbedderChoice) -> Embedder:
             _LOADED[key] = found
     return found
 
-
-# -- the scoring model ---------------------------------------------------------------------------------
 
 SCHEME = "embed"
 BACKEND_VERSION = 1

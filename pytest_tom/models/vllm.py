@@ -211,7 +211,6 @@ class VLLMModel(StreamingModel):
             kw["enable_prefix_caching"] = True
         return kw
 
-    # -- identity --------------------------------------------------------------------------------
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             full = self.options["fingerprint"] == "full"
@@ -240,7 +239,6 @@ class VLLMModel(StreamingModel):
             "vllm_version": getattr(self._vllm, "__version__", "?"),
         }
 
-    # -- answering -------------------------------------------------------------------------------
     def context_limit(self) -> int | None:
         """`max_model_len` when given, else the tokenizer's model length: vLLM would reject or cut longer requests."""
         given = self.llm_kwargs().get("max_model_len")

@@ -128,7 +128,6 @@ class HFModel(StreamingModel):
         self.loaded_info: dict[str, Any] = {}
         """Filled when the weights load; empty when every answer came from the cache."""
 
-    # -- resolution ------------------------------------------------------------------------------
     def _resolve_device(self) -> str:
         if self.options["device_map"]:
             if self.options["device"]:
@@ -218,7 +217,6 @@ class HFModel(StreamingModel):
     def _input_device(self) -> Any:
         return self.model.get_input_embeddings().weight.device
 
-    # -- batch size ------------------------------------------------------------------------------
     @property
     def batch_size(self) -> int:
         """Sequences per forward pass (a log-likelihood request counts one per choice); halves on out-of-memory."""
@@ -233,7 +231,6 @@ class HFModel(StreamingModel):
     def oom_backoffs(self) -> int:
         return self.batches.backoffs
 
-    # -- identity --------------------------------------------------------------------------------
     def fingerprint_parts(self) -> dict[str, Any]:
         if self._parts is None:
             full = self.options["fingerprint"] == "full"
@@ -277,7 +274,6 @@ class HFModel(StreamingModel):
         info.update(self.loaded_info)  # kept after close(), when the report is written
         return info
 
-    # -- answering -------------------------------------------------------------------------------
     @property
     def max_positions(self) -> int | None:
         cfg = self.model.config if self.model is not None else None

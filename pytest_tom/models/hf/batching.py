@@ -53,10 +53,8 @@ class AdaptiveBatches:
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]], force: int | None = None) -> Iterator[tuple[T, Any]]:
         """Yield `(item, result)` for every item; a result is `Failed` when its item could not be answered.
 
-        `force` fixes the batch size (1 for requests that must not share a
-        batch). A batch that fails for another reason than memory is retried one
-        item at a time, so one poisonous prompt costs one error, not a whole
-        batch of them.
+        `force` fixes the batch size. A batch that fails for another reason than memory is
+        retried one item at a time, so one poisonous prompt costs one error, not a batch of them.
         """
         pos = 0
         while pos < len(items):

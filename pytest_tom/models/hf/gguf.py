@@ -88,12 +88,7 @@ def is_converted(folder: Path) -> bool:
 
 
 def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None = None) -> Path:
-    """Return the safetensors folder for `gguf`, converting it the first time, and saying so on screen.
-
-    Conversion takes a minute or more inside the first test's setup: `notice.step`
-    says what is happening and where the result goes, and keeps transformers' own
-    progress bars out of the captured output.
-    """
+    """Return the safetensors folder for `gguf`, converting it the first time (a minute or more), saying so on screen."""
     target = converted_dir_for(gguf)
     if is_converted(target):
         return target

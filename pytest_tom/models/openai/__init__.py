@@ -150,7 +150,6 @@ class OpenAIModel(StreamingModel):
         """The wall clock, for a Retry-After given as an HTTP date."""
         self._lock = threading.Lock()
 
-    # -- identity --------------------------------------------------------------------------------
     def _format_id(self) -> str:
         if self.formatter is not None:
             return "tmpl-" + self.formatter.hash()[:16]
@@ -193,7 +192,6 @@ class OpenAIModel(StreamingModel):
         """Remove every secret from anything we report; servers and proxies sometimes echo the key."""
         return redact(text, self.secrets())
 
-    # -- answering -------------------------------------------------------------------------------
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Yield answers in completion order from an event loop running in a helper thread."""
         if not requests:

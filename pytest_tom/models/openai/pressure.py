@@ -84,10 +84,8 @@ class Pressure:
 class Slots:
     """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served.
 
-    Unlike a semaphore its size changes while requests wait; waiters are woken
-    one at a time (never all of them to re-check a condition), so thousands of
-    queued requests cost nothing per answer. A retry may go to the front
-    (`first=True`): it was sent before any waiting request.
+    Unlike a semaphore its size changes while requests wait; waiters are woken one at a time,
+    so thousands of queued requests cost nothing per answer. A retry may go to the front.
     """
 
     def __init__(self, pressure: Pressure) -> None:
