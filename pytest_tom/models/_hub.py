@@ -10,6 +10,7 @@ huggingface_hub is imported only for such targets; without it the check steps as
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -125,17 +126,12 @@ def folder_candidates(target: str) -> list[str]:
     parent_text, sep, _ = raw.replace("\\", "/").rpartition("/")
     parent = Path(parent_text or ("/" if sep else ".")).expanduser()
     prefix = f"{parent_text}/" if sep else ""
-    found: list[str] = []
     try:
         with os.scandir(parent) as entries:
-            for i, entry in enumerate(entries):
-                if i >= _MAX_LISTED:
-                    break
-                if not entry.name.startswith(".") and (entry.is_dir() or entry.name.endswith(".gguf")):
-                    found.append(prefix + entry.name)
+            return [prefix + e.name for e in itertools.islice(entries, _MAX_LISTED)
+                    if not e.name.startswith(".") and (e.is_dir() or e.name.endswith(".gguf"))]
     except OSError:
         return []
-    return found
 
 
 def ask_hub(repo_id: str) -> tuple[str, str]:

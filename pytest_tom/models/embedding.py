@@ -122,11 +122,9 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
             raise TomConfigError(f"embedder {spec!r}: expected python:package.module:attribute")
         return EmbedderChoice(spec, spec, target, "python", paper_model=False)
     if spec == AUTO:
-        paper = cached_model_path(PAPER_MODEL)
-        if paper is not None:
+        if (paper := cached_model_path(PAPER_MODEL)) is not None:
             return EmbedderChoice(spec, PAPER_MODEL, str(paper), "sentence-transformers", paper_model=True)
-        local = minilm_path()
-        if local is not None:
+        if (local := minilm_path()) is not None:
             return EmbedderChoice(
                 spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False,
                 note=f"the paper's {PAPER_MODEL} is not in the local Hugging Face cache; using {MINILM_MODEL} "
@@ -137,18 +135,15 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
         raise TomDependencyError(_missing_message(f"no sentence embedder found: {PAPER_MODEL} is not cached locally "
                                                  f"and {MINILM_PACKAGE} is not installed"))
     name = _ALIASES.get(spec, spec)
-    if name == MINILM_MODEL:
-        local = minilm_path()
-        if local is not None:
-            return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
+    if name == MINILM_MODEL and (local := minilm_path()) is not None:
+        return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
     path = Path(spec).expanduser()
     if path.is_dir():
         return EmbedderChoice(spec, path.name, str(path.resolve()), "sentence-transformers", paper_model=False)
     if "\\" in spec or spec.startswith((".", "/", "~")):
         raise TomConfigError(f"embedder {spec!r}: no such folder")
     full = name if "/" in name else f"sentence-transformers/{name}"
-    cached = cached_model_path(full)
-    if cached is not None:
+    if (cached := cached_model_path(full)) is not None:
         return EmbedderChoice(spec, full, str(cached), "sentence-transformers", paper_model=full == PAPER_MODEL)
     if allow_download:
         return EmbedderChoice(spec, full, full, "sentence-transformers", paper_model=full == PAPER_MODEL)

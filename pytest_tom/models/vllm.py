@@ -229,14 +229,9 @@ class VLLMModel(StreamingModel):
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
-            "backend": "vllm",
-            "path": self.path,
-            "llm_kwargs": self.llm_kwargs(),
-            "batch_size": self.batch_size,
-            "data_parallel_size": self.dp,
-            "gpus": self.gpus[: self.tp * self.dp],
-            "chat_template": self.formatter.describe(),
-            "vllm_version": getattr(self._vllm, "__version__", "?"),
+            "backend": "vllm", "path": self.path, "llm_kwargs": self.llm_kwargs(), "batch_size": self.batch_size,
+            "data_parallel_size": self.dp, "gpus": self.gpus[: self.tp * self.dp],
+            "chat_template": self.formatter.describe(), "vllm_version": getattr(self._vllm, "__version__", "?"),
         }
 
     def context_limit(self) -> int | None:

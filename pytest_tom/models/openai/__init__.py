@@ -132,10 +132,8 @@ class OpenAIModel(StreamingModel):
         elif o["chat_template"] not in (None, "none"):
             raise TomConfigError(
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
-        self.stats: dict[str, int] = {
-            "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
-            "timeouts": 0, "connection_errors": 0, "malformed": 0, "content_filter": 0, "empty": 0, "slowdowns": 0,
-        }
+        self.stats = dict.fromkeys(("requests", "attempts", "retries", "errors", "http_429", "http_5xx", "timeouts",
+                                    "connection_errors", "malformed", "content_filter", "empty", "slowdowns"), 0)
         self.pressure: Pressure | None = None
         """The in-flight limit of the last `stream` (its `limit` at the end is in `describe()`)."""
         self.usage: dict[str, int] = {}
@@ -162,21 +160,13 @@ class OpenAIModel(StreamingModel):
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             **super().describe(),
-            "backend": "openai",
-            "model": self.model_name,
-            "base_url": self.base_url,
-            "endpoint": self.endpoint,
-            "batch_size": self.batch_size,
-            "concurrency": self.batch_size,  # the ceiling of the adaptive limit
+            "backend": "openai", "model": self.model_name, "base_url": self.base_url, "endpoint": self.endpoint,
+            "batch_size": self.batch_size, "concurrency": self.batch_size,  # the ceiling of the adaptive limit
             "concurrency_start": self.options["concurrency_start"],
             "concurrency_reached": self.pressure.limit if self.pressure is not None else None,
-            "timeout": self.options["timeout"],
-            "max_retries": self.options["max_retries"],
-            "api_key_env": self.api_key_env,
-            "secret_env": list(self.secret_env),
-            "stats": dict(self.stats),
-            "usage": dict(self.usage),
-            "system_fingerprints": sorted(self.system_fingerprints),
+            "timeout": self.options["timeout"], "max_retries": self.options["max_retries"],
+            "api_key_env": self.api_key_env, "secret_env": list(self.secret_env), "stats": dict(self.stats),
+            "usage": dict(self.usage), "system_fingerprints": sorted(self.system_fingerprints),
             "client_version": getattr(self._openai, "__version__", "?"),
         }
         if self.formatter is not None:

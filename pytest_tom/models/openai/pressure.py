@@ -98,10 +98,7 @@ class Slots:
             self.in_flight += 1
             return self.pressure.ticket()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if first:
-            self._waiters.appendleft(waiter)
-        else:
-            self._waiters.append(waiter)
+        (self._waiters.appendleft if first else self._waiters.append)(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
