@@ -1,10 +1,8 @@
 """Model backends, resolved from `--tom-model` URIs by scheme.
 
-Adding a backend is one new file plus one line in `BUILTIN`. Factories are named
-as "module:function" strings and imported only when their scheme is used, so
-`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes
-through the `pytest_tom.models` entry-point group, the `pytest_tom_add_backends`
-hook (``registry.add("toy", factory)``) or the `pytest_tom_make_model` hook.
+Factories are "module:function" strings imported only when their scheme is used, so
+`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
+the `pytest_tom.models` entry points, the `pytest_tom_add_backends` hook or `pytest_tom_make_model`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Shared plumbing of the real backends: URI options, file fingerprints, cache folders.
 
-Only the standard library (and pytest_tom's own request types) is imported here,
-so every backend module (and `import pytest_tom`) stays free of torch,
+Only the standard library is imported here, so `import pytest_tom` stays free of torch,
 transformers, openai and vllm until a scheme that needs them is used.
 """
 
@@ -79,9 +78,8 @@ def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: 
                 raise TomConfigError(f"--tom-model {scheme}:...?{key}=: {forbidden[key]}")
             opt = known.get(key)
             if opt is None:
-                raise TomConfigError(
-                    f"--tom-model {scheme}:{target}?{key}=...: unknown option {key!r}; known: {', '.join(sorted(known))}"
-                )
+                raise TomConfigError(f"--tom-model {scheme}:{target}?{key}=...: unknown option {key!r}; "
+                                     f"known: {', '.join(sorted(known))}")
             values[key] = opt.convert(scheme, raw)
     return Spec(scheme=scheme, target=target.strip(), options=values)
 

@@ -167,9 +167,8 @@ class SentenceTransformerEmbedder:
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
-                    raise TomDependencyError(
-                        "scoring free-response answers needs sentence-transformers: pip install 'pytest-tom[embed]'"
-                    ) from exc
+                    raise TomDependencyError("scoring free-response answers needs sentence-transformers: "
+                                             "pip install 'pytest-tom[embed]'") from exc
                 # Loading prints a progress bar on stderr, which pytest would show under the first failing test.
                 with contextlib.redirect_stderr(io.StringIO()):
                     self._model = SentenceTransformer(self.location, device=self.device)
@@ -207,16 +206,13 @@ def _python_embedder(target: str, name: str) -> Embedder:
         obj = obj()
     if hasattr(obj, "encode"):
         if not isinstance(getattr(obj, "name", None), str):
-            try:
+            with contextlib.suppress(AttributeError):
                 obj.name = name
-            except AttributeError:
-                pass
         return obj  # type: ignore[no-any-return]
     if callable(obj):
         return CallableEmbedder(obj, name)
-    raise TomConfigError(
-        f"embedder python:{target}: expected an object with encode(texts) or a function, got {type(obj).__name__}"
-    )
+    raise TomConfigError(f"embedder python:{target}: expected an object with encode(texts) or a function, "
+                         f"got {type(obj).__name__}")
 
 
 def display_name(choice: EmbedderChoice) -> str:
@@ -244,11 +240,9 @@ def load(choice: EmbedderChoice) -> Embedder:
         return _python_embedder(choice.location, choice.name)
     key = (choice.kind, choice.location)
     with _LOADED_LOCK:
-        found = _LOADED.get(key)
-        if found is None:
-            found = SentenceTransformerEmbedder(choice.location, choice.name)
-            _LOADED[key] = found
-    return found
+        if key not in _LOADED:
+            _LOADED[key] = SentenceTransformerEmbedder(choice.location, choice.name)
+        return _LOADED[key]
 
 
 SCHEME = "embed"

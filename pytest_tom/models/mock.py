@@ -1,11 +1,8 @@
 """`mock[:strategy]`: a scripted model for your own tests, deterministic and instant.
 
-It answers from a table you give it (request key or prompt substring -> answer),
-else by a strategy: `first` or `last` (the first or last well-formed answer the
-request allows, in its answer format: "[[A]]", "(a)", "yes"...), `echo` (the last
-message, for checking what was sent), or `fixed=TEXT`. Every request it saw is
-kept in `calls`, so a test can assert what a benchmark asked. A request it has
-no answer for is an error response, never a guess.
+It answers from a table (request key or prompt substring -> answer), else by a strategy
+(`first`/`last` well-formed answer the request allows, `echo`, `fixed=TEXT`), and keeps
+every request in `calls`. A request it has no answer for is an error, never a guess.
 """
 
 from __future__ import annotations

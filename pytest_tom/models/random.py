@@ -1,10 +1,8 @@
 """`random[:seed]`: a seeded chance baseline that needs no model at all.
 
-It answers each request with one of the request's answer labels in the request's
-answer format, chosen by a hash of the seed and the request, so a run is
-reproducible and its accuracy sits at the benchmark's chance level. That makes it
-the harness's own smoke test: a chance baseline far from chance means the
-shuffling, mapping or scoring is wired wrong.
+Each answer is one of the request's labels, chosen by a hash of the seed and the request,
+so a run is reproducible and sits at chance level: the harness's own smoke test (a chance
+baseline far from chance means shuffling, mapping or scoring is wired wrong).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""`replay:PATH`: answers recorded earlier, for deterministic CI without a model.
+"""`replay:PATH`: answers recorded earlier (a `--tom-report` JSON or a JSONL of key/text lines), for CI without a model.
 
-PATH is a JSON report written by `--tom-report` (its `responses` table) or a JSONL
-file of ``{"key": <request key>, "text": <answer>}`` lines. A request that was not
-recorded is an error, never a guess: replaying a stale recording against changed
-prompts must fail loudly.
+A request that was not recorded is an error, never a guess: a stale recording must fail loudly.
 """
 
 from __future__ import annotations

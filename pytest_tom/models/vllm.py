@@ -174,10 +174,8 @@ class VLLMModel(StreamingModel):
         if not gpus:
             raise TomDependencyError(f"--tom-model {uri}: vLLM needs a CUDA GPU and none is visible; use hf:{spec.target} on CPU")
         if tp * dp > len(gpus):
-            raise TomConfigError(
-                f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, "
-                f"{len(gpus)} visible"
-            )
+            raise TomConfigError(f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs "
+                                 f"{tp * dp} GPUs, {len(gpus)} visible")
         self.gpus = gpus
         self.tp, self.dp = tp, dp
         path = Path(spec.target).expanduser()

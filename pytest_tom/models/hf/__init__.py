@@ -91,7 +91,6 @@ class _LLRow:
 class HFModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
-        self.spec = spec
         # Tokenizers' thread pool and a later fork (pytester, xdist) do not mix.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.options = dict(spec.options)
@@ -124,7 +123,6 @@ class HFModel(StreamingModel):
         self.formatter = self.chat.formatter
         self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
-        self.load_seconds = 0.0
         self.loaded_info: dict[str, Any] = {}
         """Filled when the weights load; empty when every answer came from the cache."""
 
@@ -204,11 +202,10 @@ class HFModel(StreamingModel):
             raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
         model.eval()
         self.model = model
-        self.load_seconds = time.perf_counter() - start
         self.loaded_info = {
             "loaded_dtype": str(model.dtype).removeprefix("torch."),
             "parameters": int(sum(p.numel() for p in model.parameters())),
-            "load_seconds": round(self.load_seconds, 3),
+            "load_seconds": round(time.perf_counter() - start, 3),
         }
         if self.device.startswith("map:"):
             self.loaded_info["device_map"] = {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}

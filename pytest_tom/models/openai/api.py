@@ -1,11 +1,8 @@
 """What an OpenAI-compatible API's answers mean: retry timing, and whether a 200 holds an answer.
 
-Pure functions and exception types, no SDK import, so they are tested without a
-server. The backend (`openai/__init__.py`) classifies each failed attempt by these exceptions:
-`BadAnswer` (the body is not a completion: retried, counted as malformed),
-`Permanent` (never succeeds against this server: not retried), and its kinds
-`Withheld` (the provider's content filter) and `Empty` (no visible text).
-Why each is retried or not is explained in the backend's docstring (`openai/__init__.py`).
+Pure functions and exception types, no SDK import, so they are tested without a server.
+`BadAnswer` (not a completion) is retried and counted as malformed; `Permanent` and its
+kinds `Withheld` (content filter) and `Empty` (no visible text) are not retried.
 """
 
 from __future__ import annotations
