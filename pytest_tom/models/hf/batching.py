@@ -37,8 +37,7 @@ class AdaptiveBatches:
 
     def __init__(self, size: int, free_memory: Callable[[], None]) -> None:
         self.size = self.initial = max(1, int(size))
-        self.backoffs = 0
-        """How many times the size was halved."""
+        self.backoffs = 0  # How many times the size was halved.
         self._free_memory = free_memory
         self.grow: Callable[[int], int] | None = None
         """Called once with the size after the first batch that succeeds; returns the size to go on with."""

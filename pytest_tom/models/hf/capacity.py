@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-GPU_START = 64
-"""The first batch on a GPU, measured to choose the size of the rest."""
+GPU_START = 64  # The first batch on a GPU, measured to choose the size of the rest.
 CPU_BATCH = 16
 """The batch on CPU, where memory is not the limit: larger batches pad more and gain little (README, Performance)."""
 MAX_AUTO = 1024

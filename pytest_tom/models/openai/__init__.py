@@ -138,14 +138,11 @@ class OpenAIModel(StreamingModel):
         """The in-flight limit of the last `stream` (its `limit` at the end is in `describe()`)."""
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
-        self.waits: list[float] = []
-        """Every back-off this model waited, in seconds, in the order asked."""
+        self.waits: list[float] = []  # Every back-off this model waited, in seconds, in the order asked.
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         """How a back-off waits (replaced by tests; called on the backend's event loop)."""
-        self.random: Callable[[], float] = random.random
-        """The jitter source, uniform in [0, 1)."""
-        self.now: Callable[[], float] = time.time
-        """The wall clock, for a Retry-After given as an HTTP date."""
+        self.random: Callable[[], float] = random.random  # The jitter source, uniform in [0, 1).
+        self.now: Callable[[], float] = time.time  # The wall clock, for a Retry-After given as an HTTP date.
         self._lock = threading.Lock()
 
     def _format_id(self) -> str:
