@@ -25,14 +25,8 @@ class MockModel(Model):
 
     batch_size = 1024
 
-    def __init__(
-        self,
-        answers: Mapping[str, str] | Callable[[Request], str | None] | None = None,
-        *,
-        strategy: str = "first",
-        fixed: str = "",
-        name: str = "mock",
-    ) -> None:
+    def __init__(self, answers: Mapping[str, str] | Callable[[Request], str | None] | None = None, *,
+                 strategy: str = "first", fixed: str = "", name: str = "mock") -> None:
         if strategy not in STRATEGIES:
             raise TomConfigError(f"mock strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
         self.answers = answers
@@ -69,32 +63,26 @@ class MockModel(Model):
         return None
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out = []
-        for r in requests:
-            self.calls.append(r)
-            text = self._scripted(r)
-            if r.kind == "loglikelihood":
-                if not r.choices:
-                    out.append(Response(error="mock: a loglikelihood request needs choices"))
-                    continue
-                if text in r.choices:
-                    pick = r.choices.index(text)
-                elif self.strategy in ("first", "last"):
-                    pick = len(r.choices) - 1 if self.strategy == "last" else 0
-                else:
-                    out.append(Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)"))
-                    continue
-                logprobs = tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices)))
-                out.append(Response(text=r.choices[pick], logprobs=logprobs))
-                continue
-            if r.kind != "generate":
-                out.append(Response(error=f"mock answers generate and loglikelihood requests, not {r.kind!r}"))
-                continue
-            if text is None:
-                text = self._by_strategy(r)
-            out.append(Response(text=text) if text is not None else
-                       Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)"))
-        return out
+        return [self._answer(r) for r in requests]
+
+    def _answer(self, r: Request) -> Response:
+        self.calls.append(r)
+        text = self._scripted(r)
+        missing = Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)")
+        if r.kind == "loglikelihood":
+            if not r.choices:
+                return Response(error="mock: a loglikelihood request needs choices")
+            if text in r.choices:
+                pick = r.choices.index(text)
+            elif self.strategy in ("first", "last"):
+                pick = len(r.choices) - 1 if self.strategy == "last" else 0
+            else:
+                return missing
+            return Response(text=r.choices[pick], logprobs=tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices))))
+        if r.kind != "generate":
+            return Response(error=f"mock answers generate and loglikelihood requests, not {r.kind!r}")
+        text = text if text is not None else self._by_strategy(r)
+        return missing if text is None else Response(text=text)
 
 
 def _code_identity(fn: Callable[..., object]) -> str:
