@@ -32,9 +32,8 @@ def check_hf(spec: str, *, uri: str) -> None:
     from pytest_tom.models.hf import OPTIONS
 
     parsed = parse_spec("hf", spec, OPTIONS)
-    if parsed["gguf_file"] or parsed["convert"]:
-        return
-    check_target(parsed.target, uri=uri, scheme="hf", aliases=SMOLLM2_ALIASES)
+    if not (parsed["gguf_file"] or parsed["convert"]):
+        check_target(parsed.target, uri=uri, scheme="hf", aliases=SMOLLM2_ALIASES)
 
 
 def check_vllm(spec: str, *, uri: str) -> None:
@@ -90,10 +89,7 @@ def _with_hint(message: str, found: Sequence[str], scheme: str) -> str:
 
 def offline_variable() -> str | None:
     """The name of the set HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE variable (huggingface_hub's truth values), or None."""
-    for name in _OFFLINE_VARIABLES:
-        if os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE"):
-            return name
-    return None
+    return next((n for n in _OFFLINE_VARIABLES if os.environ.get(n, "").upper() in ("1", "ON", "YES", "TRUE")), None)
 
 
 def hub_cache_dir() -> Path:
@@ -176,11 +172,7 @@ def _ask_hub(repo_id: str) -> tuple[str, str]:
     except HfHubHTTPError:
         return "unknown", "the hub answered with an error"
     except Exception as exc:  # noqa: BLE001 - no answer at all: DNS, refused connection, timeout, proxy
-        return "unreachable", (f"the hub ({endpoint}) is unreachable ({type(exc).__name__}: {_first_line(exc)}); "
+        first_line = (str(exc).strip().splitlines() or ["no answer"])[0]
+        return "unreachable", (f"the hub ({endpoint}) is unreachable ({type(exc).__name__}: {first_line}); "
                                "for a hub model check the network, or set HF_HUB_OFFLINE=1 to use the cache only")
     return "exists", "on the hub"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "no answer"

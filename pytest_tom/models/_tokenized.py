@@ -121,10 +121,6 @@ def fingerprint_parts(
     return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.formatter.hash(), **identity}
 
 
-def checkpoint_fingerprint(scheme: str, parts: Mapping[str, Any]) -> str:
-    return f"{scheme}:" + combine(parts)
-
-
 def file_hashes(files: Mapping[str, Any]) -> dict[str, str | None]:
     """The report's weights/config/tokenizer hashes (a hub id fingerprinted by commit has only that)."""
     return {

@@ -22,6 +22,7 @@ from pytest_tom.models._common import (
     ChoiceScores,
     Option,
     Spec,
+    combine,
     cut_at_stops,
     parse_spec,
     require_existing,
@@ -29,7 +30,6 @@ from pytest_tom.models._common import (
 from pytest_tom.models._prefix import sharing_order
 from pytest_tom.models._tokenized import (
     TokenizedChat,
-    checkpoint_fingerprint,
     fingerprint_parts,
     hub_fingerprint,
     local_fingerprint,
@@ -221,7 +221,7 @@ class VLLMModel(StreamingModel):
                 files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
             parts = fingerprint_parts("vllm", BACKEND_VERSION, files, self.chat,
                                       dtype=self.options["dtype"], quantization=self.options["quantization"])
-            self._fingerprint = checkpoint_fingerprint("vllm", parts)
+            self._fingerprint = "vllm:" + combine(parts)
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from pytest_tom.models._common import (
     ChoiceScores,
     Option,
     Spec,
+    combine,
     dtype_kwarg,
     parse_spec,
     require_existing,
@@ -31,7 +32,6 @@ from pytest_tom.models._common import (
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
-    checkpoint_fingerprint,
     file_hashes,
     fingerprint_parts,
     hub_fingerprint,
@@ -240,7 +240,7 @@ class HFModel(StreamingModel):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = checkpoint_fingerprint("hf", self.fingerprint_parts())
+            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
@@ -263,11 +263,8 @@ class HFModel(StreamingModel):
 
     @property
     def max_positions(self) -> int | None:
-        cfg = self.model.config if self.model is not None else None
-        n = getattr(cfg, "max_position_embeddings", None) if cfg is not None else None
-        if isinstance(n, int) and n > 0:
-            return n
-        return self.chat.model_max_length
+        n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return n if isinstance(n, int) and n > 0 else self.chat.model_max_length
 
     def encode_prompt(self, request: Request) -> tuple[int, ...]:
         return self.chat.encode_prompt(request.messages)
@@ -319,25 +316,20 @@ class HFModel(StreamingModel):
 
     def _free_memory(self) -> None:
         gc.collect()
-        torch = self._torch
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
 
     def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         ids, mask = pad_left(self._torch, seqs, self.pad_id)
-        device = self._input_device
-        return ids.to(device), mask.to(device)
+        return ids.to(self._input_device), mask.to(self._input_device)
 
     @property
     def pad_id(self) -> int:
-        for candidate in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id")):
-            if isinstance(candidate, int):
-                return candidate
-        return 0
+        candidates = (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id"))
+        return next((c for c in candidates if isinstance(c, int)), 0)
 
     def _gen_config_value(self, name: str) -> Any:
-        cfg = getattr(self.model, "generation_config", None) if self.model is not None else None
-        return getattr(cfg, name, None) if cfg is not None else None
+        return getattr(getattr(self.model, "generation_config", None), name, None)
 
     @property
     def eos_ids(self) -> list[int]:
