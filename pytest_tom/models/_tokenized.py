@@ -37,12 +37,8 @@ class TokenizedChat:
     def _apply_template(self, messages: list[dict[str, str]], continue_final: bool) -> str:
         # The tokenizer's own Jinja environment, so an override file renders exactly like a built-in template.
         return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            messages,
-            chat_template=self.template,
-            tokenize=False,
-            add_generation_prompt=not continue_final,
-            continue_final_message=continue_final,
-        )
+            messages, chat_template=self.template, tokenize=False, add_generation_prompt=not continue_final,
+            continue_final_message=continue_final)
 
     def encode_prompt(self, messages: Sequence[Message]) -> tuple[int, ...]:
         text = self.formatter.render(messages)
@@ -92,11 +88,9 @@ def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool 
     if gguf_file:
         return {"weights": {gguf_file: file_digest(folder / gguf_file, full=full)}}
     weights = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
-    return {
-        "weights": digest_files(weights, full=full),
-        "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
-        "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True),
-    }
+    return {"weights": digest_files(weights, full=full),
+            "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
+            "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True)}
 
 
 def hub_fingerprint(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import linecache
@@ -105,7 +106,8 @@ def _callable_identity(fn: Callable[..., Any]) -> str:
     if explicit is not None:
         return str(explicit)
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn)
-    return source_digest(target, f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}")
+    name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    return source_digest(target, name)
 
 
 def source_digest(target: object, label: str) -> str:
@@ -178,7 +180,8 @@ class CallableModel(Model):
                 prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
                 responses = self._call(prompts, first.settings.to_dict())
             else:
-                responses = [Response(error=f"{self.uri} answers only generate requests, not {first.kind!r}")] * len(idxs)
+                error = f"{self.uri} answers only generate requests, not {first.kind!r}"
+                responses = [Response(error=error)] * len(idxs)
             for i, response in zip(idxs, responses, strict=True):
                 out[i] = response
         return out
@@ -227,11 +230,9 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or extension callable: nothing to check, call it as documented
         return True
-    try:
+    with contextlib.suppress(TypeError):
         sig.bind(None, None)
         return True
-    except TypeError:
-        pass
     try:
         sig.bind(None)
     except TypeError:

@@ -78,7 +78,8 @@ class MockModel(Model):
                 pick = len(r.choices) - 1 if self.strategy == "last" else 0
             else:
                 return missing
-            return Response(text=r.choices[pick], logprobs=tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices))))
+            logprobs = tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices)))
+            return Response(text=r.choices[pick], logprobs=logprobs)
         if r.kind != "generate":
             return Response(error=f"mock answers generate and loglikelihood requests, not {r.kind!r}")
         text = text if text is not None else self._by_strategy(r)

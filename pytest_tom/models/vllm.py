@@ -80,13 +80,9 @@ def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
     temperature 0 is greedy in vLLM; top_p only matters when sampling. The
     per-request seed makes a sampled answer independent of its batch-mates.
     """
-    kw: dict[str, Any] = {
-        "n": 1,
-        "max_tokens": settings.max_new_tokens,
-        "temperature": float(settings.temperature),
-        "top_p": float(settings.top_p) if settings.temperature > 0 else 1.0,
-        "skip_special_tokens": True,
-    }
+    top_p = float(settings.top_p) if settings.temperature > 0 else 1.0
+    kw: dict[str, Any] = {"n": 1, "max_tokens": settings.max_new_tokens, "temperature": float(settings.temperature),
+                          "top_p": top_p, "skip_special_tokens": True}
     if settings.stop or settings.stop_after:
         kw["stop"] = [*settings.stop, *settings.stop_after]
     if settings.stop_after:

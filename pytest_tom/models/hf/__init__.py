@@ -341,18 +341,10 @@ class HFModel(StreamingModel):
         """A fresh config: only the benchmark's settings, never the checkpoint's sampling defaults."""
         sample = s.temperature > 0
         return self._transformers.GenerationConfig(
-            max_new_tokens=s.max_new_tokens,
-            do_sample=sample,
-            num_beams=1,
-            temperature=s.temperature if sample else None,
-            top_p=s.top_p if sample else None,
-            top_k=0 if sample else None,
-            repetition_penalty=1.0,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_ids or None,
-            bos_token_id=self._gen_config_value("bos_token_id"),
-            stop_strings=[*s.stop, *s.stop_after] or None,
-        )
+            max_new_tokens=s.max_new_tokens, do_sample=sample, num_beams=1, repetition_penalty=1.0,
+            temperature=s.temperature if sample else None, top_p=s.top_p if sample else None,
+            top_k=0 if sample else None, pad_token_id=self.pad_id, eos_token_id=self.eos_ids or None,
+            bos_token_id=self._gen_config_value("bos_token_id"), stop_strings=[*s.stop, *s.stop_after] or None)
 
     def _generate_batch(self, items: list[_Gen]) -> list[Response]:
         torch = self._torch

@@ -86,7 +86,7 @@ def is_converted(folder: Path) -> bool:
 
 
 def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None = None) -> Path:
-    """Return the safetensors folder for `gguf`, converting it the first time (a minute or more), saying so on screen."""
+    """Return the safetensors folder for `gguf`, converting it the first time (a minute or more) and saying so."""
     target = converted_dir_for(gguf)
     if is_converted(target):
         return target
