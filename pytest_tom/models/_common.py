@@ -98,7 +98,7 @@ def looks_local(target: str) -> bool:
 
 
 def require_existing(target: str, *, uri: str) -> None:
-    """Raise one `TomConfigError` naming the resolved path if a local-looking `target` is missing (before any import)."""
+    """Raise a `TomConfigError` naming the resolved path if a local-looking `target` is missing (before any import)."""
     if not looks_local(target):
         return
     path = Path(target.strip()).expanduser()
