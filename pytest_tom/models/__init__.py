@@ -57,8 +57,7 @@ class SchemeRegistry(LazyRegistry[Factory]):
     def check(self, uri: str) -> None:
         """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
 
-        Only schemes still bound to their built-in factory are checked: a scheme a
-        third party registered again is theirs to judge. Nothing is built or loaded.
+        Only schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
         """
         scheme, _, spec = uri.partition(":")
         if scheme in CHECKS and self.is_builtin(scheme):

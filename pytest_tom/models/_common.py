@@ -160,10 +160,8 @@ def combine(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-def loglikelihood_response(
-    choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *, prompt_tokens: int,
-    usage: Mapping[str, int] | None = None,
-) -> Response:
+def loglikelihood_response(choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *,
+                           prompt_tokens: int, usage: Mapping[str, int] | None = None) -> Response:
     """The answer to a log-likelihood request, built the same way by every backend.
 
     `text` is the best-scoring choice (the first on a tie), so reports show what the model

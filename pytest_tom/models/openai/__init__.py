@@ -219,9 +219,8 @@ class OpenAIModel(StreamingModel):
                     pass
             thread.join(timeout=30)
 
-    async def _run_all(
-        self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any], started: threading.Event
-    ) -> None:
+    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any],
+                       started: threading.Event) -> None:
         holder["loop"] = asyncio.get_running_loop()
         holder["task"] = asyncio.current_task()
         started.set()
@@ -388,9 +387,7 @@ class OpenAIModel(StreamingModel):
     async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
         """Score choices with prompt log-probabilities (`echo=True`), one call per request.
 
-        Needs endpoint=completions and a server that echoes prompt logprobs
-        (vLLM, llama.cpp, TGI); OpenAI's hosted chat models do not. A token
-        belongs to a choice when its character span overlaps the choice.
+        Needs endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
         """
         if self.endpoint != "completions":
             raise Permanent(

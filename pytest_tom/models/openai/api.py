@@ -104,8 +104,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
 def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
     """The wait after failed attempt `attempt` (0-based) when the server named none.
 
-    `first * 2**attempt`, capped at `cap`, then scaled to 50-100% by `jitter` in
-    [0, 1): clients that failed together do not all retry at the same instant.
+    Capped exponential, scaled to 50-100% by `jitter`: clients that failed together do not retry at once.
     """
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 
