@@ -157,12 +157,11 @@ class PrefixRunner:
         self.pad_id = pad_id
         self.cache_kw = cache_argument(model)
 
-    def _extend(self, cache: Any, ids: Any, mask: Any, full_mask: Any) -> Any:
+    def _extend(self, cache: Any, ids: Any, full_mask: Any) -> Any:
         """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""
         torch = self.torch
         positions = (full_mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
-        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions,
-                              "use_cache": True}
+        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions, "use_cache": True}
         if cache is not None:
             kw[self.cache_kw] = cache
         with torch.inference_mode():
@@ -195,7 +194,7 @@ class PrefixRunner:
         if p.base:
             ids = torch.tensor([list(seqs[0][: p.base])], dtype=torch.long, device=device)
             mask = torch.ones_like(ids)
-            cache = self._extend(None, ids, mask, mask)
+            cache = self._extend(None, ids, mask)
             cols_ids.append(ids)
             cols_mask.append(mask)
         level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
@@ -206,7 +205,7 @@ class PrefixRunner:
                 cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
                 cols_mask = [c.expand(len(p.groups), -1) for c in cols_mask]
             full_mask = torch.cat([*cols_mask, mask], dim=1)
-            cache = self._extend(cache, ids, mask, full_mask)
+            cache = self._extend(cache, ids, full_mask)
             cols_ids.append(ids)
             cols_mask.append(mask)
             rows = [group_of[k] for k in range(len(seqs))]

@@ -340,11 +340,6 @@ class OpenAIModel(StreamingModel):
             return True, None, f"malformed response from {self.base_url}: {exc}"
         return False, None, f"{type(exc).__name__}: {exc}"
 
-    def chat_messages(self, request: Request) -> list[dict[str, str]]:
-        if self.options["system"] == "fold":
-            return fold_system(request.messages)
-        return [m.to_dict() for m in request.messages]
-
     def prompt(self, request: Request) -> str:
         assert self.formatter is not None
         return self.formatter.render(request.messages)
@@ -368,7 +363,9 @@ class OpenAIModel(StreamingModel):
             raise Permanent(f"unknown request kind {request.kind!r}")
         kw = {**self.sampling_kwargs(request), "timeout": self._http_timeout(timeout)}
         if self.endpoint == "chat":
-            raw = await client.chat.completions.with_raw_response.create(messages=self.chat_messages(request), **kw)
+            fold = self.options["system"] == "fold"
+            messages = fold_system(request.messages) if fold else [m.to_dict() for m in request.messages]
+            raw = await client.chat.completions.with_raw_response.create(messages=messages, **kw)
         else:
             raw = await client.completions.with_raw_response.create(prompt=self.prompt(request), **kw)
         resp = raw.parse()

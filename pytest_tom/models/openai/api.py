@@ -7,6 +7,7 @@ kinds `Withheld` (content filter) and `Empty` (no visible text) are not retried.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
 from collections.abc import Mapping, Sequence
@@ -83,17 +84,13 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
     ms = headers.get("retry-after-ms")
     if ms:
-        try:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
