@@ -19,8 +19,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError
 from pytest_tom.request import Message
 
-Renderer = Callable[[list[dict[str, str]], bool], str]
-"""(messages, continue_final_message) -> prompt text, with the generation prompt added."""
+Renderer = Callable[[list[dict[str, str]], bool], str]  # (messages, continue_final_message) -> prompt text
 
 PLAIN_SEPARATOR = "\n\n"
 _SYS_PROBE = "<<pytest-tom system probe 5c1e>>"

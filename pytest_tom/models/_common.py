@@ -7,6 +7,7 @@ transformers, openai and vllm until a scheme that needs them is used.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,10 +44,9 @@ class Option:
             except ValueError:
                 raise TomConfigError(f"{where}: expected {what}") from None
         if self.kind == "bool":
-            low = raw.strip().lower()
-            if low in _FLAGS:
-                return _FLAGS[low]
-            raise TomConfigError(f"{where}: expected true or false")
+            if (flag := _FLAGS.get(raw.strip().lower())) is None:
+                raise TomConfigError(f"{where}: expected true or false")
+            return flag
         if self.choices and raw not in self.choices:
             raise TomConfigError(f"{where}: expected one of {', '.join(self.choices)}")
         return raw
@@ -99,10 +99,8 @@ def looks_local(target: str) -> bool:
 
 def require_existing(target: str, *, uri: str) -> None:
     """Raise a `TomConfigError` naming the resolved path if a local-looking `target` is missing (before any import)."""
-    if not looks_local(target):
-        return
     path = Path(target.strip()).expanduser()
-    if path.exists():
+    if not looks_local(target) or path.exists():
         return
     kind = "file" if path.suffix.lower() == ".gguf" else "folder"
     hint = "; a hub id is NAME or ORG/NAME"
@@ -113,11 +111,9 @@ def require_existing(target: str, *, uri: str) -> None:
 
 def cache_root() -> Path:
     """$TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom (as the response cache)."""
-    value = os.environ.get("TOM_CACHE_DIR")
-    if value:
+    if value := os.environ.get("TOM_CACHE_DIR"):
         return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-tom"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-tom"
 
 
 def models_root() -> Path:
@@ -155,8 +151,6 @@ def digest_files(paths: Iterable[Path], *, full: bool = False) -> dict[str, str]
 
 def combine(parts: Mapping[str, Any]) -> str:
     """One sha256 over a mapping, stable across key order."""
-    import json
-
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 

@@ -161,7 +161,8 @@ class PrefixRunner:
         """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""
         torch = self.torch
         positions = (full_mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
-        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions, "use_cache": True}
+        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions,
+                              "use_cache": True}
         if cache is not None:
             kw[self.cache_kw] = cache
         with torch.inference_mode():

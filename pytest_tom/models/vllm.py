@@ -227,9 +227,7 @@ class VLLMModel(StreamingModel):
     def context_limit(self) -> int | None:
         """`max_model_len` when given, else the tokenizer's model length: vLLM would reject or cut longer requests."""
         given = self.llm_kwargs().get("max_model_len")
-        if isinstance(given, int) and given > 0:
-            return given
-        return self.chat.model_max_length
+        return given if isinstance(given, int) and given > 0 else self.chat.model_max_length
 
     def work_items(self, requests: Sequence[Request]) -> tuple[list[tuple[int, int, dict[str, Any]]], list[tuple[int, Response]]]:
         """Flatten requests into (request index, choice index, item); failures come back as responses."""

