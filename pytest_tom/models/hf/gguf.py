@@ -1,10 +1,7 @@
 """GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2.
 
-transformers de-quantises a GGUF on every load (half a minute for SmolLM2-135M) and a
-GGUF-loaded model refuses `save_pretrained`, so the de-quantised weights are loaded
-into a fresh model and saved once under `models_root()`, in a folder named by the
-GGUF's digest and the converter version, written to a temporary folder and renamed
-into place so concurrent xdist workers never see a half-written model.
+transformers de-quantises a GGUF on every load, so it is converted once under `models_root()` (a folder named by its
+digest and the converter version), written to a temporary folder and renamed into place for concurrent workers.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 
-Requests run concurrently on an asyncio loop in a helper thread and `stream` hands
-each answer to the engine as it arrives, so it is cached at once and an interrupted
-run resumes where it stopped. How many are in flight adapts to the server
-(`pressure.py`; README, *Adaptive concurrency*). Retries are ours, not the client's:
-which failures are retried, the server's Retry-After, the per-kind counters in the
-report and the scrubbed final message all depend on how each exception is classified
-(`api.py`), which a generic policy would only wrap. Its clock (`sleep`, `random`,
-`now`) is injectable, so tests assert the waits without sleeping. A 200 without a
-completion is malformed and retried; a completion without visible text (content
-filter, empty) is an error, neither retried (it would repeat) nor cached.
-
-The API key comes from the environment, is refused in the URI and never reaches the
-fingerprint; it and the `secret_env=` values are `secrets()`, scrubbed from every error.
+Requests run concurrently on an asyncio loop in a helper thread; each answer reaches the engine (and its cache) as it
+arrives. In-flight requests adapt to the server (`pressure.py`). Retries are ours, not the client's, because what is
+retried, the Retry-After wait, the report's counters and the scrubbed message depend on classifying each failure
+(`api.py`); their clock (`sleep`, `random`, `now`) is injectable for tests. The API key comes from the environment,
+never the URI or the fingerprint, and with the `secret_env=` values is scrubbed from every error (`secrets()`).
 """
 
 from __future__ import annotations
@@ -80,10 +72,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
            choices=("max_tokens", "max_completion_tokens")),
 )
-FORBIDDEN = {
-    "api_key": "never put an API key in the URI (the URI is written to the report and logs); "
-    "export it and name the variable with api_key_env=NAME",
-}
+FORBIDDEN = {"api_key": "never put an API key in the URI (the URI is written to the report and logs); "
+                        "export it and name the variable with api_key_env=NAME"}
 
 
 class OpenAIModel(StreamingModel):
@@ -337,9 +327,9 @@ class OpenAIModel(StreamingModel):
     def sampling_kwargs(self, request: Request) -> dict[str, Any]:
         """Decoding settings as API parameters: seed and temperature always passed through."""
         s = request.settings
-        kw: dict[str, Any] = {"model": self.model_name, "temperature": s.temperature, "top_p": s.top_p}
         param = self.options["max_tokens_param"] if self.endpoint == "chat" else "max_tokens"
-        kw[param] = s.max_new_tokens
+        kw: dict[str, Any] = {"model": self.model_name, "temperature": s.temperature, "top_p": s.top_p,
+                              param: s.max_new_tokens}
         if s.seed is not None:
             kw["seed"] = s.seed
         if s.stop:

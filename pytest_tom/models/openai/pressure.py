@@ -1,14 +1,9 @@
 """Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
 
-A fixed number is wrong for someone: 16 at once floods a CPU inference server that
-works on one request at a time (a retry storm of timed-out, re-sent requests), 2
-wastes a hosted API. So `Pressure` adjusts the limit as TCP does its window
-(additive increase, multiplicative decrease) with a latency signal as in TCP Vegas,
-because a queueing server answers late long before it fails: it halves (once per
-epoch) on a timeout, a 429/503/504 or an answer slower than half its timeout, and
-grows only on fast answers sent at the current limit (README, *Adaptive concurrency*).
-`Pressure` is pure (latencies are passed in) and unit tested without a server; `Slots`
-is the asyncio gate that holds requests back until the limit lets them go.
+A fixed number floods a CPU inference server (a retry storm) or wastes a hosted API. `Pressure` adjusts the limit as
+TCP does its window (additive increase, multiplicative decrease) with a Vegas-style latency signal, since a queueing
+server answers late long before it fails (README, *Adaptive concurrency*). It is pure (latencies are passed in);
+`Slots` is the asyncio gate that holds requests back until the limit lets them go.
 """
 
 from __future__ import annotations
