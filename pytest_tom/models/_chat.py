@@ -1,18 +1,8 @@
 """Turning a request's chat messages into the exact text a model sees.
 
-Getting this wrong is the most common way peers' numbers stop matching the
-papers: a base-model prompt sent to an instruct model, a system prompt that a
-template silently drops (Gemma, early Mistral) or rejects with an exception. So
-the formatter
-
-* uses the model's own chat template by default, or a Jinja file the user
-  names, or none at all (plain concatenation, for base models);
-* probes once whether the template keeps a system message, and when it raises
-  or drops it, folds the system text into the first user turn instead of
-  losing the benchmark's instructions;
-* hashes the template text together with a probe rendering (which also
-  captures special tokens such as BOS), so a changed template changes the
-  cache fingerprint and the report says which template produced the answers.
+A wrong template is the commonest way numbers stop matching the papers, so the formatter uses the model's own template
+(or a Jinja file, or none), folds the system message into the first user turn when the template drops or rejects it,
+and hashes the template with a probe rendering, so a changed template changes the cache fingerprint.
 """
 
 from __future__ import annotations
@@ -26,8 +16,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError
 from pytest_tom.request import Message
 
-Renderer = Callable[[list[dict[str, str]], bool], str]
-"""(messages, continue_final_message) -> prompt text, with the generation prompt added."""
+Renderer = Callable[[list[dict[str, str]], bool], str]  # (messages, continue_final_message) -> prompt text
 
 PLAIN_SEPARATOR = "\n\n"
 _SYS_PROBE = "<<pytest-tom system probe 5c1e>>"
@@ -55,11 +44,9 @@ def read_template_file(path: str | Path) -> str:
 
 
 def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) -> Renderer:
-    """Render a chat template without a tokenizer, in the sandbox transformers uses.
+    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses.
 
-    Used where no tokenizer is at hand (the completions endpoint of an API); the
-    environment mirrors transformers' (trim_blocks, lstrip_blocks, `tojson`,
-    `raise_exception`), so one template file renders the same text in both.
+    The environment mirrors transformers', so one template file renders the same text in both.
     """
     try:
         import jinja2
@@ -70,9 +57,8 @@ def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
 
-    def tojson(
-        x: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None, sort_keys: bool = False
-    ) -> str:
+    def tojson(x: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+               sort_keys: bool = False) -> str:
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
@@ -101,8 +87,7 @@ class ChatFormatter:
         if system not in SYSTEM_MODES:
             raise TomConfigError(f"system={system}: expected one of {', '.join(SYSTEM_MODES)}")
         self.template = template
-        self.source = source
-        """"tokenizer", "file:<path>" or "none" (plain concatenation)."""
+        self.source = source  # "tokenizer", "file:<path>" or "none" (plain concatenation).
         self.renderer = renderer if template is not None else None
         self.system_mode = system
         self.probe = ""
@@ -133,31 +118,19 @@ class ChatFormatter:
 
     def hash(self) -> str:
         """Identity of the whole rendering, for the fingerprint and the report."""
-        parts = {
-            "template": self.template,
-            "probe": self.probe,
-            "fold": self.fold,
-            "separator": PLAIN_SEPARATOR if self.plain else None,
-        }
+        parts = {"template": self.template, "probe": self.probe, "fold": self.fold,
+                 "separator": PLAIN_SEPARATOR if self.plain else None}
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "hash": self.hash(),
-            "system_role": "n/a" if self.plain else ("folded into the first user turn" if self.fold else "native"),
-            "system_mode": self.system_mode,
-        }
-
-    def messages(self, messages: Sequence[Message]) -> list[dict[str, str]]:
-        """The messages the template sees: system text folded into the next user turn when needed."""
-        return fold_system(messages) if self.fold else [m.to_dict() for m in messages]
+        role = "n/a" if self.plain else ("folded into the first user turn" if self.fold else "native")
+        return {"source": self.source, "hash": self.hash(), "system_role": role, "system_mode": self.system_mode}
 
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text; a final assistant message is continued rather than closed (prefill)."""
         if self.renderer is None:
             return PLAIN_SEPARATOR.join(m.content for m in messages)
-        msgs = self.messages(messages)
+        msgs = fold_system(messages) if self.fold else [m.to_dict() for m in messages]
         continue_final = bool(msgs) and msgs[-1]["role"] == "assistant"
         return self.renderer(msgs, continue_final)
 
@@ -181,11 +154,7 @@ def fold_system(messages: Sequence[Message]) -> list[dict[str, str]]:
 
 
 def choose_template(option: str | None, own_template: str | None) -> tuple[str | None, str]:
-    """Resolve the `chat_template=` option into (template text or None, source label).
-
-    ``auto`` (default): the model's own template when it has one, else plain
-    concatenation; ``none``: plain concatenation; anything else: a template file.
-    """
+    """Resolve `chat_template=` (auto: the model's own, else plain; none: plain; else a file) to (template, source)."""
     value = (option or "auto").strip()
     if value == "none":
         return None, "none"

@@ -1,28 +1,28 @@
 """Shared plumbing of the real backends: URI options, file fingerprints, cache folders.
 
-Only the standard library (and pytest_tom's own request types) is imported here,
-so every backend module (and `import pytest_tom`) stays free of torch,
+Only the standard library is imported here, so `import pytest_tom` stays free of torch,
 transformers, openai and vllm until a scheme that needs them is used.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.request import Response
+from pytest_tom.request import Request, Response
 
 MiB = 1024 * 1024
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+_NUMBERS: dict[str, tuple[Callable[[str], Any], str]] = {"int": (int, "an integer"), "float": (float, "a number")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,23 +37,16 @@ class Option:
 
     def convert(self, scheme: str, raw: str) -> Any:
         where = f"--tom-model {scheme}:...?{self.name}={raw}"
-        if self.kind == "int":
+        if self.kind in _NUMBERS:
+            convert, what = _NUMBERS[self.kind]
             try:
-                return int(raw)
+                return convert(raw)
             except ValueError:
-                raise TomConfigError(f"{where}: expected an integer") from None
-        if self.kind == "float":
-            try:
-                return float(raw)
-            except ValueError:
-                raise TomConfigError(f"{where}: expected a number") from None
+                raise TomConfigError(f"{where}: expected {what}") from None
         if self.kind == "bool":
-            low = raw.strip().lower()
-            if low in _TRUE:
-                return True
-            if low in _FALSE:
-                return False
-            raise TomConfigError(f"{where}: expected true or false")
+            if (flag := _FLAGS.get(raw.strip().lower())) is None:
+                raise TomConfigError(f"{where}: expected true or false")
+            return flag
         if self.choices and raw not in self.choices:
             raise TomConfigError(f"{where}: expected one of {', '.join(self.choices)}")
         return raw
@@ -72,12 +65,9 @@ class Spec:
 
 
 def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: Mapping[str, str] | None = None) -> Spec:
-    """Split the part after `scheme:` into its target and typed options.
+    """Split the part after `scheme:` into its target (before the first ``?``) and typed, URL-decoded options.
 
-    The target is everything before the first ``?`` (a path, a hub id or an API
-    model name, which may contain ``/`` and ``:``); the query string is URL-decoded,
-    so a value holding ``&`` is written ``%26``. Unknown options are an error that
-    lists the known ones: a typo must never silently fall back to a default.
+    An unknown option is an error listing the known ones: a typo must never silently fall back to a default.
     """
     target, sep, query = spec.partition("?")
     known = {o.name: o for o in options}
@@ -88,41 +78,29 @@ def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: 
                 raise TomConfigError(f"--tom-model {scheme}:...?{key}=: {forbidden[key]}")
             opt = known.get(key)
             if opt is None:
-                raise TomConfigError(
-                    f"--tom-model {scheme}:{target}?{key}=...: unknown option {key!r}; known: {', '.join(sorted(known))}"
-                )
+                raise TomConfigError(f"--tom-model {scheme}:{target}?{key}=...: unknown option {key!r}; "
+                                     f"known: {', '.join(sorted(known))}")
             values[key] = opt.convert(scheme, raw)
     return Spec(scheme=scheme, target=target.strip(), options=values)
 
-
-# -- local paths -----------------------------------------------------------------------------------
 
 _DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 
 
 def looks_local(target: str) -> bool:
-    r"""True when `target` can only be a path on disk, never a Hugging Face hub id.
+    """True when `target` can only be a path on disk, never a hub id (NAME or ORG/NAME, no leading '.', no backslash).
 
-    A hub id is NAME or ORG/NAME, whose parts never start with '.' and never hold a
-    backslash. So '/abs', '~/x', './x', '../x', '.', a Windows drive ('C:\x', 'C:/x'),
-    any backslash, or more than one '/' ('models/org/name') names a path, and a
-    missing one is a usage error instead of a hub lookup that fails on every item.
-    A bare 'dir/sub' stays a hub id: it cannot be told from ORG/NAME ('./dir/sub' can).
+    So a missing one is a usage error instead of a hub lookup that fails on every item;
+    a bare 'dir/sub' stays a hub id, as it cannot be told from ORG/NAME ('./dir/sub' can).
     """
     t = target.strip()
     return (t.startswith(("/", "~", ".", "\\")) or bool(_DRIVE.match(t)) or "\\" in t or t.count("/") > 1)
 
 
 def require_existing(target: str, *, uri: str) -> None:
-    """Raise one `TomConfigError` naming the resolved path when a local-looking `target` does not exist.
-
-    Called when the model is built, before any SDK import: the `tom_model` fixture
-    turns it into a single usage error before any item runs.
-    """
-    if not looks_local(target):
-        return
+    """Raise a `TomConfigError` naming the resolved path if a local-looking `target` is missing (before any import)."""
     path = Path(target.strip()).expanduser()
-    if path.exists():
+    if not looks_local(target) or path.exists():
         return
     kind = "file" if path.suffix.lower() == ".gguf" else "folder"
     hint = "; a hub id is NAME or ORG/NAME"
@@ -131,41 +109,26 @@ def require_existing(target: str, *, uri: str) -> None:
     raise TomConfigError(f"--tom-model {uri}: no such {kind}: {os.path.abspath(path)} (the target is a local path{hint})")
 
 
-# -- cache folders ---------------------------------------------------------------------------------
-
-
 def cache_root() -> Path:
     """$TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom (as the response cache)."""
-    value = os.environ.get("TOM_CACHE_DIR")
-    if value:
+    if value := os.environ.get("TOM_CACHE_DIR"):
         return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pytest-tom"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-tom"
 
 
 def models_root() -> Path:
-    """Where converted checkpoints live: $TOM_MODEL_DIR, else <cache root>/models.
-
-    A separate variable lets CI keep the (slow to build) converted models across
-    runs while the response cache stays per run.
-    """
+    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else <cache root>/models."""
     value = os.environ.get("TOM_MODEL_DIR")
     return Path(value).expanduser() if value else cache_root() / "models"
-
-
-# -- fingerprints ----------------------------------------------------------------------------------
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
     """A content hash of one file that does not depend on its mtime or name.
 
     Sampled mode (the default) hashes the size plus the first, middle and last MiB:
-    reading three MiB of a 16 GB checkpoint takes milliseconds where a full hash
-    takes a minute per run. Any retraining, fine-tune, requantisation or
-    re-export changes the header (safetensors and GGUF put tensor metadata
-    first) or the sampled tensors; what it can miss is a same-size edit confined
-    to bytes outside the three samples, e.g. hand-patching one tensor in the
-    middle of a shard. `full=True` (URI option ``fingerprint=full``) closes that gap.
+    milliseconds for a 16 GB checkpoint, where a full hash takes a minute. Retraining or
+    re-export changes the header (tensor metadata comes first) or the samples; a
+    same-size edit elsewhere is missed unless `full=True` (``fingerprint=full``).
     """
     size = path.stat().st_size
     h = hashlib.sha256()
@@ -188,31 +151,44 @@ def digest_files(paths: Iterable[Path], *, full: bool = False) -> dict[str, str]
 
 def combine(parts: Mapping[str, Any]) -> str:
     """One sha256 over a mapping, stable across key order."""
-    import json
-
     return hashlib.sha256(json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
 
 
-# -- log-likelihood responses ---------------------------------------------------------------------
-
-
-def loglikelihood_response(
-    choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *, prompt_tokens: int,
-    usage: Mapping[str, int] | None = None,
-) -> Response:
+def loglikelihood_response(choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *,
+                           prompt_tokens: int, usage: Mapping[str, int] | None = None) -> Response:
     """The answer to a log-likelihood request, built the same way by every backend.
 
-    `text` is the best-scoring choice (the first on a tie), so reports and text
-    parsers show what the model picked; `choice_tokens` says how many tokens each
-    choice was scored over (for a per-token normalised score); `usage` holds spend
-    only: `prompt_tokens`, `scored_tokens` (all choices) and whatever the backend
-    adds (an API's completion_tokens...).
+    `text` is the best-scoring choice (the first on a tie), so reports show what the model
+    picked; `choice_tokens` allows a per-token normalised score; `usage` holds spend only.
     """
     scores = tuple(float(lp) for lp in logprobs)
     best = max(range(len(scores)), key=scores.__getitem__)
     spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}
     spend.update(usage or {})
     return Response(text=choices[best], logprobs=scores, choice_tokens=tuple(int(n) for n in counts), usage=spend)
+
+
+class ChoiceScores:
+    """Collects the per-choice scores of log-likelihood requests and answers a request once all its choices are in."""
+
+    def __init__(self, requests: Sequence[Request]) -> None:
+        self.requests = requests
+        self._got: dict[int, dict[int, tuple[float, int] | str]] = {}
+
+    def add(self, index: int, choice: int, score: tuple[float, int] | str, prompt_tokens: int) -> Response | None:
+        """Record (log-probability, tokens) or an error for one choice; the request's response when it was the last."""
+        got = self._got.setdefault(index, {})
+        got[choice] = score
+        request = self.requests[index]
+        if len(got) < len(request.choices):
+            return None
+        del self._got[index]
+        ordered = [got[k] for k in range(len(got))]
+        pairs = [s for s in ordered if not isinstance(s, str)]
+        if len(pairs) < len(ordered):
+            return Response(error=next(s for s in ordered if isinstance(s, str)))
+        return loglikelihood_response(request.choices, [lp for lp, _ in pairs], [n for _, n in pairs],
+                                      prompt_tokens=prompt_tokens)
 
 
 def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
@@ -225,12 +201,9 @@ def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
 def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] = ()) -> str:
     """The answer as a backend that halts at the first stop string it completes returns it.
 
-    `stop` strings are cut with what follows (excluded, OpenAI semantics);
-    `stop_after` strings (answer-contract stops) are kept and only what follows
-    is cut. Whichever stop string is completed first in the text decides, as it
-    would have ended the generation. Backends whose stop check runs per token
-    (a token may hold the stop string and more) and APIs that cannot keep a stop
-    string both end up with the same text through this function.
+    `stop` strings are cut with what follows (OpenAI semantics), `stop_after` strings
+    (answer-contract stops) are kept; the one completed first decides. Backends that stop
+    per token and APIs that cannot keep a stop string thus all return the same text.
     """
     best: tuple[int, int] | None = None  # (end of the first completed stop string, cut position)
     for strings, keep in ((stop, False), (stop_after, True)):

@@ -1,22 +1,13 @@
 """Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs.
 
-transformers resolves a name that is no folder by asking the hub, with five
-retries and back-off: a typo (`hf:smolm2`) on a machine without internet cost
-about 50 s, then a traceback with the retry log on every item. So at session
-start a target that is no folder, no file, no alias and no model of the local
-hub cache is checked here: with HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) set
-without any network, otherwise with one hub request (`HfApi.model_info`, a
-short timeout, no retries) that tells "no such model" and "hub unreachable"
-from a real remote id. Either failure is one `TomConfigError` with the nearest
-aliases, folders and cached ids. A real hub id passes and downloads as before.
-
-huggingface_hub (a transformers and vLLM dependency) is imported only here and
-only for such targets; without it the check steps aside and the backend reports
-the missing dependency.
+transformers resolves a name that is no folder by asking the hub with retries: a typo offline cost ~50 s and a
+traceback per item. So a target that is no folder, file, alias or cached model is checked here (offline, or with one
+short hub request) and fails as one `TomConfigError` naming the nearest candidates.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -27,12 +18,10 @@ from pytest_tom.models._common import looks_local, parse_spec, require_existing
 from pytest_tom.models.hf.gguf import SMOLLM2_ALIASES
 from pytest_tom.suggest import did_you_mean, nearest
 
-HUB_TIMEOUT = 5.0
-"""Seconds the one hub request may take; an answer from the hub API takes well under one."""
+HUB_TIMEOUT = 5.0  # Seconds the one hub request may take; an answer from the hub API takes well under one.
 
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-_MAX_LISTED = 2000
-"""Folder entries looked at for suggestions, so a huge working directory costs no time."""
+_MAX_LISTED = 2000  # Folder entries looked at for suggestions, so a huge working directory costs no time.
 
 
 def check_hf(spec: str, *, uri: str) -> None:
@@ -40,9 +29,8 @@ def check_hf(spec: str, *, uri: str) -> None:
     from pytest_tom.models.hf import OPTIONS
 
     parsed = parse_spec("hf", spec, OPTIONS)
-    if parsed["gguf_file"] or parsed["convert"]:
-        return
-    check_target(parsed.target, uri=uri, scheme="hf", aliases=SMOLLM2_ALIASES)
+    if not (parsed["gguf_file"] or parsed["convert"]):
+        check_target(parsed.target, uri=uri, scheme="hf", aliases=SMOLLM2_ALIASES)
 
 
 def check_vllm(spec: str, *, uri: str) -> None:
@@ -52,9 +40,8 @@ def check_vllm(spec: str, *, uri: str) -> None:
     parsed = parse_spec("vllm", spec, OPTIONS)
     if parsed["tokenizer"]:
         require_existing(str(parsed["tokenizer"]), uri=uri)
-    if os.environ.get("VLLM_USE_MODELSCOPE", "").lower() in ("1", "true"):
-        return  # ids then name ModelScope models, which this check does not know
-    check_target(parsed.target, uri=uri, scheme="vllm")
+    if os.environ.get("VLLM_USE_MODELSCOPE", "").lower() not in ("1", "true"):  # else ids name ModelScope models
+        check_target(parsed.target, uri=uri, scheme="vllm")
 
 
 def check_target(target: str, *, uri: str, scheme: str, aliases: Sequence[str] = ()) -> None:
@@ -98,18 +85,11 @@ def _with_hint(message: str, found: Sequence[str], scheme: str) -> str:
 
 def offline_variable() -> str | None:
     """The name of the set HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE variable (huggingface_hub's truth values), or None."""
-    for name in _OFFLINE_VARIABLES:
-        if os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE"):
-            return name
-    return None
+    return next((n for n in _OFFLINE_VARIABLES if os.environ.get(n, "").upper() in ("1", "ON", "YES", "TRUE")), None)
 
 
 def hub_cache_dir() -> Path:
-    """Where huggingface_hub keeps downloaded repos, read from the environment now.
-
-    huggingface_hub reads these variables once, when it is imported; reading them
-    again here gives the same folder in a run and follows a test's HF_HOME.
-    """
+    """Where huggingface_hub keeps downloaded repos, read from the environment now (it reads it once, at import)."""
     value = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
     if not value:
         home = os.environ.get("HF_HOME") or os.path.join(
@@ -136,26 +116,19 @@ def folder_candidates(target: str) -> list[str]:
     parent_text, sep, _ = raw.replace("\\", "/").rpartition("/")
     parent = Path(parent_text or ("/" if sep else ".")).expanduser()
     prefix = f"{parent_text}/" if sep else ""
-    found: list[str] = []
     try:
         with os.scandir(parent) as entries:
-            for i, entry in enumerate(entries):
-                if i >= _MAX_LISTED:
-                    break
-                if not entry.name.startswith(".") and (entry.is_dir() or entry.name.endswith(".gguf")):
-                    found.append(prefix + entry.name)
+            return [prefix + e.name for e in itertools.islice(entries, _MAX_LISTED)
+                    if not e.name.startswith(".") and (e.is_dir() or e.name.endswith(".gguf"))]
     except OSError:
         return []
-    return found
 
 
 def ask_hub(repo_id: str) -> tuple[str, str]:
     """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try).
 
-    `HfApi.model_info` makes one request with a timeout and no retries; HF_ENDPOINT
-    and the token are honoured as for a download. A name lookup that hangs is
-    not covered by an HTTP timeout, so the request runs in a daemon thread that
-    gets `HUB_TIMEOUT` seconds in all.
+    A name lookup that hangs is not covered by an HTTP timeout, so the request runs in a
+    daemon thread that gets `HUB_TIMEOUT` seconds in all.
     """
     answer: list[tuple[str, str]] = []
     thread = threading.Thread(target=lambda: answer.append(_ask_hub(repo_id)), name="pytest-tom-hub-check", daemon=True)
@@ -195,11 +168,7 @@ def _ask_hub(repo_id: str) -> tuple[str, str]:
     except HfHubHTTPError:
         return "unknown", "the hub answered with an error"
     except Exception as exc:  # noqa: BLE001 - no answer at all: DNS, refused connection, timeout, proxy
-        return "unreachable", (f"the hub ({endpoint}) is unreachable ({type(exc).__name__}: {_first_line(exc)}); "
+        first_line = (str(exc).strip().splitlines() or ["no answer"])[0]
+        return "unreachable", (f"the hub ({endpoint}) is unreachable ({type(exc).__name__}: {first_line}); "
                                "for a hub model check the network, or set HF_HUB_OFFLINE=1 to use the cache only")
     return "exists", "on the hub"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else "no answer"

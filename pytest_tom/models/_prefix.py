@@ -1,23 +1,8 @@
 """Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
 
-Benchmark prompts share long prefixes: every ToMBench prompt of a language starts
-with the same system prompt, the questions of a story share the story, and the
-shuffled tries of a question share everything up to the options. A plain batch
-recomputes all of it for every row. Here a batch is planned in up to three levels:
-
-1. the prefix every row of the batch shares (computed once, one row);
-2. each group's own prefix beyond it (one row per group: a story, a question);
-3. each row's own suffix, from which `model.generate` continues.
-
-Each level runs on the cache of the level before, expanded to its rows
-(`DynamicCache.batch_select_indices`-style indexing, done on the layer tensors).
-Rows of different lengths are padded *inside* the sequence, before each level's
-segment, with the attention mask zero there and position ids counted from the
-mask, so every real token sees exactly the tokens and positions it would see
-unpadded: greedy outputs equal the plain path's (tested on tiny random models).
-
-The planner is pure (token ids in, a plan out) and is tested on its own; it keeps
-the plain path whenever sharing would not save computed positions.
+Prompts share long prefixes (a system prompt, a story, a question's tries). A batch runs in up to three levels (the
+prefix all rows share, each group's prefix, each row's suffix), each on the previous level's cache, padded inside the
+sequence with position ids counted from the mask, so greedy outputs equal the plain path's. The planner is pure.
 """
 
 from __future__ import annotations
@@ -27,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-MIN_SHARED = 16
-"""A prefix shorter than this is not worth an extra forward pass."""
+MIN_SHARED = 16  # A prefix shorter than this is not worth an extra forward pass.
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -43,23 +27,19 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 class Plan:
     """How one batch is computed: a shared base, group prefixes, row suffixes (all lengths in tokens)."""
 
-    base: int
-    """Tokens every row shares, computed once (0: no base level)."""
+    base: int  # Tokens every row shares, computed once (0: no base level).
     groups: tuple[tuple[int, tuple[int, ...]], ...]
     """(prefix length, row indices) per group; prefix length >= base and < every member's length."""
-    cost: int
-    """Positions computed (padding included): what the planner minimises."""
+    cost: int  # Positions computed (padding included): what the planner minimises.
     plain_cost: int
 
 
 def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
     """An order that puts rows sharing long prefixes next to each other, longest clusters first.
 
-    Lexicographic order of the token ids makes rows with a common prefix
-    adjacent; a cluster is a run of rows that share at least half their tokens
-    with the previous row (a question's tries, a story's questions). Clusters are
-    ordered by their longest row, longest first, so batches keep similar lengths
-    (less padding) and the first batch is the one most likely to run out of memory.
+    A cluster is a run (in lexicographic order) of rows sharing at least half their tokens
+    with the previous row; longest first keeps batches of similar lengths (less padding)
+    and makes the first batch the one most likely to run out of memory.
     """
     lex = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
     clusters: list[list[int]] = []
@@ -78,10 +58,8 @@ def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
 def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
     """The cheapest sharing plan for a batch whose rows are in `sharing_order`, or None when plain is as cheap.
 
-    Groups are runs of adjacent rows whose common prefix is at least a threshold;
-    every threshold that occurs between neighbours is tried and the one computing
-    the fewest positions wins (a prefix counted once per group, a suffix once per
-    row, each level padded to its longest segment).
+    Groups are runs of adjacent rows sharing at least a threshold; every threshold between
+    neighbours is tried and the one computing the fewest (padded) positions wins.
     """
     n = len(seqs)
     width = max((len(s) for s in seqs), default=0)
@@ -118,10 +96,8 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
 def cache_argument(model: Any) -> str:
     """The keyword a model's forward pass and `generate` take a key/value cache by.
 
-    transformers 5.x renamed `past_key_values` to `cache` and warns on the old
-    name (a FutureWarning that would reach every user's output); 4.x knows only
-    `past_key_values`. The forward signature says which one this install has
-    (`inspect.signature` follows the deprecation decorator's `__wrapped__`).
+    transformers 5.x renamed `past_key_values` to `cache` and warns on the old name; 4.x
+    knows only the old one. The forward signature (past any deprecation decorator) says which.
     """
     try:
         params = inspect.signature(model.forward).parameters
@@ -133,9 +109,7 @@ def cache_argument(model: Any) -> str:
 def takes_cache_objects(model: Any) -> bool:
     """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one).
 
-    transformers 4.x marks architectures that take only the legacy tuple format
-    with `_supports_cache_class = False` (GPT-2 in 4.47); those use the plain
-    path. 5.x dropped the attribute: every model takes one.
+    transformers 4.x marks legacy-tuple-only architectures `_supports_cache_class = False` (GPT-2 in 4.47).
     """
     return bool(getattr(model, "_supports_cache_class", True))
 
@@ -143,10 +117,8 @@ def takes_cache_objects(model: Any) -> bool:
 def output_cache(out: Any) -> Any:
     """The cache a forward pass returned, as a `Cache` object that can be reordered.
 
-    transformers 5.x returns it as `out.cache` (reading `out.past_key_values`
-    logs a deprecation); 4.x as `out.past_key_values`, for some architectures
-    as the legacy tuple of per-layer tensors when no cache object was passed in,
-    which is wrapped in a `DynamicCache` here.
+    transformers 5.x returns `out.cache`; 4.x `out.past_key_values`, for some architectures
+    a legacy tuple of per-layer tensors, which is wrapped in a `DynamicCache` here.
     """
     fields = out.keys() if hasattr(out, "keys") else ()
     if "cache" in fields:
@@ -181,11 +153,7 @@ class PrefixRunner:
         self.pad_id = pad_id
         self.cache_kw = cache_argument(model)
 
-    def _segment(self, parts: Sequence[Sequence[int]]) -> tuple[Any, Any]:
-        """Left-padded ids and mask of one level's segments (one row per part)."""
-        return pad_left(self.torch, parts, self.pad_id)
-
-    def _extend(self, cache: Any, ids: Any, mask: Any, full_mask: Any) -> Any:
+    def _extend(self, cache: Any, ids: Any, full_mask: Any) -> Any:
         """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""
         torch = self.torch
         positions = (full_mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
@@ -223,18 +191,18 @@ class PrefixRunner:
         if p.base:
             ids = torch.tensor([list(seqs[0][: p.base])], dtype=torch.long, device=device)
             mask = torch.ones_like(ids)
-            cache = self._extend(None, ids, mask, mask)
+            cache = self._extend(None, ids, mask)
             cols_ids.append(ids)
             cols_mask.append(mask)
         level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
         if any(level2):
-            ids, mask = (t.to(device) for t in self._segment(level2))
+            ids, mask = (t.to(device) for t in pad_left(torch, level2, self.pad_id))
             if cache is not None:
                 cache = self._select(cache, [0] * len(p.groups))
                 cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
                 cols_mask = [c.expand(len(p.groups), -1) for c in cols_mask]
             full_mask = torch.cat([*cols_mask, mask], dim=1)
-            cache = self._extend(cache, ids, mask, full_mask)
+            cache = self._extend(cache, ids, full_mask)
             cols_ids.append(ids)
             cols_mask.append(mask)
             rows = [group_of[k] for k in range(len(seqs))]
@@ -246,7 +214,7 @@ class PrefixRunner:
         cols_ids = [c.index_select(0, index) for c in cols_ids]
         cols_mask = [c.index_select(0, index) for c in cols_mask]
         suffixes = [seqs[k][p.groups[group_of[k]][0] :] for k in range(len(seqs))]
-        ids, mask = (t.to(device) for t in self._segment(suffixes))
+        ids, mask = (t.to(device) for t in pad_left(torch, suffixes, self.pad_id))
         full_ids = torch.cat([*cols_ids, ids], dim=1)
         full_mask = torch.cat([*cols_mask, mask], dim=1)
         with torch.inference_mode():

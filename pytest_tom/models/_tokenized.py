@@ -1,12 +1,8 @@
 """What `hf:` and `vllm:` share: turning chat messages into token ids, and a checkpoint's identity.
 
-Both backends must send byte-identical prompts for the same checkpoint, so that a
-`vllm:` run reproduces an `hf:` run and the template hash in a report means the
-same thing whichever backend wrote it. That only holds if the code exists once:
-template choice, system folding, rendering with the tokenizer's own Jinja
-environment, tokenising (no second BOS after a rendered template), tokenising
-choices alone, and the fingerprint parts. No torch or transformers import here:
-the backends hand in a loaded tokenizer.
+Both must send byte-identical prompts for one checkpoint, so that a `vllm:` run
+reproduces an `hf:` run and the template hash means the same in both reports; that
+holds only if the code exists once. No torch or transformers import here.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.models._chat import ChatFormatter, choose_template
-from pytest_tom.models._common import combine, digest_files, file_digest
+from pytest_tom.models._common import combine, digest_files, file_digest, too_long
 from pytest_tom.request import Message
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
@@ -41,19 +37,8 @@ class TokenizedChat:
     def _apply_template(self, messages: list[dict[str, str]], continue_final: bool) -> str:
         # The tokenizer's own Jinja environment, so an override file renders exactly like a built-in template.
         return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            messages,
-            chat_template=self.template,
-            tokenize=False,
-            add_generation_prompt=not continue_final,
-            continue_final_message=continue_final,
-        )
-
-    @property
-    def plain(self) -> bool:
-        return self.formatter.plain
-
-    def render(self, messages: Sequence[Message]) -> str:
-        return self.formatter.render(messages)
+            messages, chat_template=self.template, tokenize=False, add_generation_prompt=not continue_final,
+            continue_final_message=continue_final)
 
     def encode_prompt(self, messages: Sequence[Message]) -> tuple[int, ...]:
         text = self.formatter.render(messages)
@@ -61,13 +46,25 @@ class TokenizedChat:
         ids = self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]
         return tuple(int(i) for i in ids)
 
+    def encode_generate(self, messages: Sequence[Message], max_new_tokens: int, limit: int | None) -> tuple[int, ...]:
+        """Prompt ids of a generate request; ValueError when prompt and answer do not fit `limit` positions."""
+        ids = self.encode_prompt(messages)
+        if limit and len(ids) + max_new_tokens > limit:
+            raise ValueError(too_long(len(ids), max_new_tokens, limit))
+        return ids
+
+    @property
+    def model_max_length(self) -> int | None:
+        """The tokenizer's context length, unless it is transformers' "no limit" placeholder."""
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
+
     def encode_choice(self, choice: str) -> tuple[int, ...]:
         """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
         return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
 
-    def encode_loglikelihood(
-        self, messages: Sequence[Message], choices: Sequence[str]
-    ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    def encode_loglikelihood(self, messages: Sequence[Message],
+                             choices: Sequence[str]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
         """(prompt ids, one continuation per choice) of a log-likelihood request; ValueError if it cannot be scored."""
         ids = self.encode_prompt(messages)
         if not choices:
@@ -80,35 +77,19 @@ class TokenizedChat:
                 raise ValueError(f"choice {k} ({choices[k]!r}) tokenises to nothing")
         return ids, conts
 
-    def hash(self) -> str:
-        return self.formatter.hash()
-
-    def describe(self) -> dict[str, Any]:
-        return self.formatter.describe()
-
-
-# -- checkpoint identity ---------------------------------------------------------------------------
-
 
 def local_fingerprint(folder: Path, *, gguf_file: str | None = None, full: bool = False) -> dict[str, Any]:
-    """Digests of everything in a checkpoint folder that changes answers.
-
-    For a GGUF checkpoint the one file holds weights, config and tokenizer, so
-    only it is hashed.
-    """
+    """Digests of everything in a checkpoint folder that changes answers (of a GGUF checkpoint, its one file)."""
     if gguf_file:
         return {"weights": {gguf_file: file_digest(folder / gguf_file, full=full)}}
     weights = [p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
-    return {
-        "weights": digest_files(weights, full=full),
-        "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
-        "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True),
-    }
+    return {"weights": digest_files(weights, full=full),
+            "config": digest_files((folder / n for n in CONFIG_FILES), full=True),
+            "tokenizer": digest_files((folder / n for n in TOKENIZER_FILES), full=True)}
 
 
-def hub_fingerprint(
-    repo: str, revision: str | None, commit: str | None, *, full: bool = False, download: bool = False
-) -> dict[str, Any]:
+def hub_fingerprint(repo: str, revision: str | None, commit: str | None, *, full: bool = False,
+                    download: bool = False) -> dict[str, Any]:
     """A hub model's identity: its snapshot's files (fetched first when `download`), else the commit hash."""
     try:
         from huggingface_hub import snapshot_download
@@ -121,15 +102,10 @@ def hub_fingerprint(
         return {"repo": repo, "commit": commit}
 
 
-def fingerprint_parts(
-    backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat, **identity: Any
-) -> dict[str, Any]:
+def fingerprint_parts(backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat,
+                      **identity: Any) -> dict[str, Any]:
     """Everything that changes a checkpoint's answers: files, template hash, backend version, and `identity` (dtype...)."""
-    return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.hash(), **identity}
-
-
-def checkpoint_fingerprint(scheme: str, parts: Mapping[str, Any]) -> str:
-    return f"{scheme}:" + combine(parts)
+    return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.formatter.hash(), **identity}
 
 
 def file_hashes(files: Mapping[str, Any]) -> dict[str, str | None]:

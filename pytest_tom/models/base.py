@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import linecache
@@ -18,22 +19,16 @@ from pytest_tom.request import Request, Response
 class Model(ABC):
     """A model the engine can send batches of requests to.
 
-    Backends answer every request: a failure is a `Response(error=...)`, never an
-    exception escaping `generate`, so one bad request cannot sink a whole run.
+    A failure is a `Response(error=...)`, never an exception escaping `generate`: one bad request cannot sink a run.
     """
 
     uri: str = ""
     batch_size: int = 16
-    """How many requests the backend works on at once; one meaning for every backend.
+    """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
 
-    `hf:` sequences per forward pass (halved on out-of-memory), `vllm:` prompts
-    per `llm.generate` call (both count a log-likelihood request once per
-    choice), `openai:` the most HTTP requests in flight (its `concurrency=`
-    option, the ceiling of its adaptive limit), any other `Model`: requests
-    per `generate` call (`Model.stream` chunks by it). A URI option sets it; `--tom-batch-size` overrides that (the engine
-    sets this attribute once, before the first request). It trades memory for
-    throughput and sets how often answers reach the cache, so it is never part
-    of a fingerprint.
+    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once,
+    before the first request). It trades memory for throughput and sets how often
+    answers reach the cache, so it is never part of a fingerprint.
     """
 
     @abstractmethod
@@ -45,11 +40,7 @@ class Model(ABC):
         """Answer `requests`, one response per request, in order."""
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
-        """Yield `(index, response)` as answers arrive; batch backends answer batch by batch.
-
-        The engine caches each response as it comes out of this iterator, which is
-        what lets an interrupted run resume where it stopped.
-        """
+        """Yield `(index, response)` as answers arrive (each is cached at once, so an interrupted run resumes)."""
         size = max(1, self.batch_size)
         for start in range(0, len(requests), size):
             chunk = requests[start : start + size]
@@ -66,25 +57,21 @@ class Model(ABC):
     def secrets(self) -> tuple[str, ...]:
         """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
 
-        The engine replaces each one by `[redacted]` in every answer and error
-        before it reaches the cache, the records, the report or the terminal: a
-        server or proxy that echoes the key back must not get it stored. Only the
-        backend knows its secrets, so it lists them; the default is none.
+        The engine replaces each one by `[redacted]` in every answer and error before it is
+        stored anywhere: a server that echoes the key back must not get it stored.
         """
         return ()
 
     def user_traceback(self, message: str) -> str | None:
         """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
 
-        A failing item shows it once, so a user sees where their code raised
-        instead of pytest-tom's frames; backends that run no user code keep none.
+        A failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
         """
         return None
 
 
 REDACTED = "[redacted]"
-MIN_SECRET_LENGTH = 4
-"""Shorter values are never redacted: replacing "ab" everywhere would garble answers and protect nothing."""
+MIN_SECRET_LENGTH = 4  # shorter values are never redacted: replacing "ab" would garble answers
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -95,20 +82,17 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 class StreamingModel(Model):
-    """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves).
-
-    `generate` simply collects the stream in request order.
-    """
+    """A backend whose natural interface is `stream` (async APIs, engines that schedule themselves)."""
 
     @abstractmethod
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Yield `(index, response)` for every request, in completion order."""
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
+        out = [Response(error="no answer")] * len(requests)
         for index, response in self.stream(requests):
             out[index] = response
-        return [r if r is not None else Response(error="no answer") for r in out]
+        return out
 
 
 def _callable_identity(fn: Callable[..., Any]) -> str:
@@ -118,28 +102,26 @@ def _callable_identity(fn: Callable[..., Any]) -> str:
         return str(explicit)
     target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else type(fn)
     name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+    return source_digest(target, name)
+
+
+def source_digest(target: object, label: str) -> str:
+    """A sha256 of `label` and `target`'s source code (none for code without source)."""
     try:
-        src = inspect.getsource(target)
+        src = inspect.getsource(target)  # type: ignore[arg-type]
     except (OSError, TypeError):
         src = ""
-    return hashlib.sha256(f"{name}\n{src}".encode()).hexdigest()
+    return hashlib.sha256(f"{label}\n{src}".encode()).hexdigest()
 
 
 class CallableModel(Model):
     """Wraps a user's Python callable.
 
-    A batched callable (the default) is called as ``fn(conversations, settings)``:
-    a ``list`` of conversations (each a ``list[dict]`` of chat messages) and a
-    settings dict, and returns a ``list[str]``, one answer per conversation in
-    order: that lets users batch on their own GPU. A function marked with
-    `pytest_tom.per_prompt` answers one conversation at a time: ``fn(messages)``
-    or ``fn(messages, settings)`` returns one ``str``. Requests are grouped by
-    decoding settings, so each call sees one settings dict.
-
-    The signature is checked when the model is built and what the callable
-    returns on every call, so a slip (a one-argument function without the
-    decorator, a ``str`` where a list belongs) is one clear error naming the
-    callable, never a run scored on the characters of a string.
+    A batched callable (the default, so users can batch on their own GPU) is called as
+    ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one
+    marked `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and
+    returns one ``str``. Each call sees one settings dict. The signature and every return
+    value are checked, so a slip is one clear error, never a run scored on a string's characters.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:
@@ -149,17 +131,13 @@ class CallableModel(Model):
         self.batch_size = batch_size or int(getattr(fn, "tom_batch_size", 16))
         self._fp = _callable_identity(fn)
         self._with_settings = _check_signature(fn, self.uri, per_prompt=self.per_prompt)
-        self._tracebacks: dict[str, str] = {}
-        """Error text -> the user's frames of the exception behind it (the first few distinct errors)."""
+        self._tracebacks: dict[str, str] = {}  # error text -> the user's frames behind it (the first few)
 
     def fingerprint(self) -> str:
         return f"callable:{self._fp}"
 
     def user_traceback(self, message: str) -> str | None:
-        for error, text in self._tracebacks.items():
-            if error in message:
-                return text
-        return None
+        return next((text for error, text in self._tracebacks.items() if error in message), None)
 
     def _call(self, prompts: list[list[dict[str, Any]]], settings: dict[str, Any]) -> list[Response]:
         """One call of the user's function for a group of requests: their answers, or one error each."""
@@ -186,22 +164,21 @@ class CallableModel(Model):
                               "the answer to the one conversation it was given")
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out: list[Response | None] = [None] * len(requests)
+        out = [Response(error="no answer")] * len(requests)
         by_settings: dict[tuple[Any, ...], list[int]] = {}
         for i, r in enumerate(requests):
             by_settings.setdefault((r.settings, r.kind, r.choices), []).append(i)
         for idxs in by_settings.values():
             first = requests[idxs[0]]
-            settings: Mapping[str, Any] = first.settings.to_dict()
-            if first.kind != "generate":
-                err = f"{self.uri} answers only generate requests, not {first.kind!r}"
-                for i in idxs:
-                    out[i] = Response(error=err)
-                continue
-            prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
-            for i, response in zip(idxs, self._call(prompts, dict(settings)), strict=True):
+            if first.kind == "generate":
+                prompts = [[m.to_dict() for m in requests[i].messages] for i in idxs]
+                responses = self._call(prompts, first.settings.to_dict())
+            else:
+                error = f"{self.uri} answers only generate requests, not {first.kind!r}"
+                responses = [Response(error=error)] * len(idxs)
+            for i, response in zip(idxs, responses, strict=True):
                 out[i] = response
-        return [r if r is not None else Response(error="no answer") for r in out]
+        return out
 
 
 _MAX_TRACEBACKS = 8
@@ -216,9 +193,7 @@ class _WrongAnswerType(Exception):
 
 def _shown(value: object, width: int = 60) -> str:
     """A value's type and a short repr, for messages about what a callable returned."""
-    text = repr(value)
-    if len(text) > width:
-        text = text[: width - 5] + "[...]"
+    text = shown if len(shown := repr(value)) <= width else shown[: width - 5] + "[...]"
     name = type(value).__name__
     return f"{'an' if name[0] in 'aeiou' else 'a'} {name} ({text})"
 
@@ -247,11 +222,9 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a builtin or extension callable: nothing to check, call it as documented
         return True
-    try:
+    with contextlib.suppress(TypeError):
         sig.bind(None, None)
         return True
-    except TypeError:
-        pass
     try:
         sig.bind(None)
     except TypeError:
@@ -269,9 +242,8 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
 def format_user_frames(exc: BaseException) -> str:
     """The user's own frames of `exc` and its message, as Python prints a traceback.
 
-    pytest-tom's, pytest's and pluggy's frames (and any frame that sets
-    `__tracebackhide__`) are left out: what a user needs is where their model code
-    raised, not the machinery that called it.
+    pytest-tom's, pytest's and pluggy's frames (and `__tracebackhide__` ones) are left out:
+    a user needs where their model code raised, not the machinery that called it.
     """
     lines = ["Traceback (your code only, most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

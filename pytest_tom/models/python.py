@@ -21,27 +21,30 @@ def as_model(obj: Any, *, uri: str = "") -> Model:
         if uri and not obj.uri:
             obj.uri = uri
         return obj
-    if inspect.isclass(obj) and issubclass(obj, Model):
-        return as_model(obj(), uri=uri)
-    if getattr(obj, "tom_factory", False):
+    if (inspect.isclass(obj) and issubclass(obj, Model)) or getattr(obj, "tom_factory", False):
         return as_model(obj(), uri=uri)
     if callable(obj):
         return CallableModel(obj, uri=uri)
     raise TomConfigError(f"{uri or obj!r}: expected a pytest_tom Model or a callable, got {type(obj).__name__}")
 
 
+def import_target(target: str, where: str) -> Any:
+    """The object "package.module:attr.sub" names; `where` starts the `TomConfigError` when it cannot be imported."""
+    module_name, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TomConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TomConfigError(f"{where}: {module_name} has no attribute {attr!r}") from None
+    return obj
+
+
 def make(spec: str) -> Model:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise TomConfigError(f"--tom-model python:{spec}: expected python:package.module:callable")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise TomConfigError(f"--tom-model python:{spec}: cannot import {module_name!r}: {exc}") from exc
-    target: Any = module
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise TomConfigError(f"--tom-model python:{spec}: {module_name} has no attribute {attr!r}") from None
-    return as_model(target, uri=f"python:{spec}")
+    return as_model(import_target(spec, f"--tom-model python:{spec}"), uri=f"python:{spec}")

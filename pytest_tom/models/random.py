@@ -1,10 +1,8 @@
 """`random[:seed]`: a seeded chance baseline that needs no model at all.
 
-It answers each request with one of the request's answer labels in the request's
-answer format, chosen by a hash of the seed and the request, so a run is
-reproducible and its accuracy sits at the benchmark's chance level. That makes it
-the harness's own smoke test: a chance baseline far from chance means the
-shuffling, mapping or scoring is wired wrong.
+Each answer is one of the request's labels, chosen by a hash of the seed and the request,
+so a run is reproducible and sits at chance level: the harness's own smoke test (a chance
+baseline far from chance means shuffling, mapping or scoring is wired wrong).
 """
 
 from __future__ import annotations
@@ -49,9 +47,7 @@ class RandomModel(Model):
 
 def make(spec: str) -> RandomModel:
     """Build from the part after `random:` (empty, or an integer seed)."""
-    if not spec:
-        return RandomModel()
     try:
-        return RandomModel(int(spec))
+        return RandomModel(int(spec or 0))
     except ValueError:
         raise TomConfigError(f"--tom-model random:{spec}: the seed must be an integer, e.g. random:42") from None

@@ -1,9 +1,6 @@
-"""`replay:PATH`: answers recorded earlier, for deterministic CI without a model.
+"""`replay:PATH`: answers recorded earlier (a `--tom-report` JSON or a JSONL of key/text lines), for CI without a model.
 
-PATH is a JSON report written by `--tom-report` (its `responses` table) or a JSONL
-file of ``{"key": <request key>, "text": <answer>}`` lines. A request that was not
-recorded is an error, never a guess: replaying a stale recording against changed
-prompts must fail loudly.
+A request that was not recorded is an error, never a guess: a stale recording must fail loudly.
 """
 
 from __future__ import annotations
@@ -31,9 +28,11 @@ class ReplayModel(Model):
         self._fp = hashlib.sha256(raw).hexdigest()
         self.answers: dict[str, dict[str, object]] = {}
         text = raw.decode("utf-8")
-        stripped = text.lstrip()
-        if stripped.startswith("{") and '"schema_version"' in text[:2000]:
-            self._load_report(json.loads(text))
+        if text.lstrip().startswith("{") and '"schema_version"' in text[:2000]:
+            responses = json.loads(text).get("responses")
+            if not isinstance(responses, dict):
+                raise TomDataError("report has no responses table", path=path, field="responses")
+            self.answers = {key: rec for key, rec in responses.items() if isinstance(rec, dict)}
         else:
             for lineno, line in enumerate(text.splitlines(), 1):
                 if not line.strip():
@@ -45,14 +44,6 @@ class ReplayModel(Model):
                 if not isinstance(rec, dict) or "key" not in rec:
                     raise TomDataError("missing", path=path, record=f"line {lineno}", field="key")
                 self.answers[str(rec["key"])] = rec
-
-    def _load_report(self, report: dict[str, object]) -> None:
-        responses = report.get("responses")
-        if not isinstance(responses, dict):
-            raise TomDataError("report has no responses table", path=self.path, field="responses")
-        for key, rec in responses.items():
-            if isinstance(rec, dict):
-                self.answers[key] = rec
 
     def fingerprint(self) -> str:
         return f"replay:{self._fp}"

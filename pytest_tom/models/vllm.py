@@ -1,21 +1,7 @@
 """`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
 
-Prompts are rendered and tokenised by the same `TokenizedChat` as the `hf:`
-backend (the tokenizer's template, folding, override, disable) and sent to
-vLLM as token ids, so `hf:` and `vllm:` see byte-identical prompts and the
-template hash means the same thing in both reports. Generation uses one
-`SamplingParams` per request (greedy unless asked, the benchmark's token
-budget, per-request seeds, which vLLM honours independently of batching);
-log-likelihood requests use `prompt_logprobs` over prompt+choice.
-
-`tensor_parallel_size=N` splits one model over N GPUs inside vLLM;
-`data_parallel_size=M` starts M engine processes (spawned, each seeing its
-own `CUDA_VISIBLE_DEVICES` slice of N GPUs) and deals requests out to them,
-which is how vLLM's own offline data-parallel example works.
-
-Written against the vLLM >= 0.6 Python API (`LLM.generate` with
-`{"prompt_token_ids": ...}` prompts, `SamplingParams(prompt_logprobs=...)`);
-it has been tested with a stand-in `vllm` module only, never on a GPU.
+Prompts are tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts;
+`data_parallel_size=M` spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
 """
 
 from __future__ import annotations
@@ -30,18 +16,17 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import (
+    ChoiceScores,
     Option,
     Spec,
+    combine,
     cut_at_stops,
-    loglikelihood_response,
     parse_spec,
     require_existing,
-    too_long,
 )
 from pytest_tom.models._prefix import sharing_order
 from pytest_tom.models._tokenized import (
     TokenizedChat,
-    checkpoint_fingerprint,
     fingerprint_parts,
     hub_fingerprint,
     local_fingerprint,
@@ -87,18 +72,10 @@ def visible_gpus() -> list[str]:
 
 
 def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
-    """`SamplingParams` keyword arguments for a generate request.
-
-    temperature 0 is greedy in vLLM; top_p only matters when sampling. The
-    per-request seed makes a sampled answer independent of its batch-mates.
-    """
-    kw: dict[str, Any] = {
-        "n": 1,
-        "max_tokens": settings.max_new_tokens,
-        "temperature": float(settings.temperature),
-        "top_p": float(settings.top_p) if settings.temperature > 0 else 1.0,
-        "skip_special_tokens": True,
-    }
+    """`SamplingParams` keyword arguments for a generate request (a per-request seed: independent of batch-mates)."""
+    top_p = float(settings.top_p) if settings.temperature > 0 else 1.0
+    kw: dict[str, Any] = {"n": 1, "max_tokens": settings.max_new_tokens, "temperature": float(settings.temperature),
+                          "top_p": top_p, "skip_special_tokens": True}
     if settings.stop or settings.stop_after:
         kw["stop"] = [*settings.stop, *settings.stop_after]
     if settings.stop_after:
@@ -186,12 +163,9 @@ class VLLMModel(StreamingModel):
         if not gpus:
             raise TomDependencyError(f"--tom-model {uri}: vLLM needs a CUDA GPU and none is visible; use hf:{spec.target} on CPU")
         if tp * dp > len(gpus):
-            raise TomConfigError(
-                f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs {tp * dp} GPUs, "
-                f"{len(gpus)} visible"
-            )
-        self.gpus = gpus
-        self.tp, self.dp = tp, dp
+            raise TomConfigError(f"--tom-model {uri}: tensor_parallel_size={tp} x data_parallel_size={dp} needs "
+                                 f"{tp * dp} GPUs, {len(gpus)} visible")
+        self.gpus, self.tp, self.dp = gpus, tp, dp
         path = Path(spec.target).expanduser()
         self.path = str(path) if path.exists() else spec.target
         self.is_local = path.exists()
@@ -218,14 +192,11 @@ class VLLMModel(StreamingModel):
                               "trust_remote_code": o["trust_remote_code"]}
         optional = ("tokenizer", "revision", "quantization", "max_model_len", "gpu_memory_utilization", "enforce_eager",
                     "max_num_seqs")
-        for name in optional:
-            if o[name] is not None:
-                kw[name] = o[name]
+        kw.update({name: o[name] for name in optional if o[name] is not None})
         if o["prefix_caching"]:
             kw["enable_prefix_caching"] = True
         return kw
 
-    # -- identity --------------------------------------------------------------------------------
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             full = self.options["fingerprint"] == "full"
@@ -238,30 +209,21 @@ class VLLMModel(StreamingModel):
                 files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
             parts = fingerprint_parts("vllm", BACKEND_VERSION, files, self.chat,
                                       dtype=self.options["dtype"], quantization=self.options["quantization"])
-            self._fingerprint = checkpoint_fingerprint("vllm", parts)
+            self._fingerprint = "vllm:" + combine(parts)
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
         return {
             **super().describe(),
-            "backend": "vllm",
-            "path": self.path,
-            "llm_kwargs": self.llm_kwargs(),
-            "batch_size": self.batch_size,
-            "data_parallel_size": self.dp,
-            "gpus": self.gpus[: self.tp * self.dp],
-            "chat_template": self.chat.describe(),
-            "vllm_version": getattr(self._vllm, "__version__", "?"),
+            "backend": "vllm", "path": self.path, "llm_kwargs": self.llm_kwargs(), "batch_size": self.batch_size,
+            "data_parallel_size": self.dp, "gpus": self.gpus[: self.tp * self.dp],
+            "chat_template": self.formatter.describe(), "vllm_version": getattr(self._vllm, "__version__", "?"),
         }
 
-    # -- answering -------------------------------------------------------------------------------
     def context_limit(self) -> int | None:
         """`max_model_len` when given, else the tokenizer's model length: vLLM would reject or cut longer requests."""
         given = self.llm_kwargs().get("max_model_len")
-        if isinstance(given, int) and given > 0:
-            return given
-        n = getattr(self.tokenizer, "model_max_length", None)
-        return n if isinstance(n, int) and 0 < n < 10**7 else None
+        return given if isinstance(given, int) and given > 0 else self.chat.model_max_length
 
     def work_items(self, requests: Sequence[Request]) -> tuple[list[tuple[int, int, dict[str, Any]]], list[tuple[int, Response]]]:
         """Flatten requests into (request index, choice index, item); failures come back as responses."""
@@ -271,9 +233,7 @@ class VLLMModel(StreamingModel):
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
-                    ids = list(self.chat.encode_prompt(r.messages))
-                    if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
+                    ids = list(self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit))
                     item: dict[str, Any] = {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}
                     if r.settings.stop_after:
                         item["cut"] = (list(r.settings.stop), list(r.settings.stop_after))
@@ -294,10 +254,7 @@ class VLLMModel(StreamingModel):
         yield from failed
         if not items:
             return
-        expected: dict[int, int] = {}
-        for i, _, _ in items:
-            expected[i] = expected.get(i, 0) + 1
-        partial: dict[int, dict[int, Any]] = {}
+        scores = ChoiceScores(requests)
         if self.options["prefix_caching"]:
             # Prompts that share a prefix go out together, so the cached blocks are hit before eviction.
             order = sharing_order([it["ids"] for _, _, it in items])
@@ -305,8 +262,8 @@ class VLLMModel(StreamingModel):
         else:
             # Longest first, so a too-small KV cache shows up at once; vLLM batches inside each call.
             items = sorted(items, key=lambda x: -len(x[2]["ids"]))
-        engine = self._get_engine()
-        for chunk, results in engine.run(items, max(1, self.batch_size)):
+        size = max(1, self.batch_size)
+        for chunk, results in self._get_engine().run([items[s : s + size] for s in range(0, len(items), size)]):
             for (i, k, item), result in zip(chunk, results, strict=False):
                 if k < 0:
                     if isinstance(result, str):
@@ -315,20 +272,9 @@ class VLLMModel(StreamingModel):
                         usage = {"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]}
                         yield i, Response(text=result["text"], usage=usage)
                     continue
-                got = partial.setdefault(i, {})
-                got[k] = (result, item["n_ctx"])
-                if len(got) == expected[i]:
-                    del partial[i]
-                    yield i, self._ll_response(requests[i], got)
-
-    @staticmethod
-    def _ll_response(request: Request, got: dict[int, Any]) -> Response:
-        errors = [res for res, _ in got.values() if isinstance(res, str)]
-        if errors:
-            return Response(error=errors[0])
-        ordered = [got[k] for k in range(len(got))]
-        return loglikelihood_response(request.choices, [float(res["logprob"]) for res, _ in ordered],
-                                      [int(res["n"]) for res, _ in ordered], prompt_tokens=ordered[0][1])
+                score = result if isinstance(result, str) else (float(result["logprob"]), int(result["n"]))
+                if (done := scores.add(i, k, score, item["n_ctx"])) is not None:
+                    yield i, done
 
     def _get_engine(self) -> Any:
         if self._engine is None:
@@ -350,10 +296,9 @@ class _LocalEngine:
         self.vllm = vllm
         self.llm = vllm.LLM(**llm_kwargs)
 
-    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
-        order = items  # in the order `stream` chose
-        for start in range(0, len(order), max(1, chunk_size)):
-            chunk = order[start : start + chunk_size]
+    def run(self, chunks: list[list[Any]]) -> Iterator[tuple[list[Any], list[Any]]]:
+        """Answer `chunks` of (request, choice, item) in order, one `llm.generate` call each."""
+        for chunk in chunks:
             try:
                 results: list[Any] = run_items(self.llm, self.vllm, [it for _, _, it in chunk])
             except Exception as exc:
@@ -387,11 +332,9 @@ class _DataParallelEngine:
                 self.close()
                 raise TomModelError(f"a vLLM data-parallel worker failed to start: {detail}")
 
-    def run(self, items: list[tuple[int, int, dict[str, Any]]], chunk_size: int) -> Iterator[tuple[list[Any], list[Any]]]:
+    def run(self, chunks: list[list[Any]]) -> Iterator[tuple[list[Any], list[Any]]]:
         from multiprocessing.connection import wait
 
-        order = items  # in the order `stream` chose
-        chunks = [order[s : s + chunk_size] for s in range(0, len(order), max(1, chunk_size))]
         pending = list(reversed(chunks))
         busy: dict[Any, list[Any]] = {}
         idle = [conn for _, conn in self.workers]

@@ -84,7 +84,7 @@ def test_tombench_end_to_end_then_from_the_cache(pytester: pytest.Pytester, smol
     outcomes = first.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 8 and "errors" not in outcomes
     first.stdout.fnmatch_lines(["model: hf:smollm2 (fingerprint *)", "engine: 8 questions*0 from cache, 8 sent to the model*",
-                                "*parse %*", "tombench en (paper aggregation): task AVG*"])
+                                "*parse %*", "*tombench en (paper aggregation): task AVG*"])
     r1 = json.loads((pytester.path / "r1.json").read_text())
     assert r1["model"]["alias"] == "smollm2" and r1["model"]["loaded_dtype"] == "float32"
     assert r1["engine"]["usage"]["prompt_tokens"] > 8 * 100

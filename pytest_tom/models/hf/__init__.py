@@ -1,24 +1,8 @@
 """`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
 
-Design points, each a complaint about peer harnesses:
-
-* batches are left-padded and sorted by prompt length (longest first, so an
-  out-of-memory error shows up in the first batch, not after an hour), and the
-  batch size halves on out-of-memory instead of crashing the run
-  (`AdaptiveBatches`);
-* decoding is greedy unless a benchmark asks otherwise, with the benchmark's
-  own token budget, and a fresh generation config: a checkpoint's sampling
-  defaults (temperature 0.6, repetition penalty...) never leak into a benchmark;
-* prompts are rendered and tokenised by `TokenizedChat` (system-role folding,
-  override, disable), the same code `vllm:` uses, and the template hash is
-  part of the fingerprint;
-* the fingerprint hashes weights, config, tokenizer and template, so a new
-  checkpoint written to the same path never reuses stale cached answers;
-* log-likelihood requests score each choice as a continuation of the rendered
-  prompt, in the same batches, without materialising full-vocabulary logits for
-  the whole sequence.
-
-torch and transformers are imported only when a model is built.
+Batches are left-padded, longest first, and halve on out-of-memory; decoding uses a fresh generation config (a
+checkpoint's sampling defaults never leak in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint
+hashes weights, config, tokenizer and template. torch and transformers are imported only when a model is built.
 """
 
 from __future__ import annotations
@@ -34,18 +18,17 @@ from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import SYSTEM_MODES
 from pytest_tom.models._common import (
+    ChoiceScores,
     Option,
     Spec,
+    combine,
     dtype_kwarg,
-    loglikelihood_response,
     parse_spec,
     require_existing,
-    too_long,
 )
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
-    checkpoint_fingerprint,
     file_hashes,
     fingerprint_parts,
     hub_fingerprint,
@@ -58,8 +41,7 @@ from pytest_tom.models.hf.decode import decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
-BACKEND_VERSION = 1
-"""Bump when a change here changes answers (tokenisation of choices, decoding defaults...)."""
+BACKEND_VERSION = 1  # Bump when a change here changes answers (tokenisation of choices, decoding defaults...).
 
 OPTIONS: tuple[Option, ...] = (
     Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
@@ -105,7 +87,6 @@ class _LLRow:
 class HFModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
-        self.spec = spec
         # Tokenizers' thread pool and a later fork (pytester, xdist) do not mix.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         self.options = dict(spec.options)
@@ -123,26 +104,23 @@ class HFModel(StreamingModel):
             spec.target, gguf_file=self.options["gguf_file"], convert=self.options["convert"], uri=uri)
         self.is_local = Path(self.path).is_dir()
         self.device = self._resolve_device()
-        self.dtype_name = self._resolve_dtype()
+        # dtype=auto: the checkpoint's dtype, but float32 on CPU (half precision there is slow and less exact).
+        self.dtype_name = _DTYPES.get(str(self.options["dtype"])) or ("float32" if self.device == "cpu" else "auto")
         self.batches = AdaptiveBatches(self._initial_batch_size(), self._free_memory)
         self.probe: CapacityProbe | None = None
         if str(self.options["batch_size"]) == "auto" and self.device.startswith("cuda"):
             self.probe = CapacityProbe(torch, self.device)
             self.batches.grow = self.probe.fitting
         self.prefix_cache = bool(self.options["prefix_cache"])
-        self.shared_prefix_tokens = 0
-        """Prompt positions not computed because a shared prefix was reused (reported)."""
+        self.shared_prefix_tokens = 0  # Prompt positions not computed because a shared prefix was reused (reported).
         self.model: Any = None
         self.tokenizer = self._load_tokenizer()
         self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
         self.formatter = self.chat.formatter
         self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
-        self.load_seconds = 0.0
-        self.loaded_info: dict[str, Any] = {}
-        """Filled when the weights load; empty when every answer came from the cache."""
+        self.loaded_info: dict[str, Any] = {}  # filled when the weights load; empty if every answer was cached
 
-    # -- resolution ------------------------------------------------------------------------------
     def _resolve_device(self) -> str:
         if self.options["device_map"]:
             if self.options["device"]:
@@ -158,13 +136,6 @@ class HFModel(StreamingModel):
             return "mps"
         return "cpu"
 
-    def _resolve_dtype(self) -> str:
-        raw = str(self.options["dtype"])
-        if raw == "auto":
-            # Half precision on CPU is slow and less exact; the checkpoint's dtype elsewhere.
-            return "float32" if self.device == "cpu" else "auto"
-        return _DTYPES[raw]
-
     def _initial_batch_size(self) -> int:
         raw = str(self.options["batch_size"])
         if raw == "auto":
@@ -178,12 +149,8 @@ class HFModel(StreamingModel):
         return value
 
     def _common_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"trust_remote_code": self.options["trust_remote_code"]}
-        if self.options["revision"]:
-            kw["revision"] = self.options["revision"]
-        if self.gguf_file:
-            kw["gguf_file"] = self.gguf_file
-        return kw
+        optional = {"revision": self.options["revision"], "gguf_file": self.gguf_file}
+        return {"trust_remote_code": self.options["trust_remote_code"], **{k: v for k, v in optional.items() if v}}
 
     def _load_tokenizer(self) -> Any:
         try:
@@ -219,11 +186,10 @@ class HFModel(StreamingModel):
             raise TomDependencyError(f"--tom-model {self.uri}: {exc} (pip install 'pytest-tom[hf]')") from exc
         model.eval()
         self.model = model
-        self.load_seconds = time.perf_counter() - start
         self.loaded_info = {
             "loaded_dtype": str(model.dtype).removeprefix("torch."),
             "parameters": int(sum(p.numel() for p in model.parameters())),
-            "load_seconds": round(self.load_seconds, 3),
+            "load_seconds": round(time.perf_counter() - start, 3),
         }
         if self.device.startswith("map:"):
             self.loaded_info["device_map"] = {k: str(v) for k, v in (getattr(model, "hf_device_map", None) or {}).items()}
@@ -232,7 +198,6 @@ class HFModel(StreamingModel):
     def _input_device(self) -> Any:
         return self.model.get_input_embeddings().weight.device
 
-    # -- batch size ------------------------------------------------------------------------------
     @property
     def batch_size(self) -> int:
         """Sequences per forward pass (a log-likelihood request counts one per choice); halves on out-of-memory."""
@@ -244,14 +209,9 @@ class HFModel(StreamingModel):
         self.batches.grow = None  # a size the user chose is kept: no probing past it
 
     @property
-    def initial_batch_size(self) -> int:
-        return self.batches.initial
-
-    @property
     def oom_backoffs(self) -> int:
         return self.batches.backoffs
 
-    # -- identity --------------------------------------------------------------------------------
     def fingerprint_parts(self) -> dict[str, Any]:
         if self._parts is None:
             full = self.options["fingerprint"] == "full"
@@ -266,7 +226,7 @@ class HFModel(StreamingModel):
 
     def fingerprint(self) -> str:
         if self._fingerprint is None:
-            self._fingerprint = checkpoint_fingerprint("hf", self.fingerprint_parts())
+            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
@@ -274,20 +234,12 @@ class HFModel(StreamingModel):
         files = parts["files"]
         info: dict[str, Any] = {
             **super().describe(),
-            "backend": "hf",
-            "path": self.path,
-            "alias": self.alias,
-            "gguf_file": self.gguf_file,
-            "dtype": self.dtype_name,
-            "device": self.device,
-            "batch_size": self.batch_size,
-            "initial_batch_size": self.initial_batch_size,
-            "oom_backoffs": self.oom_backoffs,
+            "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,
+            "dtype": self.dtype_name, "device": self.device, "batch_size": self.batch_size,
+            "initial_batch_size": self.batches.initial, "oom_backoffs": self.oom_backoffs,
             "batch_size_probe": self.probe.describe() if self.probe is not None else None,
-            "batch_size_grown_from": self.batches.grown_from,
-            "prefix_cache": self.prefix_cache,
-            "shared_prefix_tokens": self.shared_prefix_tokens,
-            "chat_template": self.chat.describe(),
+            "batch_size_grown_from": self.batches.grown_from, "prefix_cache": self.prefix_cache,
+            "shared_prefix_tokens": self.shared_prefix_tokens, "chat_template": self.formatter.describe(),
             **file_hashes(files),
             "fingerprint_mode": self.options["fingerprint"],
             "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
@@ -295,15 +247,10 @@ class HFModel(StreamingModel):
         info.update(self.loaded_info)  # kept after close(), when the report is written
         return info
 
-    # -- answering -------------------------------------------------------------------------------
     @property
     def max_positions(self) -> int | None:
-        cfg = self.model.config if self.model is not None else None
-        n = getattr(cfg, "max_position_embeddings", None) if cfg is not None else None
-        if isinstance(n, int) and n > 0:
-            return n
-        n = getattr(self.tokenizer, "model_max_length", None)
-        return n if isinstance(n, int) and 0 < n < 10**7 else None
+        n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return n if isinstance(n, int) and n > 0 else self.chat.model_max_length
 
     def encode_prompt(self, request: Request) -> tuple[int, ...]:
         return self.chat.encode_prompt(request.messages)
@@ -319,13 +266,10 @@ class HFModel(StreamingModel):
         limit = self.max_positions
         groups: dict[GenerationSettings, list[_Gen]] = {}
         rows: list[_LLRow] = []
-        remaining: dict[int, int] = {}
         for i, r in enumerate(requests):
             try:
                 if r.kind == "generate":
-                    ids = self.encode_prompt(r)
-                    if limit and len(ids) + r.settings.max_new_tokens > limit:
-                        raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
+                    ids = self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit)
                     groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
                 elif r.kind == "loglikelihood":
                     ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
@@ -334,7 +278,6 @@ class HFModel(StreamingModel):
                             raise ValueError(
                                 f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
                     rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
-                    remaining[i] = len(conts)
                 else:
                     raise ValueError(f"unknown request kind {r.kind!r}")
             except Exception as exc:
@@ -351,69 +294,43 @@ class HFModel(StreamingModel):
                 yield item.index, Response(error=result.message) if isinstance(result, Failed) else result
         if rows:
             rows.sort(key=lambda row: -(len(row.ctx) + len(row.cont)))
-            scores: dict[int, list[Any]] = {i: [None] * n for i, n in remaining.items()}
+            scores = ChoiceScores(requests)
             for row, result in self.batches.run(rows, self._loglik_batch):
-                scores[row.index][row.choice] = result
-                remaining[row.index] -= 1
-                if remaining[row.index] == 0:
-                    yield row.index, self._ll_response(requests[row.index], len(row.ctx), scores.pop(row.index))
-
-    @staticmethod
-    def _ll_response(request: Request, prompt_tokens: int, results: list[Any]) -> Response:
-        failed = [r for r in results if isinstance(r, Failed)]
-        if failed:
-            return Response(error=failed[0].message)
-        logprobs, counts = [lp for lp, _ in results], [n for _, n in results]
-        return loglikelihood_response(request.choices, logprobs, counts, prompt_tokens=prompt_tokens)
+                score = result.message if isinstance(result, Failed) else result
+                if (done := scores.add(row.index, row.choice, score, len(row.ctx))) is not None:
+                    yield row.index, done
 
     def _free_memory(self) -> None:
         gc.collect()
-        torch = self._torch
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        if self._torch.cuda.is_available():
+            self._torch.cuda.empty_cache()
 
     def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
         ids, mask = pad_left(self._torch, seqs, self.pad_id)
-        device = self._input_device
-        return ids.to(device), mask.to(device)
+        return ids.to(self._input_device), mask.to(self._input_device)
 
     @property
     def pad_id(self) -> int:
-        for candidate in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id")):
-            if isinstance(candidate, int):
-                return candidate
-        return 0
+        candidates = (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id"))
+        return next((c for c in candidates if isinstance(c, int)), 0)
 
     def _gen_config_value(self, name: str) -> Any:
-        cfg = getattr(self.model, "generation_config", None) if self.model is not None else None
-        return getattr(cfg, name, None) if cfg is not None else None
+        return getattr(getattr(self.model, "generation_config", None), name, None)
 
     @property
     def eos_ids(self) -> list[int]:
-        ids: list[int] = []
-        for value in (self._gen_config_value("eos_token_id"), self.tokenizer.eos_token_id):
-            for v in value if isinstance(value, (list, tuple)) else [value]:
-                if isinstance(v, int) and v not in ids:
-                    ids.append(v)
-        return ids
+        values = (self._gen_config_value("eos_token_id"), self.tokenizer.eos_token_id)
+        flat = [v for value in values for v in (value if isinstance(value, (list, tuple)) else [value])]
+        return list(dict.fromkeys(v for v in flat if isinstance(v, int)))
 
     def generation_config(self, s: GenerationSettings) -> Any:
         """A fresh config: only the benchmark's settings, never the checkpoint's sampling defaults."""
         sample = s.temperature > 0
-        cfg = self._transformers.GenerationConfig(
-            max_new_tokens=s.max_new_tokens,
-            do_sample=sample,
-            num_beams=1,
-            temperature=s.temperature if sample else None,
-            top_p=s.top_p if sample else None,
-            top_k=0 if sample else None,
-            repetition_penalty=1.0,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_ids or None,
-            bos_token_id=self._gen_config_value("bos_token_id"),
-            stop_strings=[*s.stop, *s.stop_after] or None,
-        )
-        return cfg
+        return self._transformers.GenerationConfig(
+            max_new_tokens=s.max_new_tokens, do_sample=sample, num_beams=1, repetition_penalty=1.0,
+            temperature=s.temperature if sample else None, top_p=s.top_p if sample else None,
+            top_k=0 if sample else None, pad_token_id=self.pad_id, eos_token_id=self.eos_ids or None,
+            bos_token_id=self._gen_config_value("bos_token_id"), stop_strings=[*s.stop, *s.stop_after] or None)
 
     def _generate_batch(self, items: list[_Gen]) -> list[Response]:
         torch = self._torch
@@ -444,9 +361,8 @@ class HFModel(StreamingModel):
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
         """Summed log-probabilities of each row's continuation, left-padded like generation.
 
-        Explicit position ids make a left-padded row compute exactly what the
-        unpadded sequence would; keeping only the last k+1 logits avoids a
-        batch x length x vocabulary tensor.
+        Explicit position ids make a padded row compute what the unpadded one would; keeping
+        only the last k+1 logits avoids a batch x length x vocabulary tensor.
         """
         torch = self._torch
         ids, mask = self._pad_left([row.ctx + row.cont for row in rows])

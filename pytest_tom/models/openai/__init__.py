@@ -1,67 +1,16 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 
-Requests run concurrently on an asyncio loop in a helper thread (`AsyncOpenAI`),
-and `stream` hands each answer to the engine the moment it arrives, so the
-engine caches it at once and an interrupted run resumes where it stopped.
-Retries are ours, not the client's (its own are switched off): we retry
-408/409/425/429/5xx, timeouts, dropped connections and malformed bodies with
-exponential back-off, wait exactly as long as a `Retry-After` (or
-`retry-after-ms`) header asks, and after the last attempt return
-`Response(error=...)` so the engine records an item ERROR, never a wrong answer.
-
-How many requests are in flight adapts to the server (`pressure.py`): it
-starts at `concurrency_start` (4), halves on a timeout, a 429/503/504 or an
-answer slower than half its timeout, and grows back while answers come fast,
-up to `concurrency` (32; `--tom-batch-size` overrides it), the ceiling. Each
-attempt waits for a slot of its own (back-offs hold none), and a request that
-timed out is sent again with its timeout doubled (at most `MAX_TIMEOUT_FACTOR`
-times `timeout`), after the limit was halved: never again at the same pressure.
-The defaults suit both ends. A CPU inference server (`transformers serve`,
-llama.cpp) works on one or a few requests at a time and queues the rest: four
-at once answered 60-120 s each come back within 480 s, inside the 600 s
-timeout (the openai client's own default), answers queued later and later stop
-the growth, and half the timeout reached halves the limit before anything
-times out. A hosted API answers in seconds whatever the load, so the limit
-doubles per round trip to 32 within a few dozen answers, and the long timeout
-costs nothing unless a request hangs (an unreachable server still fails within
-the `CONNECT_TIMEOUT`).
-
-The retry loop is a dozen lines of our own rather than tenacity or the client's
-retries: which failures are retried, the server's Retry-After, the per-kind
-counters in the report and the scrubbed final message all depend on how each
-exception is classified, which a generic policy would only wrap. Its clock is
-injectable instead: `sleep` (an awaitable, default `asyncio.sleep`), `random`
-(the jitter source, default `random.random`) and `now` (the wall clock an HTTP
-date in Retry-After is measured against, default `time.time`) are attributes
-of the model, so tests replace them and assert the waits requested without
-sleeping.
-
-A 200 is an answer only when it holds one: a body that is not a completion
-(a proxy's HTML login page, JSON without `choices[0].message`) is a malformed
-response, retried like a 5xx because it is usually a passing fault of a proxy
-or gateway, and counted in `stats["malformed"]`. A completion with no visible
-text is an error, never an answer (an empty string would be scored as
-unparseable and cached, so the prompt would never be asked again), and is not
-retried: `finish_reason="content_filter"` is the provider refusing this prompt,
-which it will do again (even with partial text the filter, not the model, chose
-what came back); an empty `"length"` completion means the token budget ran out
-before any visible text (a reasoning model spending it on hidden reasoning), and
-an empty `"stop"` one that the model ended at once; with the benchmark's greedy
-settings both repeat on a retry, so retrying would only multiply the calls.
-Errors are never cached, so the next run asks again. They are counted in
-`stats["content_filter"]` and `stats["empty"]`. A `refusal` (structured outputs)
-is the model's own answer and is returned as its text.
-
-The API key is read from the environment (OPENAI_API_KEY or the variable
-named by `api_key_env=`) and is refused in the URI; it never reaches the
-fingerprint. It and the values of the variables named by `secret_env=` are
-this backend's `secrets()`: scrubbed here from every error message, and by the
-engine from every answer, so an echoing server gets none of them stored.
+Requests run concurrently on an asyncio loop in a helper thread; each answer reaches the engine (and its cache) as it
+arrives. In-flight requests adapt to the server (`pressure.py`). Retries are ours, not the client's, because what is
+retried, the Retry-After wait, the report's counters and the scrubbed message depend on classifying each failure
+(`api.py`); their clock (`sleep`, `random`, `now`) is injectable for tests. The API key comes from the environment,
+never the URI or the fingerprint, and with the `secret_env=` values is scrubbed from every error (`secrets()`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -92,10 +41,8 @@ from pytest_tom.request import Request, Response
 BACKEND_VERSION = 1
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
-MAX_TIMEOUT_FACTOR = 4
-"""A request that timed out is retried with its timeout doubled, up to this many times `timeout=`."""
-CONNECT_TIMEOUT = 10.0
-"""Seconds to open a connection: a server that is down fails fast, however long an answer may take."""
+MAX_TIMEOUT_FACTOR = 4  # a timed-out request is retried with its timeout doubled, up to this times `timeout=`
+CONNECT_TIMEOUT = 10.0  # seconds to connect: a server that is down fails fast, however long answers take
 
 OPTIONS: tuple[Option, ...] = (
     Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
@@ -125,10 +72,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
            choices=("max_tokens", "max_completion_tokens")),
 )
-FORBIDDEN = {
-    "api_key": "never put an API key in the URI (the URI is written to the report and logs); "
-    "export it and name the variable with api_key_env=NAME",
-}
+FORBIDDEN = {"api_key": "never put an API key in the URI (the URI is written to the report and logs); "
+                        "export it and name the variable with api_key_env=NAME"}
 
 
 class OpenAIModel(StreamingModel):
@@ -176,57 +121,33 @@ class OpenAIModel(StreamingModel):
         elif o["chat_template"] not in (None, "none"):
             raise TomConfigError(
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
-        self.stats: dict[str, int] = {
-            "requests": 0, "attempts": 0, "retries": 0, "errors": 0, "http_429": 0, "http_5xx": 0,
-            "timeouts": 0, "connection_errors": 0, "malformed": 0, "content_filter": 0, "empty": 0, "slowdowns": 0,
-        }
-        self.pressure: Pressure | None = None
-        """The in-flight limit of the last `stream` (its `limit` at the end is in `describe()`)."""
+        self.stats = dict.fromkeys(("requests", "attempts", "retries", "errors", "http_429", "http_5xx", "timeouts",
+                                    "connection_errors", "malformed", "content_filter", "empty", "slowdowns"), 0)
+        self.pressure: Pressure | None = None  # the in-flight limit of the last `stream` (reported)
         self.usage: dict[str, int] = {}
         self.system_fingerprints: set[str] = set()
-        self.waits: list[float] = []
-        """Every back-off this model waited, in seconds, in the order asked."""
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-        """How a back-off waits (replaced by tests; called on the backend's event loop)."""
-        self.random: Callable[[], float] = random.random
-        """The jitter source, uniform in [0, 1)."""
-        self.now: Callable[[], float] = time.time
-        """The wall clock, for a Retry-After given as an HTTP date."""
+        self.waits: list[float] = []  # Every back-off this model waited, in seconds, in the order asked.
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # how a back-off waits (tests replace it)
+        self.random: Callable[[], float] = random.random  # The jitter source, uniform in [0, 1).
+        self.now: Callable[[], float] = time.time  # The wall clock, for a Retry-After given as an HTTP date.
         self._lock = threading.Lock()
-
-    @property
-    def concurrency(self) -> int:
-        """The most requests in flight at once: this backend's `batch_size`, the ceiling of the adaptive limit."""
-        return self.batch_size
-
-    # -- identity --------------------------------------------------------------------------------
-    def _format_id(self) -> str:
-        if self.formatter is not None:
-            return "tmpl-" + self.formatter.hash()[:16]
-        return "fold" if self.options["system"] == "fold" else "native"
 
     def fingerprint(self) -> str:
         # Server + model + endpoint + client-side formatting; never the key.
-        return f"openai:v{BACKEND_VERSION}:{self.endpoint}:{self.base_url}:{self.model_name}:{self._format_id()}"
+        fmt = ("tmpl-" + self.formatter.hash()[:16] if self.formatter is not None
+               else "fold" if self.options["system"] == "fold" else "native")
+        return f"openai:v{BACKEND_VERSION}:{self.endpoint}:{self.base_url}:{self.model_name}:{fmt}"
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {
             **super().describe(),
-            "backend": "openai",
-            "model": self.model_name,
-            "base_url": self.base_url,
-            "endpoint": self.endpoint,
-            "batch_size": self.batch_size,
-            "concurrency": self.concurrency,
+            "backend": "openai", "model": self.model_name, "base_url": self.base_url, "endpoint": self.endpoint,
+            "batch_size": self.batch_size, "concurrency": self.batch_size,  # the ceiling of the adaptive limit
             "concurrency_start": self.options["concurrency_start"],
             "concurrency_reached": self.pressure.limit if self.pressure is not None else None,
-            "timeout": self.options["timeout"],
-            "max_retries": self.options["max_retries"],
-            "api_key_env": self.api_key_env,
-            "secret_env": list(self.secret_env),
-            "stats": dict(self.stats),
-            "usage": dict(self.usage),
-            "system_fingerprints": sorted(self.system_fingerprints),
+            "timeout": self.options["timeout"], "max_retries": self.options["max_retries"],
+            "api_key_env": self.api_key_env, "secret_env": list(self.secret_env), "stats": dict(self.stats),
+            "usage": dict(self.usage), "system_fingerprints": sorted(self.system_fingerprints),
             "client_version": getattr(self._openai, "__version__", "?"),
         }
         if self.formatter is not None:
@@ -242,7 +163,6 @@ class OpenAIModel(StreamingModel):
         """Remove every secret from anything we report; servers and proxies sometimes echo the key."""
         return redact(text, self.secrets())
 
-    # -- answering -------------------------------------------------------------------------------
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Yield answers in completion order from an event loop running in a helper thread."""
         if not requests:
@@ -277,22 +197,17 @@ class OpenAIModel(StreamingModel):
             started.wait(timeout=5)
             loop, task = holder.get("loop"), holder.get("task")
             if loop is not None and task is not None and not task.done():
-                try:
+                with contextlib.suppress(RuntimeError):  # the loop already closed
                     loop.call_soon_threadsafe(task.cancel)
-                except RuntimeError:  # the loop already closed
-                    pass
             thread.join(timeout=30)
 
-    async def _run_all(
-        self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any], started: threading.Event
-    ) -> None:
+    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any],
+                       started: threading.Event) -> None:
         holder["loop"] = asyncio.get_running_loop()
         holder["task"] = asyncio.current_task()
         started.set()
-        client = self._openai.AsyncOpenAI(
-            api_key=self._key, base_url=self.base_url, timeout=self._http_timeout(float(self.options["timeout"])),
-            max_retries=0,
-        )
+        client = self._openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
+                                          timeout=self._http_timeout(float(self.options["timeout"])))
         ceiling = max(1, self.batch_size)
         self.pressure = Pressure(start=min(int(self.options["concurrency_start"]), ceiling), ceiling=ceiling)
         slots = Slots(self.pressure)
@@ -405,11 +320,6 @@ class OpenAIModel(StreamingModel):
             return True, None, f"malformed response from {self.base_url}: {exc}"
         return False, None, f"{type(exc).__name__}: {exc}"
 
-    def chat_messages(self, request: Request) -> list[dict[str, str]]:
-        if self.options["system"] == "fold":
-            return fold_system(request.messages)
-        return [m.to_dict() for m in request.messages]
-
     def prompt(self, request: Request) -> str:
         assert self.formatter is not None
         return self.formatter.render(request.messages)
@@ -417,9 +327,9 @@ class OpenAIModel(StreamingModel):
     def sampling_kwargs(self, request: Request) -> dict[str, Any]:
         """Decoding settings as API parameters: seed and temperature always passed through."""
         s = request.settings
-        kw: dict[str, Any] = {"model": self.model_name, "temperature": s.temperature, "top_p": s.top_p}
         param = self.options["max_tokens_param"] if self.endpoint == "chat" else "max_tokens"
-        kw[param] = s.max_new_tokens
+        kw: dict[str, Any] = {"model": self.model_name, "temperature": s.temperature, "top_p": s.top_p,
+                              param: s.max_new_tokens}
         if s.seed is not None:
             kw["seed"] = s.seed
         if s.stop:
@@ -433,7 +343,9 @@ class OpenAIModel(StreamingModel):
             raise Permanent(f"unknown request kind {request.kind!r}")
         kw = {**self.sampling_kwargs(request), "timeout": self._http_timeout(timeout)}
         if self.endpoint == "chat":
-            raw = await client.chat.completions.with_raw_response.create(messages=self.chat_messages(request), **kw)
+            fold = self.options["system"] == "fold"
+            messages = fold_system(request.messages) if fold else [m.to_dict() for m in request.messages]
+            raw = await client.chat.completions.with_raw_response.create(messages=messages, **kw)
         else:
             raw = await client.completions.with_raw_response.create(prompt=self.prompt(request), **kw)
         resp = raw.parse()
@@ -452,9 +364,7 @@ class OpenAIModel(StreamingModel):
     async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
         """Score choices with prompt log-probabilities (`echo=True`), one call per request.
 
-        Needs endpoint=completions and a server that echoes prompt logprobs
-        (vLLM, llama.cpp, TGI); OpenAI's hosted chat models do not. A token
-        belongs to a choice when its character span overlaps the choice.
+        Needs endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
         """
         if self.endpoint != "completions":
             raise Permanent(
@@ -479,14 +389,8 @@ class OpenAIModel(StreamingModel):
 
 def _usage(resp: Any) -> dict[str, int]:
     u = getattr(resp, "usage", None)
-    if u is None:
-        return {}
-    out = {}
-    for name in ("prompt_tokens", "completion_tokens", "total_tokens"):
-        value = getattr(u, name, None)
-        if isinstance(value, int):
-            out[name] = value
-    return out
+    names = ("prompt_tokens", "completion_tokens", "total_tokens")
+    return {name: value for name in names if isinstance(value := getattr(u, name, None), int)}
 
 
 def make(spec: str) -> OpenAIModel:

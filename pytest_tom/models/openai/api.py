@@ -1,15 +1,13 @@
 """What an OpenAI-compatible API's answers mean: retry timing, and whether a 200 holds an answer.
 
-Pure functions and exception types, no SDK import, so they are tested without a
-server. The backend (`openai/__init__.py`) classifies each failed attempt by these exceptions:
-`BadAnswer` (the body is not a completion: retried, counted as malformed),
-`Permanent` (never succeeds against this server: not retried), and its kinds
-`Withheld` (the provider's content filter) and `Empty` (no visible text).
-Why each is retried or not is explained in the backend's docstring (`openai/__init__.py`).
+Pure functions and exception types, no SDK import, so they are tested without a server.
+`BadAnswer` (not a completion) is retried and counted as malformed; `Permanent` and its
+kinds `Withheld` (content filter) and `Empty` (no visible text) are not retried.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import time
 from collections.abc import Mapping, Sequence
@@ -86,17 +84,13 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     """The wait a server asked for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
     ms = headers.get("retry-after-ms")
     if ms:
-        try:
+        with contextlib.suppress(ValueError):
             return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -107,8 +101,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
 def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
     """The wait after failed attempt `attempt` (0-based) when the server named none.
 
-    `first * 2**attempt`, capped at `cap`, then scaled to 50-100% by `jitter` in
-    [0, 1): clients that failed together do not all retry at the same instant.
+    Capped exponential, scaled to 50-100% by `jitter`: clients that failed together do not retry at once.
     """
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 

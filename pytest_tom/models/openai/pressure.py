@@ -1,34 +1,9 @@
 """Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
 
-A fixed number of requests in flight is wrong for someone: 16 at once floods a
-CPU inference server that works on one request at a time (the rest queue
-inside it, wait past the client's timeout and are sent again, while the server
-still computes the abandoned ones: a retry storm), and 2 at once wastes a
-hosted API that answers hundreds. So `Pressure` adjusts the limit the way TCP
-adjusts its window (additive increase, multiplicative decrease), with a
-latency signal in the style of TCP Vegas because a queueing server answers
-late long before it fails:
-
-* **Decrease** (halve, never below 1): an attempt timed out, the server said
-  it is overloaded (429, 503, 504), or an answer took more than half the
-  attempt's timeout (the next ones, queued behind it, would time out). At most
-  once per *epoch*: requests sent before the last decrease report the same
-  congestion again and must not halve the limit a second time.
-* **Increase**: only on answers that are *fast* (latency at most
-  `FAST_RATIO` times the fastest answer seen: the server did not queue them),
-  that were sent at the current limit (same epoch) and after the fastest
-  latency was known (the first burst, sent blind, cannot vouch for itself).
-  Before the first decrease each fast answer adds one (slow start: the limit
-  doubles per round trip, so a hosted API reaches the ceiling after a few
-  dozen answers); after it, each adds 1/limit (one per round trip).
-
-A server that queues answers later and later as the limit rises, so growth
-stops by itself where the server is saturated; a server that answers at the
-same speed however many requests it gets lets the limit grow to the ceiling.
-
-`Pressure` is pure (no clock, no I/O: latencies are passed in) so it is unit
-tested without a server; `Slots` is the asyncio gate that holds requests back
-until the current limit lets them go.
+A fixed number floods a CPU inference server (a retry storm) or wastes a hosted API. `Pressure` adjusts the limit as
+TCP does its window (additive increase, multiplicative decrease) with a Vegas-style latency signal, since a queueing
+server answers late long before it fails (README, *Adaptive concurrency*). It is pure (latencies are passed in);
+`Slots` is the asyncio gate that holds requests back until the limit lets them go.
 """
 
 from __future__ import annotations
@@ -38,12 +13,9 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-FAST_RATIO = 2.0
-"""An answer within this factor of the fastest one seen was not queued by the server: the limit may grow."""
-NEAR_TIMEOUT = 0.5
-"""An answer slower than this fraction of its timeout is a warning: the requests queued behind it would time out."""
-OVERLOAD_STATUS = frozenset({429, 503, 504})
-"""HTTP statuses that mean "too much at once": rate limited, overloaded, a gateway that gave up waiting."""
+FAST_RATIO = 2.0  # an answer this close to the fastest seen was not queued: the limit may grow
+NEAR_TIMEOUT = 0.5  # slower than this share of its timeout: requests queued behind it would time out
+OVERLOAD_STATUS = frozenset({429, 503, 504})  # rate limited, overloaded, a gateway that gave up waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +54,7 @@ class Pressure:
         if latency > NEAR_TIMEOUT * timeout:
             self.overloaded(ticket)
             return
-        if self.fastest is None or latency < self.fastest:
-            self.fastest = latency
+        self.fastest = latency if self.fastest is None else min(self.fastest, latency)
         fast = latency <= FAST_RATIO * max(self.fastest, 1e-3)
         if not (fast and ticket.informed and ticket.epoch == self.epoch):
             return
@@ -104,10 +75,8 @@ class Pressure:
 class Slots:
     """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served.
 
-    Unlike a semaphore its size changes while requests wait; waiters are woken
-    one at a time (never all of them to re-check a condition), so thousands of
-    queued requests cost nothing per answer. A retry may go to the front
-    (`first=True`): it was sent before any waiting request.
+    Unlike a semaphore its size changes while requests wait; waiters are woken one at a time,
+    so thousands of queued requests cost nothing per answer. A retry may go to the front.
     """
 
     def __init__(self, pressure: Pressure) -> None:
@@ -120,10 +89,7 @@ class Slots:
             self.in_flight += 1
             return self.pressure.ticket()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if first:
-            self._waiters.appendleft(waiter)
-        else:
-            self._waiters.append(waiter)
+        (self._waiters.appendleft if first else self._waiters.append)(waiter)
         try:
             await waiter
         except asyncio.CancelledError:
