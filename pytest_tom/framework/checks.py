@@ -45,16 +45,11 @@ class _Pairs:
 
 def _find(value: Any, doubled: Mapping[int, str], trail: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
     """Where the first dict with a doubled key sits in `value` (its path of keys and indexes), and the key."""
-    if isinstance(value, dict):
-        if id(value) in doubled:
-            return trail, doubled[id(value)]
-        for k, v in value.items():
-            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, k))) is not None:
-                return hit
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, i))) is not None:
-                return hit
+    if id(value) in doubled:
+        return trail, doubled[id(value)]
+    for k, v in value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ():
+        if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, k))) is not None:
+            return hit
     return None
 
 

@@ -33,28 +33,19 @@ CHOICE_SEED = 99
 CONTEXTS = ("short", "full")
 SCENARIOS = ("inaccessible", "accessible")
 FAMILIES = ("answerability", "info_accessibility")
-QUESTION_TYPES = (
-    "fact", "belief_free", "belief_choice", "answerability_list", "answerability_yn",
-    "info_accessibility_list", "info_accessibility_yn",
-)
+_QUESTION_TYPES = {  # question type: (family, answer format, the paper's label)
+    "fact": ("fact", "free_response", "FactQ"),
+    "belief_free": ("belief", "free_response", "BeliefQ[Dist.] (free response)"),
+    "belief_choice": ("belief", "choice", "BeliefQ[Choice]"),
+    "answerability_list": ("answerability", "list", "AnswerabilityQ[List]"),
+    "answerability_yn": ("answerability", "yes_no", "AnswerabilityQ[Y/N]"),
+    "info_accessibility_list": ("info_accessibility", "list", "InfoAccessQ[List]"),
+    "info_accessibility_yn": ("info_accessibility", "yes_no", "InfoAccessQ[Y/N]"),
+}
+QUESTION_TYPES = tuple(_QUESTION_TYPES)
 TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
 AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
-
-FORMAT = {
-    "fact": "free_response", "belief_free": "free_response", "belief_choice": "choice",
-    "answerability_list": "list", "info_accessibility_list": "list",
-    "answerability_yn": "yes_no", "info_accessibility_yn": "yes_no",
-}
-FAMILY = {
-    "fact": "fact", "belief_free": "belief", "belief_choice": "belief",
-    "answerability_list": "answerability", "answerability_yn": "answerability",
-    "info_accessibility_list": "info_accessibility", "info_accessibility_yn": "info_accessibility",
-}
-LABEL = {
-    "fact": "FactQ", "belief_free": "BeliefQ[Dist.] (free response)", "belief_choice": "BeliefQ[Choice]",
-    "answerability_list": "AnswerabilityQ[List]", "answerability_yn": "AnswerabilityQ[Y/N]",
-    "info_accessibility_list": "InfoAccessQ[List]", "info_accessibility_yn": "InfoAccessQ[Y/N]",
-}
+FAMILY, FORMAT, LABEL = ({q: row[i] for q, row in _QUESTION_TYPES.items()} for i in range(3))
 
 
 # --- records ------------------------------------------------------------------------------------

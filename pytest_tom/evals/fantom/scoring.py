@@ -218,8 +218,7 @@ def excerpt(context: str, head: int = 3, tail: int = 3, width: int = 160) -> str
 
 
 def short(text: str | None, width: int = 300) -> str:
-    flat = " ".join((text or "").split())
-    return repr(flat if len(flat) <= width else flat[: width - 6] + " [...]")
+    return repr(clip(text or "", width))
 
 
 def clip(text: str, width: int = 300) -> str:

@@ -21,7 +21,7 @@ from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, sha256_file
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import Release as Where
-from pytest_tom.framework.release import parse_pins, pins_key, pins_setting
+from pytest_tom.framework.release import pins_key, pins_setting
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
@@ -38,11 +38,6 @@ class Release:
     """None for custom checksums: a local copy is then checked by checksum instead."""
     cache_key: str
     """Folder of the download cache: the pinned revision, or a digest of custom checksums."""
-
-
-def parse_setting(value: str) -> dict[str, str] | None:
-    """The `sha256` setting when it is a `name=sha256,...` list (checked at configure time); None otherwise."""
-    return parse_pins(value) if "=" in value else None
 
 
 def release(setting: str) -> Release:
