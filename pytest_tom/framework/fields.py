@@ -9,7 +9,7 @@ prefixes the field with its path inside the record (`beliefQAs[0]`). Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +78,14 @@ def obj(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = 
         raise TomDataError(f"expected an object, got {type(value).__name__}", path=path, record=record,
                            field=_name(key, where))
     return value
+
+
+def objects(rec: Mapping[str, Any], key: str, path: Path, record: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each object of a list of nested JSON objects, with its path in the record (`beliefQAs[0]`) for messages."""
+    value = rec.get(key)
+    if not isinstance(value, list):
+        raise TomDataError("expected a list", path=path, record=record, field=key)
+    for j, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise TomDataError("expected an object", path=path, record=record, field=f"{key}[{j}]")
+        yield f"{key}[{j}]", item

@@ -213,14 +213,8 @@ def _read(path: Path) -> list[Any]:
 
 
 def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random) -> tuple[BeliefQA, ...]:
-    beliefs_raw = rec.get("beliefQAs")
-    if not isinstance(beliefs_raw, list):
-        raise TomDataError("expected a list", path=path, record=record, field="beliefQAs")
     beliefs = []
-    for j, b in enumerate(beliefs_raw):
-        w = f"beliefQAs[{j}]"
-        if not isinstance(b, Mapping):
-            raise TomDataError("expected an object", path=path, record=record, field=w)
+    for w, b in fields.objects(rec, "beliefQAs", path, record):
         qtype = b.get("question_type")
         if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
             raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
@@ -241,15 +235,9 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
 
 
 def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, record: str) -> tuple[BinaryQA, ...]:
-    braw = rec.get(bin_key)
-    if not isinstance(braw, list):
-        raise TomDataError("expected a list", path=path, record=record, field=bin_key)
     items = []
     chars: set[str] = set()
-    for j, bq in enumerate(braw):
-        w = f"{bin_key}[{j}]"
-        if not isinstance(bq, Mapping):
-            raise TomDataError("expected an object", path=path, record=record, field=w)
+    for w, bq in fields.objects(rec, bin_key, path, record):
         question = fields.text(bq, "question", path, record, w)
         if not question.startswith("Does ") or " know" not in question:
             raise TomDataError(f"expected 'Does <character> know ...?', got {question!r}", path=path,
