@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.checks import read_json as read_json  # re-exported: loaders read their JSON here
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
@@ -231,14 +231,5 @@ class Benchmark(ABC, Generic[E]):
 
 @functools.lru_cache(maxsize=4096)
 def slug(text: str) -> str:
-    """Lower-case identifier usable as a mark name and in node ids."""
-    out = []
-    prev_us = False
-    for ch in text.lower():
-        if ch.isascii() and ch.isalnum():
-            out.append(ch)
-            prev_us = False
-        elif not prev_us:
-            out.append("_")
-            prev_us = True
-    return "".join(out).strip("_")
+    """Lower-case identifier usable as a mark name and in node ids: runs of other characters become one `_`."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
