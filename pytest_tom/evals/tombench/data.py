@@ -332,27 +332,16 @@ def to_sample(
     file_slug = slug(extra.file)
     qtype = "two_choice" if len(options) == 2 else "four_choice"
     facets = {
-        "language": extra.language,
-        "task": extra.task,
-        "category": extra.category,
-        "ability": extra.ability,
-        "sub_label": extra.sub_label,
-        "qtype": qtype,
+        "language": extra.language, "task": extra.task, "category": extra.category, "ability": extra.ability,
+        "sub_label": extra.sub_label, "qtype": qtype,
         "story": f"{extra.language}-{file_slug}-{extra.story_id}" if extra.story_id else "",
     }
     return Sample(
-        benchmark=BENCHMARK,
-        id=f"{extra.language}-{file_slug}-{extra.row:04d}",
-        context=Story(story),
-        question=question,
-        choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
-        gold=answer,
-        characters=(),
-        facets=facets,
+        benchmark=BENCHMARK, id=f"{extra.language}-{file_slug}-{extra.row:04d}", context=Story(story),
+        question=question, choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
+        gold=answer, characters=(), facets=facets,
         marks=(BENCHMARK, extra.language, extra.task, CATEGORIES[extra.category], slug(extra.ability), qtype),
-        extra=extra,
-        source=f"tombench/data/{extra.file}.jsonl line {extra.row}",
-        defect=defect,
+        extra=extra, source=f"tombench/data/{extra.file}.jsonl line {extra.row}", defect=defect,
     )
 
 
@@ -362,17 +351,7 @@ def stories(samples: Sequence[ToMBenchSample]) -> list[Derived]:
     for s in samples:
         if s.facets.get("story"):
             members[s.facets["story"]].append(s)
-    out = []
-    for sid, group in members.items():
-        first = group[0].extra
-        out.append(
-            Derived(
-                benchmark=BENCHMARK,
-                id=sid,
-                kind="coherence",
-                members=tuple(s.id for s in group),
-                marks=(BENCHMARK, first.language, first.task, "coherence"),
-                facets={"language": first.language, "task": first.task, "story": sid},
-            )
-        )
-    return out
+    return [Derived(benchmark=BENCHMARK, id=sid, kind="coherence", members=tuple(s.id for s in group),
+                    marks=(BENCHMARK, x.language, x.task, "coherence"),
+                    facets={"language": x.language, "task": x.task, "story": sid})
+            for sid, group in members.items() for x in (group[0].extra,)]

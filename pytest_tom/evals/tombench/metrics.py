@@ -106,13 +106,10 @@ def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mo
     story_total: dict[str, int] = defaultdict(int)
     story_pass: dict[str, int] = defaultdict(int)
     for rs in stories.values():
-        # An errored record carries no details; its story is skipped below anyway.
+        # An errored record carries no details (no story_size); its story is skipped anyway.
         size = rs[0].details.get("story_size")
-        if size is not None and len(rs) != int(size):
-            continue
-        if any(r.outcome is Outcome.ERROR for r in rs):
-            continue
-        if mode == "clean" and any(r.details.get("defect") for r in rs):
+        if ((size is not None and len(rs) != int(size)) or any(r.outcome is Outcome.ERROR for r in rs)
+                or (mode == "clean" and any(r.details.get("defect") for r in rs))):
             continue
         task = rs[0].facets["task"]
         story_total[task] += 1

@@ -99,25 +99,19 @@ def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Se
     problems: list[tuple[Path, str | None, str]] = []  # (file, record, what is wrong)
     for name in sorted(rel.pins):
         path = folder / name
-        if name not in rows:
+        expected, found = (rel.rows or {}).get(name), rows.get(name)
+        if found is None:
             problems.append((path, None, "is missing"))
-        elif rel.rows is not None:
-            expected, found = rel.rows[name], rows[name]
-            if found < expected:
-                problems.append((path, _lines(found + 1, expected), f"has {found} of {expected} rows"))
-            elif found > expected:
-                problems.append((path, _lines(expected + 1, found),
-                                 f"has {found} rows, not {expected} (another revision? give its checksums with "
-                                 "--tom-set tombench.sha256)"))
-            elif (got := sha256_file(path)) != rel.pins[name]:
-                # the rows are all there, but edited in place: a gold flipped, an option rewritten
-                problems.append((path, None, f"has sha256 {got}, not the pinned {rel.pins[name]} (edited or "
-                                             "re-serialized? give its checksums with --tom-set tombench.sha256)"))
-        else:
-            got = sha256_file(path)
-            if got != rel.pins[name]:
-                problems.append((path, None, f"has sha256 {got}, not the {rel.pins[name]} given in "
-                                             "--tom-set tombench.sha256"))
+        elif expected is not None and found < expected:
+            problems.append((path, _lines(found + 1, expected), f"has {found} of {expected} rows"))
+        elif expected is not None and found > expected:
+            problems.append((path, _lines(expected + 1, found), f"has {found} rows, not {expected} (another "
+                                                                "revision? give its checksums with --tom-set tombench.sha256)"))
+        elif (got := sha256_file(path)) != rel.pins[name]:
+            # the rows are all there, but edited in place: a gold flipped, an option rewritten
+            problems.append((path, None, f"has sha256 {got}, not the pinned {rel.pins[name]} (edited or re-serialized? "
+                                         "give its checksums with --tom-set tombench.sha256)" if rel.rows is not None
+                             else f"has sha256 {got}, not the {rel.pins[name]} given in --tom-set tombench.sha256"))
     if not problems:
         return
     hint = _misnamed(unknown)
