@@ -61,13 +61,6 @@ def field_path(trail: Sequence[str | int]) -> str:
     return out
 
 
-def _doubled_error(path: Path, record: str | None, trail: Sequence[str | int], key: str) -> TomDataError:
-    return TomDataError(
-        f"the key {key!r} is given twice in one object; JSON readers keep only the last copy, so the first would be "
-        "dropped silently (a doubled answer key flips the gold): remove one", path=path, record=record,
-        field=field_path([*trail, key]))
-
-
 def loads(text: str, path: Path, *, record: str | None = None) -> Any:
     """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice.
 
@@ -87,7 +80,10 @@ def loads(text: str, path: Path, *, record: str | None = None) -> Any:
         if record is None and trail:
             head, trail = trail[0], trail[1:]
             record = _record_name(value, head)
-        raise _doubled_error(path, record, trail, key)
+        raise TomDataError(
+            f"the key {key!r} is given twice in one object; JSON readers keep only the last copy, so the first would "
+            "be dropped silently (a doubled answer key flips the gold): remove one", path=path, record=record,
+            field=field_path([*trail, key]))
     return value
 
 

@@ -162,11 +162,10 @@ def scenario_report(
     field = AGGREGATION_FIELD[aggregation]
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     tom = [r for r in scored if _qtype(r) in TOM_TYPES]
-    target = [r for r in tom if r.facets["accessibility"] == scenario]
-    present: Counter[str] = Counter(r.facets[field] for r in records if _qtype(r) in TOM_TYPES
-                                    and r.facets["accessibility"] == scenario)
-    errored = {r.facets[field] for r in records if r.outcome is Outcome.ERROR and _qtype(r) in TOM_TYPES
-               and r.facets["accessibility"] == scenario}
+    asked = [r for r in records if _qtype(r) in TOM_TYPES and r.facets["accessibility"] == scenario]
+    target = [r for r in asked if r.outcome is not Outcome.ERROR]
+    present = Counter(r.facets[field] for r in asked)
+    errored = {r.facets[field] for r in asked if r.outcome is Outcome.ERROR}
     sizes = {r.facets[field]: _unit_size(r) for r in target}
     complete = {u for u, n in present.items() if n == sizes.get(u, -1) and u not in errored}
     whole = [r for r in target if r.facets[field] in complete]

@@ -104,11 +104,6 @@ def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]
     )
 
 
-def _how(tries: int) -> str:
-    """How the final answer was reached: a vote only when there was more than one try."""
-    return f"majority of {tries} tries" if tries > 1 else "one try"
-
-
 def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],
             trials: Sequence[dict[str, Any]], final: str | None, outcome: Outcome) -> str:
     """Everything a user needs to judge a failure without opening the data file."""
@@ -123,7 +118,8 @@ def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[in
         "options (original order):",
         *[f"  {c.label}. {c.text}" for c in sample.choices],
         f"gold: {sample.gold_label}. {sample.choice(sample.gold_label).text}",
-        f"final answer ({_how(len(texts))}, {config.extraction} extraction): "
+        f"final answer ({f'majority of {len(texts)} tries' if len(texts) > 1 else 'one try'}, "
+        f"{config.extraction} extraction): "
         f"{final if final is not None else 'unparseable'}",
     ]
     for k, (order, text, trial) in enumerate(zip(orders, texts, trials, strict=False)):
