@@ -175,9 +175,7 @@ class Benchmark(ABC, Generic[E]):
             raise TomConfigError(
                 f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: {', '.join(sorted(known)) or 'none'}"
             )
-        self.settings: dict[str, Any] = {}
-        for opt in self.options:
-            self.settings[opt.name] = opt.convert(self.name, given.get(opt.name, opt.default))
+        self.settings: dict[str, Any] = {o.name: o.convert(self.name, given.get(o.name, o.default)) for o in self.options}
 
     @abstractmethod
     def load(self, source: DataSource) -> list[Sample[E]]:

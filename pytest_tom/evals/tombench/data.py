@@ -215,7 +215,7 @@ class _Row:
 
 
 def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
-    values = [rec.get(f) for f in names]
+    values: list[Any] = [rec.get(f) for f in names]
     for f, v in zip(names[:2], values[:2], strict=True):
         if is_missing(v):
             raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
@@ -231,12 +231,10 @@ def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int)
         )
     else:
         count = 4
-    out = []
-    for letter, f, v in zip(LETTERS, names, values[:count], strict=False):
+    for f, v in zip(names[2:count], values[2:count], strict=True):
         if not isinstance(v, str):
             raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
-        out.append(strip_option_prefix(v.strip(), letter).strip())
-    return tuple(out)
+    return tuple(strip_option_prefix(v.strip(), letter).strip() for letter, v in zip(LETTERS, values[:count], strict=False))
 
 
 def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
