@@ -185,10 +185,8 @@ def belief_character(question: str) -> str:
     Upstream takes the word after the first "does " ("What does Linda think ..." ->
     "linda"); "" when the question has no "does " (upstream would crash there).
     """
-    parts = question.lower().split("does ", 1)
-    if len(parts) < 2 or not parts[1].split():
-        return ""
-    return parts[1].split()[0]
+    after = question.lower().partition("does ")[2].split()
+    return after[0] if after else ""
 
 
 def binary_character(question: str) -> str:

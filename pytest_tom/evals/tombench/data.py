@@ -139,15 +139,10 @@ def canonical_ability(raw: str) -> tuple[str, str, str]:
     Desire numbers average them instead of pooling (spec section 2.5).
     """
     norm = " ".join(raw.split()).lower()
-    ability = _RAW_ALIASES.get(norm)
-    if ability is None:
-        _, _, name = norm.partition(": ")
-        ability = _CASEFOLD_ABILITY.get(name)
+    ability = _RAW_ALIASES.get(norm) or _CASEFOLD_ABILITY.get(norm.partition(": ")[2])
     if ability is None:
         raise KeyError(raw)
-    sub = ability
-    if ability == DESIRE_II:
-        sub = DESIRE_II_SUB_LABELS[1] if "emotions" in norm else DESIRE_II_SUB_LABELS[0]
+    sub = DESIRE_II_SUB_LABELS[int("emotions" in norm)] if ability == DESIRE_II else ability
     return ability, ABILITY_CATEGORY[ability], sub
 
 
