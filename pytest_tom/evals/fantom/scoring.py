@@ -81,12 +81,9 @@ def _choice(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode:
     labels = "".join(c.label for c in sample.choices)
     gold = sample.gold_label
     letters = letters_picked(answer, mode, options, labels)
-    if mode == "official":
-        ok = letter_official_correct(answer, gold)
-        readable = bool(letters)
-    else:
-        ok = letters == (gold,)
-        readable = len(letters) == 1
+    # official: upstream's pattern decides, any letter is readable; strict: exactly the gold letter, and only one
+    ok, readable = ((letter_official_correct(answer, gold), bool(letters)) if mode == "official"
+                    else (letters == (gold,), len(letters) == 1))
     parsed = ",".join(letters) if letters else None
     details.update(options=options, letters=list(letters), gold_letter=gold)
     if ok:
