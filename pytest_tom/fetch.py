@@ -26,14 +26,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from pytest_tom.errors import TomDataError
 
 _BLOCK = 1 << 20
+M = TypeVar("M")
 MANIFEST = ".pytest-tom-manifest.json"
 """Written next to files extracted from a verified archive: their sha256s, for re-checking later."""
 REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
@@ -201,44 +202,35 @@ def _copy_capped(src: IO[bytes], out: IO[bytes], archive: Path, cap: int) -> Non
         out.write(block)
 
 
-def _scan_tar(tar: tarfile.TarFile, archive: Path, member: str, cap: int) -> tarfile.TarInfo:
-    """Check every member (names, kinds, running expanded total) before anything is written; the data file's entry."""
-    found: list[tarfile.TarInfo] = []
+def _scan(members: Iterable[tuple[M, str, int, str | None, bool]], archive: Path, member: str, cap: int) -> M:
+    """Check every (entry, name, size, why its kind is unsafe, is a file) before anything is written; the data file's entry.
+
+    A tar's members come one header at a time, so a bomb is refused before its bytes are inflated.
+    """
+    found: dict[str, M] = {}
     total = 0
-    while (m := tar.next()) is not None:  # one header at a time: a bomb is refused before its bytes are inflated
-        why = _unsafe_member(m.name)
-        if why is None and (m.issym() or m.islnk()):
-            why = "a link"
-        elif why is None and not (m.isfile() or m.isdir()):
-            why = "a special file"
+    for entry, name, size, kind, is_file in members:
+        why = _unsafe_member(name) or kind
         if why is not None:
-            raise TomDataError(f"refusing to extract: member {m.name!r} is {why}", path=archive)
-        total += m.size
+            raise TomDataError(f"refusing to extract: member {name!r} is {why}", path=archive)
+        total += size
         if total > cap:
             raise _too_big(archive, total, cap)
-        if m.isfile() and PurePosixPath(m.name).name == member:
-            found.append(m)
-    by_name = {m.name: m for m in found}
-    return by_name[_pick(list(by_name), archive, member)]
+        if is_file and PurePosixPath(name).name == member:
+            found[name] = entry
+    return found[_pick(list(found), archive, member)]
 
 
-def _scan_zip(zf: zipfile.ZipFile, archive: Path, member: str, cap: int) -> zipfile.ZipInfo:
-    found: list[zipfile.ZipInfo] = []
-    total = 0
+def _tar_members(tar: tarfile.TarFile) -> Iterator[tuple[tarfile.TarInfo, str, int, str | None, bool]]:
+    while (m := tar.next()) is not None:
+        kind = "a link" if m.issym() or m.islnk() else None if m.isfile() or m.isdir() else "a special file"
+        yield m, m.name, m.size, kind, m.isfile()
+
+
+def _zip_members(zf: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipInfo, str, int, str | None, bool]]:
     for info in zf.infolist():
-        why = _unsafe_member(info.filename)
-        mode = info.external_attr >> 16
-        if why is None and (mode & 0o170000) == 0o120000:
-            why = "a link"
-        if why is not None:
-            raise TomDataError(f"refusing to extract: member {info.filename!r} is {why}", path=archive)
-        total += info.file_size
-        if total > cap:
-            raise _too_big(archive, total, cap)
-        if not info.is_dir() and PurePosixPath(info.filename).name == member:
-            found.append(info)
-    by_name = {i.filename: i for i in found}
-    return by_name[_pick(list(by_name), archive, member)]
+        kind = "a link" if (info.external_attr >> 16 & 0o170000) == 0o120000 else None
+        yield info, info.filename, info.file_size, kind, not info.is_dir()
 
 
 def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
@@ -257,14 +249,12 @@ def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | Non
         with os.fdopen(fd, "wb") as out:
             if tarfile.is_tarfile(archive):
                 with tarfile.open(archive) as tar:
-                    info = _scan_tar(tar, archive, member, cap)
-                    src = tar.extractfile(info)
+                    src = tar.extractfile(_scan(_tar_members(tar), archive, member, cap))
                     assert src is not None  # a regular file, checked above
                     _copy_capped(src, out, archive, cap)
             elif zipfile.is_zipfile(archive):
                 with zipfile.ZipFile(archive) as zf:
-                    zinfo = _scan_zip(zf, archive, member, cap)
-                    with zf.open(zinfo) as zsrc:
+                    with zf.open(_scan(_zip_members(zf), archive, member, cap)) as zsrc:
                         _copy_capped(zsrc, out, archive, cap)
             else:
                 raise TomDataError("not a tar or zip archive", path=archive)
@@ -339,9 +329,7 @@ def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, l
     def one(rel: str) -> tuple[str, str]:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
-        os.close(fd)
-        tmp = Path(name)
+        tmp = _temp_in(target.parent, ".part-")
         try:
             digest = download_verified(base + urllib.parse.quote(rel), files[rel], tmp, target, limits=limits)
             os.replace(tmp, target)
@@ -357,13 +345,12 @@ def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, l
 
 def write_manifest(path: Path, body: Mapping[str, Any]) -> None:
     """Record a verified download (written last, atomically: an interrupted or rejected download has none)."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".part-")
-    os.close(fd)
+    tmp = _temp_in(path.parent, ".part-")
     try:
-        Path(name).write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(name, path)
+        tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
     finally:
-        Path(name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
 
 
 def read_manifest(path: Path, where: Path) -> dict[str, Any]:
@@ -374,8 +361,12 @@ def read_manifest(path: Path, where: Path) -> dict[str, Any]:
             raise TypeError
         return body
     except (OSError, ValueError, TypeError):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
-                           f"cannot be checked; {REFETCH}", path=where) from None
+        raise _unrecorded(where) from None
+
+
+def _unrecorded(where: Path) -> TomDataError:
+    return TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
+                        f"cannot be checked; {REFETCH}", path=where)
 
 
 def check_recorded(folder: Path, files: Mapping[str, Any]) -> None:
@@ -395,6 +386,5 @@ def manifest_files(folder: Path) -> dict[str, Any]:
     """The `files` a verified download in `folder` recorded (relative path -> sha256)."""
     files = read_manifest(folder / MANIFEST, folder).get("files")
     if not isinstance(files, dict):
-        raise TomDataError(f"this downloaded copy has no readable record of a verified download ({MANIFEST}), so it "
-                           f"cannot be checked; {REFETCH}", path=folder)
+        raise _unrecorded(folder)
     return files

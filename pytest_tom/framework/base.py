@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pytest_tom.derived import Derived, Rule, all_pass
 from pytest_tom.errors import TomConfigError
-from pytest_tom.framework.checks import read_json as read_json  # re-exported: loaders read their JSON here
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
@@ -175,9 +175,7 @@ class Benchmark(ABC, Generic[E]):
             raise TomConfigError(
                 f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: {', '.join(sorted(known)) or 'none'}"
             )
-        self.settings: dict[str, Any] = {}
-        for opt in self.options:
-            self.settings[opt.name] = opt.convert(self.name, given.get(opt.name, opt.default))
+        self.settings: dict[str, Any] = {o.name: o.convert(self.name, given.get(o.name, o.default)) for o in self.options}
 
     @abstractmethod
     def load(self, source: DataSource) -> list[Sample[E]]:
@@ -231,14 +229,5 @@ class Benchmark(ABC, Generic[E]):
 
 @functools.lru_cache(maxsize=4096)
 def slug(text: str) -> str:
-    """Lower-case identifier usable as a mark name and in node ids."""
-    out = []
-    prev_us = False
-    for ch in text.lower():
-        if ch.isascii() and ch.isalnum():
-            out.append(ch)
-            prev_us = False
-        elif not prev_us:
-            out.append("_")
-            prev_us = True
-    return "".join(out).strip("_")
+    """Lower-case identifier usable as a mark name and in node ids: runs of other characters become one `_`."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")

@@ -45,16 +45,11 @@ class _Pairs:
 
 def _find(value: Any, doubled: Mapping[int, str], trail: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
     """Where the first dict with a doubled key sits in `value` (its path of keys and indexes), and the key."""
-    if isinstance(value, dict):
-        if id(value) in doubled:
-            return trail, doubled[id(value)]
-        for k, v in value.items():
-            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, k))) is not None:
-                return hit
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, i))) is not None:
-                return hit
+    if id(value) in doubled:
+        return trail, doubled[id(value)]
+    for k, v in value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ():
+        if isinstance(v, (dict, list)) and (hit := _find(v, doubled, (*trail, k))) is not None:
+            return hit
     return None
 
 
@@ -64,13 +59,6 @@ def field_path(trail: Sequence[str | int]) -> str:
     for part in trail:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
-
-
-def _doubled_error(path: Path, record: str | None, trail: Sequence[str | int], key: str) -> TomDataError:
-    return TomDataError(
-        f"the key {key!r} is given twice in one object; JSON readers keep only the last copy, so the first would be "
-        "dropped silently (a doubled answer key flips the gold): remove one", path=path, record=record,
-        field=field_path([*trail, key]))
 
 
 def loads(text: str, path: Path, *, record: str | None = None) -> Any:
@@ -92,7 +80,10 @@ def loads(text: str, path: Path, *, record: str | None = None) -> Any:
         if record is None and trail:
             head, trail = trail[0], trail[1:]
             record = _record_name(value, head)
-        raise _doubled_error(path, record, trail, key)
+        raise TomDataError(
+            f"the key {key!r} is given twice in one object; JSON readers keep only the last copy, so the first would "
+            "be dropped silently (a doubled answer key flips the gold): remove one", path=path, record=record,
+            field=field_path([*trail, key]))
     return value
 
 

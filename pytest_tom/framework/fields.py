@@ -9,7 +9,7 @@ prefixes the field with its path inside the record (`beliefQAs[0]`). Pure: no I/
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +27,17 @@ def wrong_type(expected: str, value: Any) -> str:
     return f"wrong type: expected {expected}, got {type(value).__name__} {shown(value)}"
 
 
-def _name(key: str, where: str) -> str:
-    return f"{where}.{key}" if where else key
+def _error(message: str, key: str, path: Path, record: str, where: str) -> TomDataError:
+    return TomDataError(message, path=path, record=record, field=f"{where}.{key}" if where else key)
 
 
 def text(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> str:
     """A non-empty text field (returned as written); missing, blank or non-text is an error."""
     value = rec.get(key)
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise TomDataError("missing or empty text", path=path, record=record, field=_name(key, where))
+        raise _error("missing or empty text", key, path, record, where)
     if not isinstance(value, str):
-        raise TomDataError(wrong_type("text", value), path=path, record=record, field=_name(key, where))
+        raise _error(wrong_type("text", value), key, path, record, where)
     return value
 
 
@@ -47,8 +47,7 @@ def integer(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: 
     value = rec.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or (allowed and value not in allowed):
         expected = f"one of {', '.join(map(str, allowed))}" if allowed else "an integer"
-        raise TomDataError(f"expected {expected}, got {shown(value)}", path=path, record=record,
-                           field=_name(key, where))
+        raise _error(f"expected {expected}, got {shown(value)}", key, path, record, where)
     return value
 
 
@@ -58,8 +57,7 @@ def one_of(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: C
     value = rec.get(key)
     if value not in allowed:
         expected = what or " or ".join(repr(a) for a in allowed)
-        raise TomDataError(f"expected {expected}, got {shown(value)}", path=path, record=record,
-                           field=_name(key, where))
+        raise _error(f"expected {expected}, got {shown(value)}", key, path, record, where)
     return str(value)
 
 
@@ -67,7 +65,7 @@ def names(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str 
     """A list of non-empty texts (character names)."""
     value = rec.get(key)
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise TomDataError("expected a list of character names", path=path, record=record, field=_name(key, where))
+        raise _error("expected a list of character names", key, path, record, where)
     return tuple(value)
 
 
@@ -75,6 +73,16 @@ def obj(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = 
     """A nested JSON object."""
     value = rec.get(key)
     if not isinstance(value, Mapping):
-        raise TomDataError(f"expected an object, got {type(value).__name__}", path=path, record=record,
-                           field=_name(key, where))
+        raise _error(f"expected an object, got {type(value).__name__}", key, path, record, where)
     return value
+
+
+def objects(rec: Mapping[str, Any], key: str, path: Path, record: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each object of a list of nested JSON objects, with its path in the record (`beliefQAs[0]`) for messages."""
+    value = rec.get(key)
+    if not isinstance(value, list):
+        raise TomDataError("expected a list", path=path, record=record, field=key)
+    for j, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise TomDataError("expected an object", path=path, record=record, field=f"{key}[{j}]")
+        yield f"{key}[{j}]", item

@@ -23,7 +23,7 @@ paper is silent, and explicit where we depart from it (docs/fantom.md):
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
@@ -49,7 +49,7 @@ from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.framework.release import parse_sha256
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
-from pytest_tom.request import Request, Response
+from pytest_tom.request import Request
 from pytest_tom.sample import Sample
 
 __all__ = ["FANToM", "FantomExtra"]
@@ -216,9 +216,6 @@ class FANToM(Benchmark[FantomExtra]):
 
     # -- requests and scoring --------------------------------------------------------------------
     def program(self, sample: Sample[FantomExtra]) -> Program:
-        return self._program(sample)
-
-    def _program(self, sample: Sample[FantomExtra]) -> Generator[Sequence[Request], Sequence[Response], Record]:
         mode = self.settings["parsing"]
         raws = yield from ask(sample, self.settings)
         answer = parse_response(raws[-1])

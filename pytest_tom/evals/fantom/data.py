@@ -33,28 +33,19 @@ CHOICE_SEED = 99
 CONTEXTS = ("short", "full")
 SCENARIOS = ("inaccessible", "accessible")
 FAMILIES = ("answerability", "info_accessibility")
-QUESTION_TYPES = (
-    "fact", "belief_free", "belief_choice", "answerability_list", "answerability_yn",
-    "info_accessibility_list", "info_accessibility_yn",
-)
+_QUESTION_TYPES = {  # question type: (family, answer format, the paper's label)
+    "fact": ("fact", "free_response", "FactQ"),
+    "belief_free": ("belief", "free_response", "BeliefQ[Dist.] (free response)"),
+    "belief_choice": ("belief", "choice", "BeliefQ[Choice]"),
+    "answerability_list": ("answerability", "list", "AnswerabilityQ[List]"),
+    "answerability_yn": ("answerability", "yes_no", "AnswerabilityQ[Y/N]"),
+    "info_accessibility_list": ("info_accessibility", "list", "InfoAccessQ[List]"),
+    "info_accessibility_yn": ("info_accessibility", "yes_no", "InfoAccessQ[Y/N]"),
+}
+QUESTION_TYPES = tuple(_QUESTION_TYPES)
 TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
 AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
-
-FORMAT = {
-    "fact": "free_response", "belief_free": "free_response", "belief_choice": "choice",
-    "answerability_list": "list", "info_accessibility_list": "list",
-    "answerability_yn": "yes_no", "info_accessibility_yn": "yes_no",
-}
-FAMILY = {
-    "fact": "fact", "belief_free": "belief", "belief_choice": "belief",
-    "answerability_list": "answerability", "answerability_yn": "answerability",
-    "info_accessibility_list": "info_accessibility", "info_accessibility_yn": "info_accessibility",
-}
-LABEL = {
-    "fact": "FactQ", "belief_free": "BeliefQ[Dist.] (free response)", "belief_choice": "BeliefQ[Choice]",
-    "answerability_list": "AnswerabilityQ[List]", "answerability_yn": "AnswerabilityQ[Y/N]",
-    "info_accessibility_list": "InfoAccessQ[List]", "info_accessibility_yn": "InfoAccessQ[Y/N]",
-}
+FAMILY, FORMAT, LABEL = ({q: row[i] for q, row in _QUESTION_TYPES.items()} for i in range(3))
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -194,10 +185,8 @@ def belief_character(question: str) -> str:
     Upstream takes the word after the first "does " ("What does Linda think ..." ->
     "linda"); "" when the question has no "does " (upstream would crash there).
     """
-    parts = question.lower().split("does ", 1)
-    if len(parts) < 2 or not parts[1].split():
-        return ""
-    return parts[1].split()[0]
+    after = question.lower().partition("does ")[2].split()
+    return after[0] if after else ""
 
 
 def binary_character(question: str) -> str:
@@ -222,14 +211,8 @@ def _read(path: Path) -> list[Any]:
 
 
 def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random) -> tuple[BeliefQA, ...]:
-    beliefs_raw = rec.get("beliefQAs")
-    if not isinstance(beliefs_raw, list):
-        raise TomDataError("expected a list", path=path, record=record, field="beliefQAs")
     beliefs = []
-    for j, b in enumerate(beliefs_raw):
-        w = f"beliefQAs[{j}]"
-        if not isinstance(b, Mapping):
-            raise TomDataError("expected an object", path=path, record=record, field=w)
+    for w, b in fields.objects(rec, "beliefQAs", path, record):
         qtype = b.get("question_type")
         if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
             raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
@@ -250,15 +233,9 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
 
 
 def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, record: str) -> tuple[BinaryQA, ...]:
-    braw = rec.get(bin_key)
-    if not isinstance(braw, list):
-        raise TomDataError("expected a list", path=path, record=record, field=bin_key)
     items = []
     chars: set[str] = set()
-    for j, bq in enumerate(braw):
-        w = f"{bin_key}[{j}]"
-        if not isinstance(bq, Mapping):
-            raise TomDataError("expected an object", path=path, record=record, field=w)
+    for w, bq in fields.objects(rec, bin_key, path, record):
         question = fields.text(bq, "question", path, record, w)
         if not question.startswith("Does ") or " know" not in question:
             raise TomDataError(f"expected 'Does <character> know ...?', got {question!r}", path=path,

@@ -91,7 +91,7 @@ _READING = {1: "knows", 0: "does not know", -1: "unreadable"}
 
 
 def _check(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """Judge a per-character check from its members' records, as the old check items did."""
+    """Judge a per-character check (either kind) from its members' records, as the old check items did."""
     f, params = derived.facets, derived.params
     consistency = derived.kind == "consistency"
     entries = character_entries(members, "unit", str(params["parsing"])).get((f["unit"], str(params["character"])), [])
@@ -121,14 +121,6 @@ def _check(derived: Derived, members: Sequence[Record]) -> Judgement:
     return Judgement(False, "\n".join(lines), value=0.0, failed_members=failed, details=details)
 
 
-def character_all(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """Every answer about the character is right (upstream's ALL for each character)."""
-    return _check(derived, members)
-
-
-def consistency(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """The character's list and yes/no answers agree on whether they know (upstream's answer consistency)."""
-    return _check(derived, members)
-
-
-RULES: Mapping[str, Rule] = {"character_all": character_all, "consistency": consistency}
+RULES: Mapping[str, Rule] = {"character_all": _check, "consistency": _check}
+"""`character_all`: every answer about the character is right (upstream's ALL for each character);
+`consistency`: the character's list and yes/no answers agree on whether they know (upstream's answer consistency)."""

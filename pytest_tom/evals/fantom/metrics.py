@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
 from pytest_tom.evals.fantom.scoring import gold_int
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import mean
+from pytest_tom.metrics import accuracy, group_by, mean
 from pytest_tom.record import Outcome, Record
 from pytest_tom.scoring import mentions, weighted_f1
 
@@ -113,7 +113,7 @@ class CharacterEntry:
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"qid": self.qid, "what": self.what, "ok": self.ok, "value": self.value, "note": self.note}
+        return asdict(self)
 
 
 def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[tuple[str, str], list[CharacterEntry]]:
@@ -162,11 +162,10 @@ def scenario_report(
     field = AGGREGATION_FIELD[aggregation]
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     tom = [r for r in scored if _qtype(r) in TOM_TYPES]
-    target = [r for r in tom if r.facets["accessibility"] == scenario]
-    present: Counter[str] = Counter(r.facets[field] for r in records if _qtype(r) in TOM_TYPES
-                                    and r.facets["accessibility"] == scenario)
-    errored = {r.facets[field] for r in records if r.outcome is Outcome.ERROR and _qtype(r) in TOM_TYPES
-               and r.facets["accessibility"] == scenario}
+    asked = [r for r in records if _qtype(r) in TOM_TYPES and r.facets["accessibility"] == scenario]
+    target = [r for r in asked if r.outcome is not Outcome.ERROR]
+    present = Counter(r.facets[field] for r in asked)
+    errored = {r.facets[field] for r in asked if r.outcome is Outcome.ERROR}
     sizes = {r.facets[field]: _unit_size(r) for r in target}
     complete = {u for u, n in present.items() if n == sizes.get(u, -1) and u not in errored}
     whole = [r for r in target if r.facets[field] in complete]
@@ -177,16 +176,16 @@ def scenario_report(
                "tom:info_accessibility:list", "tom:info_accessibility:binary"}
     rep[p + "set:ALL"] = round_numpy(_all_by([r for r in whole if r.facets["upstream_type"] in for_all], field))
     choice = [r for r in target if r.facets["upstream_type"].endswith(":multiple-choice")]
-    rep[p + "belief:multiple-choice"] = round_numpy(mean([float(_ok(r)) for r in choice]))
+    rep[p + "belief:multiple-choice"] = round_numpy(accuracy(choice))
     dist = [r for r in target if r.facets["upstream_type"] == f"tom:belief:{scenario}"]
-    rep[p + "belief:distance"] = round_numpy(mean([float(_ok(r)) for r in dist]))
+    rep[p + "belief:distance"] = round_numpy(accuracy(dist))
     rep[p + "belief_true_word-f1"] = round_numpy(mean([float(r.score or 0.0) for r in dist if _ok(r)]))
     extra: dict[str, Any] = {}
     for family in FAMILIES:
         fam = [r for r in whole if r.facets["family"] == family]
         rep[p + f"{family}:set:ALL"] = round_numpy(_all_by(fam, field))
         lst = [r for r in target if _qtype(r) == f"{family}_list"]
-        rep[p + f"{family}:list"] = round_numpy(mean([float(_ok(r)) for r in lst]))
+        rep[p + f"{family}:list"] = round_numpy(accuracy(lst))
         yn = [r for r in target if _qtype(r) == f"{family}_yn"]
         preds = [int(r.details.get("binarized", -1)) for r in yn]
         refs = [gold_int(r.details.get("gold_yes_no", "no")) for r in yn]
@@ -241,10 +240,7 @@ def _binary_reasons(records: Sequence[Record]) -> dict[str, int]:
 
 def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregation: str, mode: str) -> dict[str, Any]:
     """Per context: upstream's "fantom" and "control_task" reports and our extras, for contexts with records."""
-    by_context: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        if _qtype(r) in QUESTION_TYPES:
-            by_context[r.facets["context"]].append(r)
+    by_context = group_by([r for r in records if _qtype(r) in QUESTION_TYPES], "context")
     out: dict[str, Any] = {}
     for context in contexts:
         recs = by_context.get(context, [])

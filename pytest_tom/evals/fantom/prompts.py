@@ -72,15 +72,11 @@ def requests_shape(sample: Sample[FantomExtra]) -> tuple[tuple[str, ...], str]:
     return (), "{}"
 
 
-def generation_settings(settings: Mapping[str, Any]) -> GenerationSettings:
-    return GenerationSettings(max_new_tokens=int(settings["max_new_tokens"]), temperature=0.0)
-
-
 def ask(sample: Sample[FantomExtra], settings: Mapping[str, Any]) -> Generator[Sequence[Request], Sequence[Response], list[str]]:
     """Send the question; with CoT, upstream's two calls (reasoning, then "Therefore, the answer is:")."""
     prompt = (PROMPT_HEADER if settings["header"] == "official" else "") + render_prompt(sample)
     labels, fmt = requests_shape(sample)
-    gen = generation_settings(settings)
+    gen = GenerationSettings(max_new_tokens=int(settings["max_new_tokens"]), temperature=0.0)
     if settings["prompt"] == "cot":
         # Upstream's per-prompt path (the API models): trigger appended after "Answer:", reasoning parsed.
         first = prompt + COT_TRIGGER

@@ -35,24 +35,6 @@ def choice_options(belief: BeliefQA) -> tuple[str, str, str]:
     return belief.correct, belief.wrong, "a"
 
 
-def effective_accessibility(s: FantomSet, context: str) -> dict[str, Any]:
-    """Scenario tags as upstream scores them in `context` (the full context re-tags lists and yes/no questions)."""
-    out: dict[str, Any] = {}
-    for family in FAMILIES:
-        lq = s.lists(family)
-        bins = s.binaries(family)
-        if context == "full":
-            out[f"{family}_list"] = "inaccessible" if lq.wrong else lq.accessibility
-            tag = bins[0].accessibility if bins else "inaccessible"
-            if any(b.gold != "yes" for b in bins):
-                tag = "inaccessible"
-            out[f"{family}_yn"] = [tag] * len(bins)
-        else:
-            out[f"{family}_list"] = lq.accessibility
-            out[f"{family}_yn"] = [b.accessibility for b in bins]
-    return out
-
-
 def unit_of(s: FantomSet, field: str) -> str:
     return {"set": s.set_id, "part": s.part_id, "conversation": s.conversation_id}[field]
 
@@ -79,17 +61,24 @@ class _Planned:
 
 
 def _plan(s: FantomSet, context: str, with_free: bool) -> list[_Planned]:
-    """The questions of one set in one context, in upstream's order (the short context drops `no:long`)."""
-    tags = effective_accessibility(s, context)
+    """The questions of one set in one context, in upstream's order, with the scenario tags upstream scores them by.
+
+    The short context drops `no:long` yes/no questions; the full context re-tags list and yes/no questions.
+    """
     planned = [_Planned(s, "fact", -1, "", "fact")]
     for i, b in enumerate(s.beliefs):
         if with_free:
             planned.append(_Planned(s, "belief_free", i, b.accessibility, b.question_type))
         planned.append(_Planned(s, "belief_choice", i, b.accessibility, b.question_type + ":multiple-choice"))
     for family in FAMILIES:
-        lq = s.lists(family)
-        planned.append(_Planned(s, f"{family}_list", -1, tags[f"{family}_list"], lq.question_type))
-        for j, (bq, tag) in enumerate(zip(s.binaries(family), tags[f"{family}_yn"], strict=True)):
+        lq, bins = s.lists(family), s.binaries(family)
+        list_tag, yn_tags = lq.accessibility, [b.accessibility for b in bins]
+        if context == "full":  # upstream re-tags the full context's list and yes/no questions
+            list_tag = "inaccessible" if lq.wrong else lq.accessibility
+            yn_tag = "inaccessible" if not bins or any(b.gold != "yes" for b in bins) else bins[0].accessibility
+            yn_tags = [yn_tag] * len(bins)
+        planned.append(_Planned(s, f"{family}_list", -1, list_tag, lq.question_type))
+        for j, (bq, tag) in enumerate(zip(bins, yn_tags, strict=True)):
             if context == "short" and bq.gold == "no:long":
                 continue  # upstream drops these in the short setting: the character is not in the context
             planned.append(_Planned(s, f"{family}_yn", j, tag, bq.question_type))

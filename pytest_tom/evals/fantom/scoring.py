@@ -81,12 +81,9 @@ def _choice(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode:
     labels = "".join(c.label for c in sample.choices)
     gold = sample.gold_label
     letters = letters_picked(answer, mode, options, labels)
-    if mode == "official":
-        ok = letter_official_correct(answer, gold)
-        readable = bool(letters)
-    else:
-        ok = letters == (gold,)
-        readable = len(letters) == 1
+    # official: upstream's pattern decides, any letter is readable; strict: exactly the gold letter, and only one
+    ok, readable = ((letter_official_correct(answer, gold), bool(letters)) if mode == "official"
+                    else (letters == (gold,), len(letters) == 1))
     parsed = ",".join(letters) if letters else None
     details.update(options=options, letters=list(letters), gold_letter=gold)
     if ok:
@@ -218,8 +215,7 @@ def excerpt(context: str, head: int = 3, tail: int = 3, width: int = 160) -> str
 
 
 def short(text: str | None, width: int = 300) -> str:
-    flat = " ".join((text or "").split())
-    return repr(flat if len(flat) <= width else flat[: width - 6] + " [...]")
+    return repr(clip(text or "", width))
 
 
 def clip(text: str, width: int = 300) -> str:

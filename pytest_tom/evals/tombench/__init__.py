@@ -20,6 +20,7 @@ model is shown), `scoring` (answers to records), `metrics` (the paper's tables).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, slug, stop_at_answer_option
 from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import parse_pins
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -117,13 +119,9 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         if self.settings["tries"] < 1:
             raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
         self.settings["languages"] = ",".join(self.languages)
-        release.parse_setting(self.settings["sha256"])  # a 'name=sha256' list fails here; a manifest is read by load()
-        s = self.settings
-        self.config = Config(stop_at_answer=s["stop_at_answer"],
-            prompt=s["prompt"], tries=s["tries"], permutations=s["permutations"], shuffle_seed=s["shuffle_seed"],
-            extraction=s["extraction"], scoring=s["scoring"], ll_target=s["ll_target"], ll_normalise=s["ll_normalise"],
-            max_new_tokens=s["max_new_tokens"],
-        )
+        if "=" in self.settings["sha256"]:  # a 'name=sha256' list fails here; a manifest is read by load()
+            parse_pins(self.settings["sha256"])
+        self.config = Config(**{f.name: self.settings[f.name] for f in dataclasses.fields(Config)})
 
     def load(self, source: DataSource) -> list[ToMBenchSample]:
         rel = release.release(self.settings["sha256"])

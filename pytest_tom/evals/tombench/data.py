@@ -28,73 +28,45 @@ BENCHMARK = "tombench"
 
 OFFICIAL_REVISION = "4f491f0784ed31ef93a8837615fbc48f885cf78d"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/zhchen18/ToMBench/{OFFICIAL_REVISION}/"
-OFFICIAL_SHA256 = {
-    "Ambiguous Story Task.jsonl": "c99f365b6d3d0e982228623d4328afbafe11cf9a8da3a2838ed6c846e4f154d0",
-    "Completion of Failed Actions.jsonl": "cb68348ef3eb53d7c6bf0e426b9279856264748b94f181ce042c91dcf56ba5af",
-    "Discrepant Desires.jsonl": "73093d99923efac243e3610c393613c000b5dc04f88771c39a3b641b993a6b70",
-    "Discrepant Emotions.jsonl": "100b7f05ba5b76aeaa8d2daf3897c90c6a4f08dc23b75a0dd87be0e82db11bf4",
-    "Discrepant Intentions.jsonl": "d72c8353aa5b65f35073d72808996b6f8e980f7683539e25510a251ed8f1dac2",
-    "Emotion Regulation.jsonl": "553d0ee61733cddfa3a9c531c3f7306c40929edc9f0e1e1dda7088ed8804c96c",
-    "False Belief Task.jsonl": "1a5c38362c4c883b219381e24d7b51c1f60abd959f39b6dc3e977ca11d7abff8",
-    "Faux-pas Recognition Test.jsonl": "374272690aedfe34529cb83fc4368a38960da288fb8d787a7bf50aba65dd349c",
-    "Hidden Emotions.jsonl": "57d0882eafddca8fb8d81148bf4291db0c5c6bbdd3a8ad5004c445d249b05124",
-    "Hinting Task Test.jsonl": "fd3a930403c7e0514e8730c48030da17d8bcd8a453e96001ca0795cbaee61afa",
-    "Knowledge-Attention Links.jsonl": "9ea4c7bfc2086d4ebaa2a31cc1993ea2774f72e642d7415dbb9c9c0e21ead94f",
-    "Knowledge-Pretend Play Links.jsonl": "67e3d451089db0a3ac4a7702f4c6c58c2909dbe338aa53bda5e00e4cf9396242",
-    "Moral Emotions.jsonl": "fac3eb293d2901b35274eab8244515b7e138e9cb3311037d5c4a0bda3810dd51",
-    "Multiple Desires.jsonl": "7a49186ab802a2a199806ca191160019ae21d9ff85db9203799fb36b8960a914",
-    "Percepts-Knowledge Links.jsonl": "dda5b279b926eef0e0c440cef4ef68cbebbf82fc6c7b109b213c15c2f9d94804",
-    "Persuasion Story Task.jsonl": "aefef5b6beb7097370cf3bc0c6503ed8caa495530297a4b184c4c31002e23169",
-    "Prediction of Actions.jsonl": "23c56589e459d253bafc2cdc0ea786fba1912c8bf388861a96042666f10b8a47",
-    "Scalar Implicature Test.jsonl": "4264d1842f556f8bcfd7fd56c5058aa8c55f6001931d27d253a85d7ecc19247e",
-    "Strange Story Task.jsonl": "f0a1c6e12b9d9b8b5c936ea3383b24100ef28ed6610078c1fc7bd6769d7ef914",
-    "Unexpected Outcome Test.jsonl": "f4ee872c98e17480272c40d5406a8eca31eed29b455f4155b9684328bf6dbf9c",
+_PINNED = {  # release file: (sha256, rows)
+    "Ambiguous Story Task.jsonl": ("c99f365b6d3d0e982228623d4328afbafe11cf9a8da3a2838ed6c846e4f154d0", 200),
+    "Completion of Failed Actions.jsonl": ("cb68348ef3eb53d7c6bf0e426b9279856264748b94f181ce042c91dcf56ba5af", 20),
+    "Discrepant Desires.jsonl": ("73093d99923efac243e3610c393613c000b5dc04f88771c39a3b641b993a6b70", 20),
+    "Discrepant Emotions.jsonl": ("100b7f05ba5b76aeaa8d2daf3897c90c6a4f08dc23b75a0dd87be0e82db11bf4", 40),
+    "Discrepant Intentions.jsonl": ("d72c8353aa5b65f35073d72808996b6f8e980f7683539e25510a251ed8f1dac2", 40),
+    "Emotion Regulation.jsonl": ("553d0ee61733cddfa3a9c531c3f7306c40929edc9f0e1e1dda7088ed8804c96c", 20),
+    "False Belief Task.jsonl": ("1a5c38362c4c883b219381e24d7b51c1f60abd959f39b6dc3e977ca11d7abff8", 600),
+    "Faux-pas Recognition Test.jsonl": ("374272690aedfe34529cb83fc4368a38960da288fb8d787a7bf50aba65dd349c", 560),
+    "Hidden Emotions.jsonl": ("57d0882eafddca8fb8d81148bf4291db0c5c6bbdd3a8ad5004c445d249b05124", 80),
+    "Hinting Task Test.jsonl": ("fd3a930403c7e0514e8730c48030da17d8bcd8a453e96001ca0795cbaee61afa", 103),
+    "Knowledge-Attention Links.jsonl": ("9ea4c7bfc2086d4ebaa2a31cc1993ea2774f72e642d7415dbb9c9c0e21ead94f", 20),
+    "Knowledge-Pretend Play Links.jsonl": ("67e3d451089db0a3ac4a7702f4c6c58c2909dbe338aa53bda5e00e4cf9396242", 30),
+    "Moral Emotions.jsonl": ("fac3eb293d2901b35274eab8244515b7e138e9cb3311037d5c4a0bda3810dd51", 40),
+    "Multiple Desires.jsonl": ("7a49186ab802a2a199806ca191160019ae21d9ff85db9203799fb36b8960a914", 20),
+    "Percepts-Knowledge Links.jsonl": ("dda5b279b926eef0e0c440cef4ef68cbebbf82fc6c7b109b213c15c2f9d94804", 40),
+    "Persuasion Story Task.jsonl": ("aefef5b6beb7097370cf3bc0c6503ed8caa495530297a4b184c4c31002e23169", 100),
+    "Prediction of Actions.jsonl": ("23c56589e459d253bafc2cdc0ea786fba1912c8bf388861a96042666f10b8a47", 20),
+    "Scalar Implicature Test.jsonl": ("4264d1842f556f8bcfd7fd56c5058aa8c55f6001931d27d253a85d7ecc19247e", 200),
+    "Strange Story Task.jsonl": ("f0a1c6e12b9d9b8b5c936ea3383b24100ef28ed6610078c1fc7bd6769d7ef914", 407),
+    "Unexpected Outcome Test.jsonl": ("f4ee872c98e17480272c40d5406a8eca31eed29b455f4155b9684328bf6dbf9c", 300),
 }
-OFFICIAL_ROWS = {
-    "Ambiguous Story Task.jsonl": 200,
-    "Completion of Failed Actions.jsonl": 20,
-    "Discrepant Desires.jsonl": 20,
-    "Discrepant Emotions.jsonl": 40,
-    "Discrepant Intentions.jsonl": 40,
-    "Emotion Regulation.jsonl": 20,
-    "False Belief Task.jsonl": 600,
-    "Faux-pas Recognition Test.jsonl": 560,
-    "Hidden Emotions.jsonl": 80,
-    "Hinting Task Test.jsonl": 103,
-    "Knowledge-Attention Links.jsonl": 20,
-    "Knowledge-Pretend Play Links.jsonl": 30,
-    "Moral Emotions.jsonl": 40,
-    "Multiple Desires.jsonl": 20,
-    "Percepts-Knowledge Links.jsonl": 40,
-    "Persuasion Story Task.jsonl": 100,
-    "Prediction of Actions.jsonl": 20,
-    "Scalar Implicature Test.jsonl": 200,
-    "Strange Story Task.jsonl": 407,
-    "Unexpected Outcome Test.jsonl": 300,
-}
+OFFICIAL_SHA256 = {name: digest for name, (digest, _) in _PINNED.items()}
+OFFICIAL_ROWS = {name: n for name, (_, n) in _PINNED.items()}
 """Rows of each pinned file (2,860 in all): Table 1's task counts and Table 18's extra-ability counts (spec 1.2, 1.3)."""
 
-# Task files (release names, which differ from the paper's for SIT and HT) -> task abbreviation.
-TASK_FILES = {
-    "Unexpected Outcome Test": "uot",
-    "Scalar Implicature Test": "sit",
-    "Persuasion Story Task": "pst",
-    "False Belief Task": "fbt",
-    "Ambiguous Story Task": "ast",
-    "Hinting Task Test": "ht",
-    "Strange Story Task": "sst",
-    "Faux-pas Recognition Test": "frt",
+# Task abbreviation: (release file stem, which differs from the paper's name for SIT and HT; paper name).
+_TASKS = {
+    "uot": ("Unexpected Outcome Test", "Unexpected Outcome Test"),
+    "sit": ("Scalar Implicature Test", "Scalar Implicature Task"),
+    "pst": ("Persuasion Story Task", "Persuasion Story Task"),
+    "fbt": ("False Belief Task", "False Belief Task"),
+    "ast": ("Ambiguous Story Task", "Ambiguous Story Task"),
+    "ht": ("Hinting Task Test", "Hinting Test"),
+    "sst": ("Strange Story Task", "Strange Story Task"),
+    "frt": ("Faux-pas Recognition Test", "Faux-pas Recognition Test"),
 }
-TASK_NAMES = {
-    "uot": "Unexpected Outcome Test",
-    "sit": "Scalar Implicature Task",
-    "pst": "Persuasion Story Task",
-    "fbt": "False Belief Task",
-    "ast": "Ambiguous Story Task",
-    "ht": "Hinting Test",
-    "sst": "Strange Story Task",
-    "frt": "Faux-pas Recognition Test",
-}
+TASK_FILES = {stem: abbr for abbr, (stem, _) in _TASKS.items()}
+TASK_NAMES = {abbr: name for abbr, (_, name) in _TASKS.items()}
 TASK_ORDER = tuple(TASK_NAMES)
 HUMAN_TASK_ACCURACY_ZH = {
     "uot": 0.893, "sit": 0.755, "pst": 0.700, "fbt": 0.868, "ast": 0.950, "ht": 0.971, "sst": 0.892, "frt": 0.804,
@@ -167,15 +139,10 @@ def canonical_ability(raw: str) -> tuple[str, str, str]:
     Desire numbers average them instead of pooling (spec section 2.5).
     """
     norm = " ".join(raw.split()).lower()
-    ability = _RAW_ALIASES.get(norm)
-    if ability is None:
-        _, _, name = norm.partition(": ")
-        ability = _CASEFOLD_ABILITY.get(name)
+    ability = _RAW_ALIASES.get(norm) or _CASEFOLD_ABILITY.get(norm.partition(": ")[2])
     if ability is None:
         raise KeyError(raw)
-    sub = ability
-    if ability == DESIRE_II:
-        sub = DESIRE_II_SUB_LABELS[1] if "emotions" in norm else DESIRE_II_SUB_LABELS[0]
+    sub = DESIRE_II_SUB_LABELS[int("emotions" in norm)] if ability == DESIRE_II else ability
     return ability, ABILITY_CATEGORY[ability], sub
 
 
@@ -243,7 +210,7 @@ class _Row:
 
 
 def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
-    values = [rec.get(f) for f in names]
+    values: list[Any] = [rec.get(f) for f in names]
     for f, v in zip(names[:2], values[:2], strict=True):
         if is_missing(v):
             raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
@@ -259,12 +226,10 @@ def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int)
         )
     else:
         count = 4
-    out = []
-    for letter, f, v in zip(LETTERS, names, values[:count], strict=False):
+    for f, v in zip(names[2:count], values[2:count], strict=True):
         if not isinstance(v, str):
             raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
-        out.append(strip_option_prefix(v.strip(), letter).strip())
-    return tuple(out)
+    return tuple(strip_option_prefix(v.strip(), letter).strip() for letter, v in zip(LETTERS, values[:count], strict=False))
 
 
 def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
@@ -360,27 +325,16 @@ def to_sample(
     file_slug = slug(extra.file)
     qtype = "two_choice" if len(options) == 2 else "four_choice"
     facets = {
-        "language": extra.language,
-        "task": extra.task,
-        "category": extra.category,
-        "ability": extra.ability,
-        "sub_label": extra.sub_label,
-        "qtype": qtype,
+        "language": extra.language, "task": extra.task, "category": extra.category, "ability": extra.ability,
+        "sub_label": extra.sub_label, "qtype": qtype,
         "story": f"{extra.language}-{file_slug}-{extra.story_id}" if extra.story_id else "",
     }
     return Sample(
-        benchmark=BENCHMARK,
-        id=f"{extra.language}-{file_slug}-{extra.row:04d}",
-        context=Story(story),
-        question=question,
-        choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
-        gold=answer,
-        characters=(),
-        facets=facets,
+        benchmark=BENCHMARK, id=f"{extra.language}-{file_slug}-{extra.row:04d}", context=Story(story),
+        question=question, choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
+        gold=answer, characters=(), facets=facets,
         marks=(BENCHMARK, extra.language, extra.task, CATEGORIES[extra.category], slug(extra.ability), qtype),
-        extra=extra,
-        source=f"tombench/data/{extra.file}.jsonl line {extra.row}",
-        defect=defect,
+        extra=extra, source=f"tombench/data/{extra.file}.jsonl line {extra.row}", defect=defect,
     )
 
 
@@ -390,17 +344,7 @@ def stories(samples: Sequence[ToMBenchSample]) -> list[Derived]:
     for s in samples:
         if s.facets.get("story"):
             members[s.facets["story"]].append(s)
-    out = []
-    for sid, group in members.items():
-        first = group[0].extra
-        out.append(
-            Derived(
-                benchmark=BENCHMARK,
-                id=sid,
-                kind="coherence",
-                members=tuple(s.id for s in group),
-                marks=(BENCHMARK, first.language, first.task, "coherence"),
-                facets={"language": first.language, "task": first.task, "story": sid},
-            )
-        )
-    return out
+    return [Derived(benchmark=BENCHMARK, id=sid, kind="coherence", members=tuple(s.id for s in group),
+                    marks=(BENCHMARK, x.language, x.task, "coherence"),
+                    facets={"language": x.language, "task": x.task, "story": sid})
+            for sid, group in members.items() for x in (group[0].extra,)]

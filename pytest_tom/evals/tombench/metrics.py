@@ -19,7 +19,7 @@ from pytest_tom.evals.tombench.data import (
     TASK_ORDER,
 )
 from pytest_tom.framework.metric import Show
-from pytest_tom.metrics import accuracy, mean, tally
+from pytest_tom.metrics import accuracy, group_by, mean, tally
 from pytest_tom.record import Outcome, Record
 
 _AVG = "tombench {0} ({aggregation} aggregation)"
@@ -49,26 +49,17 @@ def aggregate(records: Sequence[Record], mode: str = "paper") -> dict[str, Any]:
     Desire II and drops FRT's two malformed story blocks from the coherent test.
     Errors are not answers, so they are left out of every denominator.
     """
-    out: dict[str, Any] = {"aggregation": mode, "languages": {}}
-    by_lang: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        by_lang[r.facets["language"]].append(r)
-    for lang, recs in sorted(by_lang.items()):
-        out["languages"][lang] = _language(recs, mode)
-    return out
+    by_lang = group_by(records, "language")
+    return {"aggregation": mode, "languages": {lang: _language(recs, mode) for lang, recs in sorted(by_lang.items())}}
 
 
 def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
     scored = [r for r in recs if r.outcome is not Outcome.ERROR]
-    by_task: dict[str, list[Record]] = defaultdict(list)
-    by_ability: dict[str, list[Record]] = defaultdict(list)
+    by_task = group_by([r for r in scored if r.facets["task"] != "extra"], "task")
+    by_ability = group_by(scored, "ability")
     by_sub: dict[str, list[Record]] = defaultdict(list)
     for r in scored:
-        f = r.facets
-        if f["task"] != "extra":
-            by_task[f["task"]].append(r)
-        by_ability[f["ability"]].append(r)
-        by_sub[f.get("sub_label", f["ability"])].append(r)
+        by_sub[r.facets.get("sub_label", r.facets["ability"])].append(r)
     tasks = {t: tally(by_task[t]).to_dict() for t in TASK_ORDER if by_task.get(t)}
     abilities: dict[str, float | None] = {}
     for ability, rs in by_ability.items():
@@ -111,20 +102,14 @@ def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
 
 def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mode: str) -> dict[str, dict[str, Any]]:
     """Table 22: a story counts only if every one of its questions was scored, and passes only if all pass."""
-    stories: dict[str, list[Record]] = defaultdict(list)
-    for r in recs:
-        if r.facets.get("story"):
-            stories[r.facets["story"]].append(r)
+    stories = {k: rs for k, rs in group_by(recs, "story").items() if k}
     story_total: dict[str, int] = defaultdict(int)
     story_pass: dict[str, int] = defaultdict(int)
     for rs in stories.values():
-        # An errored record carries no details; its story is skipped below anyway.
+        # An errored record carries no details (no story_size); its story is skipped anyway.
         size = rs[0].details.get("story_size")
-        if size is not None and len(rs) != int(size):
-            continue
-        if any(r.outcome is Outcome.ERROR for r in rs):
-            continue
-        if mode == "clean" and any(r.details.get("defect") for r in rs):
+        if ((size is not None and len(rs) != int(size)) or any(r.outcome is Outcome.ERROR for r in rs)
+                or (mode == "clean" and any(r.details.get("defect") for r in rs))):
             continue
         task = rs[0].facets["task"]
         story_total[task] += 1

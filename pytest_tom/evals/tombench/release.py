@@ -21,7 +21,7 @@ from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, sha256_file
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import Release as Where
-from pytest_tom.framework.release import parse_pins, pins_key, pins_setting
+from pytest_tom.framework.release import pins_key, pins_setting
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
@@ -38,11 +38,6 @@ class Release:
     """None for custom checksums: a local copy is then checked by checksum instead."""
     cache_key: str
     """Folder of the download cache: the pinned revision, or a digest of custom checksums."""
-
-
-def parse_setting(value: str) -> dict[str, str] | None:
-    """The `sha256` setting when it is a `name=sha256,...` list (checked at configure time); None otherwise."""
-    return parse_pins(value) if "=" in value else None
 
 
 def release(setting: str) -> Release:
@@ -104,25 +99,19 @@ def check_whole(folder: Path, rel: Release, rows: Mapping[str, int], unknown: Se
     problems: list[tuple[Path, str | None, str]] = []  # (file, record, what is wrong)
     for name in sorted(rel.pins):
         path = folder / name
-        if name not in rows:
+        expected, found = (rel.rows or {}).get(name), rows.get(name)
+        if found is None:
             problems.append((path, None, "is missing"))
-        elif rel.rows is not None:
-            expected, found = rel.rows[name], rows[name]
-            if found < expected:
-                problems.append((path, _lines(found + 1, expected), f"has {found} of {expected} rows"))
-            elif found > expected:
-                problems.append((path, _lines(expected + 1, found),
-                                 f"has {found} rows, not {expected} (another revision? give its checksums with "
-                                 "--tom-set tombench.sha256)"))
-            elif (got := sha256_file(path)) != rel.pins[name]:
-                # the rows are all there, but edited in place: a gold flipped, an option rewritten
-                problems.append((path, None, f"has sha256 {got}, not the pinned {rel.pins[name]} (edited or "
-                                             "re-serialized? give its checksums with --tom-set tombench.sha256)"))
-        else:
-            got = sha256_file(path)
-            if got != rel.pins[name]:
-                problems.append((path, None, f"has sha256 {got}, not the {rel.pins[name]} given in "
-                                             "--tom-set tombench.sha256"))
+        elif expected is not None and found < expected:
+            problems.append((path, _lines(found + 1, expected), f"has {found} of {expected} rows"))
+        elif expected is not None and found > expected:
+            problems.append((path, _lines(expected + 1, found), f"has {found} rows, not {expected} (another "
+                                                                "revision? give its checksums with --tom-set tombench.sha256)"))
+        elif (got := sha256_file(path)) != rel.pins[name]:
+            # the rows are all there, but edited in place: a gold flipped, an option rewritten
+            problems.append((path, None, f"has sha256 {got}, not the pinned {rel.pins[name]} (edited or re-serialized? "
+                                         "give its checksums with --tom-set tombench.sha256)" if rel.rows is not None
+                             else f"has sha256 {got}, not the {rel.pins[name]} given in --tom-set tombench.sha256"))
     if not problems:
         return
     hint = _misnamed(unknown)

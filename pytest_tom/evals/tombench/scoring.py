@@ -68,13 +68,8 @@ def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise:
     return out
 
 
-def score(
-    sample: ToMBenchSample,
-    config: Config,
-    orders: Sequence[Sequence[int]],
-    texts: Sequence[str | None],
-    ll_choice: Sequence[str | None] | None = None,
-) -> Record:
+def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],
+          ll_choice: Sequence[str | None] | None = None) -> Record:
     """Majority-vote the tries; `ll_choice` replaces text extraction in log-likelihood scoring."""
     n = len(sample.choices)
     votes: list[str] = []
@@ -103,33 +98,14 @@ def score(
     if sample.defect:
         details["defect"] = sample.defect
     return Record(
-        benchmark=sample.benchmark,
-        sample_id=sample.id,
-        outcome=outcome,
-        facets=dict(sample.facets),
-        parsed=final,
-        gold=sample.gold,
-        responses=tuple(texts),
-        parse_rate=parse_rate,
-        details=details,
+        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=final,
+        gold=sample.gold, responses=tuple(texts), parse_rate=parse_rate, details=details,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, orders, texts, trials, final, outcome),
     )
 
 
-def _how(tries: int) -> str:
-    """How the final answer was reached: a vote only when there was more than one try."""
-    return f"majority of {tries} tries" if tries > 1 else "one try"
-
-
-def explain(
-    sample: ToMBenchSample,
-    config: Config,
-    orders: Sequence[Sequence[int]],
-    texts: Sequence[str | None],
-    trials: Sequence[dict[str, Any]],
-    final: str | None,
-    outcome: Outcome,
-) -> str:
+def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],
+            trials: Sequence[dict[str, Any]], final: str | None, outcome: Outcome) -> str:
     """Everything a user needs to judge a failure without opening the data file."""
     x = sample.extra
     story = sample.context.render()
@@ -142,7 +118,8 @@ def explain(
         "options (original order):",
         *[f"  {c.label}. {c.text}" for c in sample.choices],
         f"gold: {sample.gold_label}. {sample.choice(sample.gold_label).text}",
-        f"final answer ({_how(len(texts))}, {config.extraction} extraction): "
+        f"final answer ({f'majority of {len(texts)} tries' if len(texts) > 1 else 'one try'}, "
+        f"{config.extraction} extraction): "
         f"{final if final is not None else 'unparseable'}",
     ]
     for k, (order, text, trial) in enumerate(zip(orders, texts, trials, strict=False)):
