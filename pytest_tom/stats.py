@@ -12,6 +12,7 @@ that never gate (tests/unit/test_layering.py).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -66,14 +67,8 @@ class Comparison:
     noise_flip_rate: float | None = None
 
 
-def estimate_rate(
-    values: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> Estimate:
+def estimate_rate(values: Sequence[float], clusters: Sequence[Hashable] | None = None, *, level: float = 0.95,
+                  resamples: int = 2000, seed: int = 0) -> Estimate:
     """The mean of per-item values with an interval that respects clustering.
 
     The interval is the wider of two (their union): the percentile interval of a cluster bootstrap
@@ -89,19 +84,11 @@ def estimate_rate(
     the items, and `method` says so. `clusters=None` makes each item its own cluster.
     `resamples=0` skips the bootstrap (Wilson on n_eff alone), for simulations.
     """
-    v = _values(values, "values")
-    return _estimate(v, clusters, level=level, resamples=resamples, seed=seed)
+    return _estimate(_values(values, "values"), clusters, level=level, resamples=resamples, seed=seed)
 
 
-def flip_rate(
-    run_a: Sequence[float],
-    run_b: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> Estimate:
+def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
+              level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Estimate:
     """Share of items whose result differs between two runs of the same model: the noise floor.
 
     Greedy decoding is not deterministic across batch compositions and hardware, so two runs of
@@ -117,18 +104,9 @@ def flip_rate(
     return replace(est, method="flips between two runs; " + est.method)
 
 
-def compare_paired(
-    base: Sequence[float],
-    new: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    margin: float = 0.0,
-    level: float = 0.95,
-    alpha: float = 0.05,
-    resamples: int = 2000,
-    seed: int = 0,
-    noise_flip_rate: float | None = None,
-) -> Comparison:
+def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
+                   margin: float = 0.0, level: float = 0.95, alpha: float = 0.05, resamples: int = 2000, seed: int = 0,
+                   noise_flip_rate: float | None = None) -> Comparison:
     """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
 
     Decision rule (one-sided, H0: new - base >= -margin):
@@ -194,25 +172,11 @@ def compare_paired(
     method = f"t interval (cluster-robust SE, {k} clusters"
     method += f", noise floor {noise_flip_rate:.3g})" if noise_flip_rate else ")"
     if resamples > 0 and k > 1:
-        boot = _boot_ratio(sums, sizes, resamples, seed)
-        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        low, high = _widen(low, high, sums, sizes, resamples, seed, level)
         method = f"paired cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
     diff = Estimate(point, low, high, n, k, level, method + fallback)
-    return Comparison(
-        base=float(b.mean()),
-        new=float(w.mean()),
-        diff=diff,
-        n_pairs=n,
-        right_to_wrong=r2w,
-        wrong_to_right=w2r,
-        mcnemar_p=mcnemar,
-        margin=margin,
-        p_regression=p_regression,
-        p_adjusted=p_regression,
-        regressed=p_regression <= alpha,
-        noise_flip_rate=noise_flip_rate,
-    )
+    return Comparison(float(b.mean()), float(w.mean()), diff, n, r2w, w2r, mcnemar, margin, p_regression, p_regression,
+                      p_regression <= alpha, noise_flip_rate)
 
 
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
@@ -245,11 +209,8 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
         if not 0 <= p <= 1:  # also refuses NaN
             raise ValueError(f"p-value of {name!r} must be in [0, 1], got {p}")
     ordered = sorted(pvalues, key=lambda name: pvalues[name])
-    m, running = len(ordered), 0.0
-    adjusted: dict[str, float] = {}
-    for i, name in enumerate(ordered):
-        running = max(running, min(1.0, (m - i) * pvalues[name]))
-        adjusted[name] = running
+    steps = (min(1.0, (len(ordered) - i) * pvalues[name]) for i, name in enumerate(ordered))
+    adjusted = dict(zip(ordered, itertools.accumulate(steps, max), strict=True))
     return {name: (adjusted[name], adjusted[name] <= alpha) for name in pvalues}
 
 
@@ -267,7 +228,6 @@ def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
 
 
 def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, resamples: int, seed: int) -> Estimate:
-    import numpy as np
 
     _check_level(level)
     if resamples < 0:
@@ -291,9 +251,7 @@ def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, r
         low, high = _wilson(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
         method = f"Wilson on {n_eff:.0f} effective items of {n} (t, {k - 1} df)"
     if resamples > 0:
-        boot = _boot_ratio(sums, sizes, resamples, seed)
-        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        low, high = _widen(low, high, sums, sizes, resamples, seed, level)
         method = f"cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
     return Estimate(point, max(0.0, low), min(1.0, high), n, k, level, method)
 
@@ -353,20 +311,20 @@ def _ratio_var(sums: Floats, sizes: Floats, point: float) -> float:
     return float(k / (k - 1) * (resid @ resid)) / float(sizes.sum()) ** 2
 
 
-def _boot_ratio(sums: Floats, sizes: Floats, resamples: int, seed: int) -> Floats:
-    """Item means of `resamples` cluster bootstrap samples: k clusters drawn with replacement each time."""
+def _widen(low: float, high: float, sums: Floats, sizes: Floats, resamples: int, seed: int,
+           level: float) -> tuple[float, float]:
+    """(low, high) widened to the percentile interval of `resamples` cluster bootstrap item means."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     k = len(sizes)
     rows = max(1, CHUNK_CELLS // k)
-    out = []
+    boot = []
     for start in range(0, resamples, rows):
-        r = min(rows, resamples - start)
-        draws = rng.integers(0, k, size=(r, k))
-        out.append(np.take(sums, draws).sum(axis=1) / np.take(sizes, draws).sum(axis=1))
-    result: Floats = np.concatenate(out)
-    return result
+        draws = rng.integers(0, k, size=(min(rows, resamples - start), k))
+        boot.append(np.take(sums, draws).sum(axis=1) / np.take(sizes, draws).sum(axis=1))
+    b_lo, b_hi = np.quantile(np.concatenate(boot), [(1 - level) / 2, (1 + level) / 2])
+    return min(low, float(b_lo)), max(high, float(b_hi))
 
 
 def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
