@@ -421,10 +421,3 @@ def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Bas
     """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
     _validate(Path(path), raw)
     return _parse(Path(path), raw)
-
-
-__all__ = [
-    "BASELINE_VERSION", "DEFAULT_MAX_MB", "MAX_MB_ENV", "Baseline", "BaselineDerived", "BaselineItem", "BaselineSuite",
-    "SuiteRun", "baseline_from_dict", "build_baseline", "data_fingerprint", "describe_missing", "load_baseline",
-    "max_bytes", "read_bytes", "schema", "write_baseline",
-]

@@ -444,7 +444,3 @@ def _no_match(rule: CompareRule, baseline: Baseline, runs: Mapping[str, SuiteRun
     )
     details = {"rule": rule.text, "in_both": sorted(both), "only_in_run": only_run, "only_in_baseline": only_base}
     return GateResult(f"{rule.pattern}:baseline", "baseline", rule.pattern, False, None, message, details=details)
-
-
-__all__ = ["COMPARE_OPTION", "FORCE_OPTION", "PARTIAL", "CompareRule", "check_compatible", "check_settings", "compare",
-           "coverage_hint", "parse_compare_rule", "settings_diff", "unjudged_in"]

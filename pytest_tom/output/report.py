@@ -164,6 +164,3 @@ def _parse(parse: Callable[[Mapping[str, Any]], T], data: Any, path: Path, field
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise TomDataError(f"malformed record: {type(exc).__name__}: {exc}", path=path, record=f"{field}[{index}]",
                            field=field) from None
-
-
-__all__ = ["LoadedReport", "build_report", "item_dict", "load_report", "schema", "suite_entry", "write_report"]

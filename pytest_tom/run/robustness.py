@@ -120,6 +120,3 @@ def robustness_items(make: Callable[..., pytest.Item], loaded: LoadedSuite, samp
     bench = loaded.benchmark.name
     return [make(RobustnessItem, f"{bench}_robustness[{sample.id}-{spec.name}]", base=sample, suite=loaded, spec=spec)
             for spec in specs if spec.applies(sample)]
-
-
-__all__ = ["RobustnessItem", "robustness_items"]
