@@ -25,7 +25,7 @@ from pytest_tom.request import sha256_text
 T = TypeVar("T")
 
 
-def _version() -> str:
+def version() -> str:
     try:
         from importlib.metadata import version
 
@@ -93,7 +93,7 @@ def build_report(
     ]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
-        "pytest_tom_version": _version(),
+        "pytest_tom_version": version(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model": dict(model),
         "engine": dict(engine or {}),
