@@ -1,11 +1,9 @@
 """Aggregate assertions as one kind of object: a definition over member records and a pure rule.
 
-ToMBench's coherent stories, FANToM's ALL*/ALL sets and per-character checks, and
-later SimpleToM's chains, ToMValley's compositional statuses and the regression
-gates are all a `Derived`: a list of member sample ids, a `kind` naming the rule
-that judges them, and JSON parameters for the rule. Evaluation is a pure function
-of the member records, so it gives the same verdict in one process and on the
-pytest-xdist controller, and it is never computed on a partial selection.
+ToMBench's coherent stories, FANToM's ALL* sets, SimpleToM's chains and ToMValley's statuses
+are all a `Derived`: member sample ids, a `kind` naming the rule, and JSON parameters. Judging
+is a pure function of the member records, so one process and the pytest-xdist controller
+agree, and it never runs on a partial selection.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """One-time work said on screen: what the plugin is doing while nothing else moves.
 
-Converting the bundled GGUF or loading a checkpoint takes seconds to minutes, and
-it happens inside a test's setup, where pytest captures output: without a word
-the run looks stuck, and the libraries' own progress bars end up in the captured
-output of the first failing test. Backends wrap such work in `step`, which says
-what starts and how long it took, and keeps the libraries' stderr chatter (tqdm
-bars) out of the captured output. This module never imports pytest: the run
-layer points `set_sink` at pytest's terminal, past the capture
-(`pytest_tom.run.progress`); without a sink (a script, a notebook) lines go to
-stderr.
+Converting the bundled GGUF or loading a checkpoint takes seconds to minutes inside a test's
+setup, where pytest captures output: silent, the run looks stuck. Backends wrap such work in
+`step`, which says what starts and how long it took and keeps the libraries' stderr chatter
+(tqdm bars) out of the captured output. No pytest here: the run layer points `set_sink` at
+pytest's terminal (`pytest_tom.run.progress`); without a sink lines go to stderr.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Typed results: one `Record` per answered sample, one `DerivedRecord` per aggregate assertion.
 
-Both are frozen and round-trip through JSON (`to_dict` / `from_dict`): that is how
-they cross pytest-xdist (in `report.user_properties`), how the JSON report stores
-them, and how a later run loads a report back as a baseline and compares records
-by id.
+Both are frozen and round-trip through JSON (`to_dict` / `from_dict`): across pytest-xdist,
+in the JSON report, and back from a report to compare records by id.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Model requests and responses: what the engine plans, dedupes, caches and sends.
 
-Requests are deliberately separate from samples: one sample may need several
-requests (ToMBench's shuffled tries), one request may answer several samples
-(ToMValley's 71 questions in one prompt: every item yields the same request and
-the engine sends it once), and a request may depend on the answer to another
-(SimpleToM's mental-state reminder arrives in a later wave). Scoring-side models
-(sentence embedders, later judges) are requests too, routed by `Request.model`,
-so they share the engine's planning, batching, cache and fingerprints.
+Requests are separate from samples: a sample may need several (ToMBench's shuffled tries),
+one may answer several samples (ToMValley's 71 questions in one prompt, sent once), and one
+may depend on another's answer (SimpleToM's reminder, in a later wave). Scoring models
+(embedders) are requests too, routed by `Request.model`, sharing planning, cache and fingerprints.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The typed sample: one benchmark question as a frozen record any later code can read and rewrite.
 
-Perturbation strategies, baselines and reports never need to know which benchmark
-a sample came from: the context (a story, or a conversation as speaker turns), the
-question, the labelled choices, the gold answer and the characters it names are
-fields of their own. A benchmark keeps what only it needs in `extra`, and builds
-every prompt from the sample at run time, so a rewritten sample (a renamed
-character, permuted choices) is asked exactly as rewritten.
+Strategies, baselines and reports never need to know the benchmark: context (a story or a
+conversation), question, labelled choices, gold and characters are fields of their own; a
+benchmark keeps its own in `extra` and builds prompts from the sample at run time, so a
+rewritten sample (a renamed character, permuted choices) is asked exactly as rewritten.
 """
 
 from __future__ import annotations

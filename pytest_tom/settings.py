@@ -1,11 +1,9 @@
 """Benchmark settings given as `BENCH.NAME=VALUE` (`--tom-set`, ini `tom_set`), free of pytest.
 
-One repeatable option for every benchmark's settings, in the style of inspect's
-`-T` and lm-eval's `--model_args`, keeps `pytest --help` short: the settings
-themselves are listed by `pytest --tom-set list`, generated here from the
-registry so the list cannot drift from the code. A misspelt benchmark or
-setting is a usage error naming the nearest valid one, and a value is checked
-by the setting's own `BenchmarkOption.convert` before any data is read.
+One repeatable option for every benchmark (like inspect's `-T`) keeps `pytest --help` short;
+`pytest --tom-set list` lists the settings, generated from the registry so it cannot drift.
+A misspelt benchmark or setting is a usage error naming the nearest valid one, and a value is
+checked by its `BenchmarkOption.convert` before any data is read.
 """
 
 from __future__ import annotations

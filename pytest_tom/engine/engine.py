@@ -1,19 +1,12 @@
 """The request engine: plan, dedupe, answer from cache, batch the rest; the only caller of models.
 
-Samples talk to the engine through programs (generators that yield lists of
-requests and receive the responses). The engine advances all programs in waves:
-each wave gathers every pending request of every program, dedupes identical
-requests, answers what the cache holds and sends the rest to their model in
-batches, storing each response as it arrives (a writer thread commits whatever
-arrived since its last commit: see `ResponseCache.store`), so a run stopped by Ctrl-C
-or SIGTERM loses no answer and even `kill -9` loses at most those that arrived during
-the last commit, a fraction of a millisecond. Dependent requests (a follow-up that
-needs an earlier answer) simply arrive in a later wave.
-
-Requests are routed by `Request.model`: the model under test answers the empty
-name, scoring models (sentence embedders, later judges) answer theirs. Each has
-its own fingerprint in the cache key, so a cached embedding is reused only for
-the same embedder.
+Samples are programs (generators yielding lists of requests and receiving the responses),
+advanced in waves: each wave dedupes every pending request, answers what the cache holds and
+sends the rest to their model in batches, storing each response as it arrives (see
+`ResponseCache.store`), so Ctrl-C or SIGTERM loses no answer and `kill -9` at most those of the
+last commit. A follow-up that needs an earlier answer simply arrives in a later wave.
+`Request.model` routes a request: the model under test answers the empty name, scoring models
+(embedders) theirs, each with its own fingerprint in the cache key.
 """
 
 from __future__ import annotations

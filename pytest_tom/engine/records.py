@@ -1,10 +1,8 @@
 """Records of one run as they reach this process, the judging of derived results, and the report.
 
-In one process the records come from this process's items; on the pytest-xdist
-controller they arrive in the workers' test reports (`user_properties`) and the
-workers' `workeroutput` (suite settings, derived definitions, engine statistics,
-the replay table). Both paths fill the same `RunRecords`, so the summary and the
-report are built by one piece of code.
+In one process records come from this process's items; on the xdist controller from the
+workers' reports (`user_properties`) and `workeroutput`. Both fill the same `RunRecords`,
+so one piece of code builds the summary and the report.
 """
 
 from __future__ import annotations

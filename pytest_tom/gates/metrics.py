@@ -1,14 +1,10 @@
 """The gateable metrics of a suite: named per-unit values with the cluster each unit belongs to.
 
-Gates need more than the summary's numbers: a clustered interval needs each unit's value
-and its story or conversation, and a paired comparison needs to match units by id across
-runs. So every metric here is the list of its units (questions for accuracies, aggregate
-assertions for consistency rates), never a precomputed rate.
-
-Names are stable and documented, `<metric>` within a suite and `<suite>.<metric>` across
-suites: `accuracy`, `<facet>.<value>` for the benchmark's gate facets (`ability.faux_pas`,
-`language.en`), `unparseable` and `errors` (rates of those outcomes), and one rate per kind
-of aggregate assertion (`coherence`, `all_star`...).
+A clustered interval needs each unit's value and story, and a paired comparison matches
+units by id, so every metric is the list of its units (questions, or aggregate assertions),
+never a rate. Names are stable: `<metric>` within a suite, `<suite>.<metric>` across suites:
+`accuracy`, `<facet>.<value>` for the gate facets (`ability.faux_pas`), `unparseable` and
+`errors`, and one rate per aggregate kind (`coherence`, `all_star`...).
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """The gates as Markdown, for people who read a CI job page rather than a pytest log.
 
-GitHub shows whatever a step appends to `$GITHUB_STEP_SUMMARY` on the run's page, so the
-verdict, the table of gates and the flipped items of a regression are one click away from the
-pull request. The renderer is a pure function of `GateResult`s (no pytest, no files) so it can
-be tested on hand-built results, and `write_markdown` appends, because GitHub gives every
-step of a job the same summary file and another step may have written to it already.
-
-Everything taken from a result (gate names, item ids, failure messages) is escaped: a `|`
-would split a table cell, a newline would end the table, and `<` could open an HTML tag that
-GitHub's sanitiser drops together with the text after it.
+GitHub shows what a step appends to `$GITHUB_STEP_SUMMARY` on the run's page. The renderer
+is a pure function of `GateResult`s, testable on hand-built results; `write_markdown`
+appends, since every step of a job shares that file. Everything taken from a result is
+escaped: a `|` splits a cell, a newline ends the table, and `<` could open a tag that
+GitHub's sanitiser drops with the text after it.
 """
 
 from __future__ import annotations

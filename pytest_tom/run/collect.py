@@ -1,10 +1,9 @@
 """pytest nodes: a suite collector, one item per question, one item per derived assertion.
 
-Question items are `pytest.Function`s so that they request the `tom_model`
-fixture through pytest's public fixture machinery (users override it in
-conftest.py); they run no Python test function of their own. Items do no model
-work themselves: the first one to run asks the planner to answer its whole
-planning unit, so the engine can dedupe and batch across the selection.
+Question items are `pytest.Function`s, so they request the `tom_model` fixture through
+pytest's fixture machinery (overridable in conftest.py); they run no test function. The
+first item to run asks the planner to answer its whole planning unit, so the engine can
+dedupe and batch across the selection.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The pytest-xdist controller's own items: derived results judged over every worker's records.
 
-A derived item's members may have run on different workers, so no worker can
-judge it. Workers hand the definitions over (`TomSession.hand_derived_to_controller`)
-and the controller judges each one here, after the last worker finished, and
-reports it through the ordinary reporting hooks: the terminal, junitxml, `--lf`
-and the exit status see it exactly like an item that ran.
+A derived item's members may run on different workers, so workers hand the definitions over
+(`TomSession.hand_derived_to_controller`) and the controller judges each after the last
+worker finished, reporting it through the ordinary hooks like an item that ran.
 """
 
 from __future__ import annotations
