@@ -1,12 +1,9 @@
 """Command-line options and ini keys, parsed once into `TomOptions`.
 
-Every `--tom-*` flag has an ini twin (`tom_*`, whose help only points to the
-flag, so `--help` says each thing once), defaults are plain strings so
-pytest-xdist can ship them to workers, and benchmark-specific settings are given
-as `--tom-set BENCH.NAME=VALUE` (ini `tom_set`; `pytest_tom.settings`). The
-settings' former flags `--tom-<benchmark>-<name>` and ini keys
-`tom_<benchmark>_<name>` still work for one release, hidden from `--help`, with
-a `TomDeprecationWarning` at each use.
+Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are
+plain strings so pytest-xdist can ship them, and benchmark settings are `--tom-set
+BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and
+ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The statistics behind regression gates: rates with clustered intervals, paired comparisons, Holm.
 
-Everything here is a pure function of per-item values (1.0/0.0 correctness, or any per-item score
-in [0, 1]) so that a gate's decision can be reproduced from a report and tested without pytest or
-a model. Items of one story or conversation are not independent (a model that misreads a story
-misses several of its questions), so every interval and test works on whole clusters; per-item
-Wilson intervals are too narrow on such data (see benchmarks/gate_simulation.py for the numbers).
-
-numpy and scipy are imported inside the functions: importing pytest_tom must stay cheap for runs
-that never gate (tests/unit/test_layering.py).
+Pure functions of per-item values in [0, 1], so a gate's decision can be reproduced from a
+report and tested without pytest or a model. A story's questions are not independent, so every
+interval and test works on whole clusters (per-item Wilson is too narrow: see
+benchmarks/gate_simulation.py). numpy and scipy are imported inside the functions, so importing
+pytest_tom stays cheap for runs that never gate.
 """
 
 from __future__ import annotations
@@ -71,18 +68,12 @@ def estimate_rate(values: Sequence[float], clusters: Sequence[Hashable] | None =
                   resamples: int = 2000, seed: int = 0) -> Estimate:
     """The mean of per-item values with an interval that respects clustering.
 
-    The interval is the wider of two (their union): the percentile interval of a cluster bootstrap
-    (whole clusters resampled, so the correlation inside a story is kept), and a Wilson interval on
-    the effective sample size n / design effect, the design effect estimated from the
-    cluster-level variance (with the k/(k-1) small-sample factor), with Student's t quantile on k-1
-    degrees of freedom in place of the normal one. Why both: the percentile bootstrap alone covers
-    too little with few clusters (0.91 for 10 stories in benchmarks/gate_simulation.py) and
-    collapses to a point when every value is equal (10/10 would read [1, 1]). When every value is
-    equal (or every cluster has the same mean) no design effect can be estimated, and the interval
-    is Wilson on the items: 10/10 gives [0.72, 1].
-    With one cluster there is nothing to resample between clusters, so the interval is Wilson on
-    the items, and `method` says so. `clusters=None` makes each item its own cluster.
-    `resamples=0` skips the bootstrap (Wilson on n_eff alone), for simulations.
+    The interval is the union of a cluster bootstrap percentile interval and Wilson on the
+    effective sample size (n / design effect from the cluster-level variance, k/(k-1) factor,
+    Student's t on k-1 df). Why both: the bootstrap alone covers too little with few clusters
+    (0.91 for 10 stories in benchmarks/gate_simulation.py) and collapses when every value is
+    equal. With no spread, or one cluster, it is Wilson on the items (10/10 gives [0.72, 1]), and
+    `method` says so. `clusters=None`: each item its own cluster; `resamples=0` skips the bootstrap.
     """
     return _estimate(_values(values, "values"), clusters, level=level, resamples=resamples, seed=seed)
 
@@ -109,28 +100,19 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
                    noise_flip_rate: float | None = None) -> Comparison:
     """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
 
-    Decision rule (one-sided, H0: new - base >= -margin):
-    p_regression = max(p_t, p_exact), where
-      - p_t is the cluster-robust t test: d = mean of per-item differences, its standard error
-        from the cluster totals (CR1: residuals of cluster totals, factor k/(k-1)), and Student's t
-        with k-1 degrees of freedom, the usual recipe for clustered means with tens of clusters;
-      - p_exact is the exact one-sided McNemar (sign) test of right->wrong against wrong->right,
-        which is exact when few items changed, where the t approximation is not.
-    Each is a valid test in its own regime, so their maximum is valid in both (and conservative).
+    One-sided, H0: new - base >= -margin; p_regression = max(p_t, p_exact):
+      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual
+        recipe for clustered means with tens of clusters;
+      - p_exact: exact one-sided McNemar on the discordant items, exact where few items changed.
+    Each is valid in its own regime, so their maximum is valid in both (and conservative).
 
-    Noise floor: with `noise_flip_rate` f (the share of items on which two runs of one model
-    disagree), the variance of one run's noise, f / 2 per item, is added once more to the squared
-    standard error. Why: the paired variance already holds the noise of both runs, so a fresh pair of
-    runs needs nothing more; but the baseline is one run saved once and reused for every later
-    candidate, so its noise becomes a fixed offset, and a lucky baseline would fail candidate after
-    candidate of the same quality. With the baseline's noise counted twice, a baseline lucky by its
-    90th percentile still leaves a false-alarm rate near alpha (normal approximation: Phi(-2.85 + 1.28)
-    = 0.06 at alpha = 0.05, against Phi(-2.33 + 1.28) = 0.15 without), at a cost in power; the simulation
-    (benchmarks/gate_simulation.py) measures both.
-
-    The reported interval of the difference is the union of the paired cluster bootstrap
-    (the same resampled clusters for both runs) and the t interval with the standard error above,
-    so it is never narrower than what the decision used.
+    Noise floor: with `noise_flip_rate` f, one run's noise variance (f / 2 per item) is added once
+    more to the squared standard error. The paired variance holds both runs' noise, but a baseline
+    saved once and reused becomes a fixed offset, and a lucky one would fail candidate after
+    candidate; counted twice, a baseline lucky by its 90th percentile keeps false alarms near alpha
+    (Phi(-2.85 + 1.28) = 0.06 at alpha 0.05, against 0.15 without), at a cost in power
+    (benchmarks/gate_simulation.py measures both). The reported interval is the union of the
+    paired cluster bootstrap and the t interval, never narrower than what the decision used.
     """
     b, w = _values(base, "base"), _values(new, "new")
     _same_length(b, w)

@@ -1,15 +1,9 @@
 """Planning: which samples to answer together, and the engine that answers them.
 
-Dedupe and batching need as much of the run as possible in one engine run, so
-the first item that needs an answer answers its whole planning unit:
-
-* in one process, every selected question;
-* on a pytest-xdist worker, the block of the collection this worker runs: with
-  `--dist load`, pytest-tom's scheduler hands each worker one contiguous block
-  (`blocks`), computed the same way on both sides, so each worker
-  answers exactly its own questions and no request is sent twice. Under other
-  `--dist` modes a worker answers the block of each item it receives, which
-  can answer a few requests twice but never loses one.
+Dedupe and batching need as much of the run as possible in one engine run, so the first item
+needing an answer answers its whole planning unit: in one process every selected question; on
+an xdist worker its block of the collection (`blocks`, computed alike on both sides, so under
+`--dist load` no request is sent twice; other modes may ask a few twice but never lose one).
 """
 
 from __future__ import annotations

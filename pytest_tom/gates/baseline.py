@@ -1,20 +1,12 @@
 """The baseline file: one run of the model a release candidate replaces, stored for paired comparisons.
 
-A baseline keeps what a later run needs to be compared with it unit by unit and to refuse a
-comparison that would mean nothing: per suite, the benchmark, its settings (protocol and
-decoding), a fingerprint of its data, the outcome and failure message of every question and
-aggregate assertion that ran (the selection), and every gateable metric as its units (ids,
-values, clusters), so the comparison never depends on how a later version of a benchmark
-groups or clusters its records. Model URI and fingerprint, plugin version and creation time
-are recorded for the reader; a different model fingerprint is the point of comparing.
-
-The file is versioned (`baseline_version`, now 1) and validated against
-`pytest_tom/schema/baseline.schema.json` when loaded, so a damaged or foreign file stops the
-run with a message that names the file and the JSON path of the first problem. It is read only
-when it is a regular file (after symlinks) no larger than `$TOM_BASELINE_MAX_MB` (256 MiB by
-default): `/dev/zero` would grow the process until it runs out of memory and a FIFO would wait
-forever for a writer. The paired comparison itself lives in `pytest_tom.gates.compare`, the
-check that a baseline covers a run in `pytest_tom.gates.coverage`.
+Per suite it keeps what a later comparison needs, and what refuses one that would mean nothing:
+benchmark, settings, a data fingerprint, the outcome and message of every question and
+aggregate that ran, and every gateable metric as its units (ids, values, clusters), so a later
+benchmark version's grouping never matters. Model, plugin version and time are for the reader.
+The file is versioned and validated against `schema/baseline.schema.json`, so a damaged or
+foreign file stops the run naming the file and JSON path. It is read only as a regular file
+under `$TOM_BASELINE_MAX_MB` (256 MiB): `/dev/zero` would exhaust memory, a FIFO wait forever.
 """
 
 from __future__ import annotations

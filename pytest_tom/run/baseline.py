@@ -1,15 +1,10 @@
 """The baseline lifecycle in a run: save, compare, update (pytest-benchmark's save/compare, syrupy's update).
 
-`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored
-run under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites that file from
-this run and reports the comparisons without failing on them.
-
-Everything that can make a comparison meaningless is checked before the first model
-request: the file itself when the run is configured (`load_for_run`: a regular file under
-the size limit, valid JSON, the schema; a missing one, unless `--tom-baseline-update` is to
-create it), and right after collection and selection whether it covers the selected items
-with the same data and settings (`check_before_run`, `pytest_tom.gates.coverage`). The
-comparison itself runs after the last question, on the baseline read at configure time.
+`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run
+under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing.
+What can make a comparison meaningless is checked before the first model request: the file at
+configure time (`load_for_run`), and after selection whether it covers the selected items with
+the same data and settings (`check_before_run`, `gates.coverage`).
 """
 
 from __future__ import annotations
