@@ -57,13 +57,8 @@ class GenerationSettings:
     """
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.seed,
-            "stop": list(self.stop),
-        }
+        d: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                             "seed": self.seed, "stop": list(self.stop)}
         # Only where set, so the keys of requests without an answer-contract stop never change.
         if self.stop_after:
             d["stop_after"] = list(self.stop_after)
@@ -98,12 +93,8 @@ class Request:
         object.__setattr__(self, "key", sha256_text(canonical_json(self.to_dict())))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "messages": [m.to_dict() for m in self.messages],
-            "settings": self.settings.to_dict(),
-            "kind": self.kind,
-            "choices": list(self.choices),
-        }
+        d: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "settings": self.settings.to_dict(),
+                             "kind": self.kind, "choices": list(self.choices)}
         # Only where set, so the keys of model-under-test requests never change.
         if self.model:
             d["model"] = self.model
@@ -142,12 +133,8 @@ class Response:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"text": self.text, "error": self.error}
-        if self.logprobs is not None:
-            d["logprobs"] = list(self.logprobs)
-        if self.choice_tokens is not None:
-            d["choice_tokens"] = list(self.choice_tokens)
-        if self.vector is not None:
-            d["vector"] = list(self.vector)
+        d.update((name, list(v)) for name, v in (("logprobs", self.logprobs), ("choice_tokens", self.choice_tokens),
+                                                 ("vector", self.vector)) if v is not None)
         if self.usage:
             d["usage"] = dict(self.usage)
         return d
@@ -164,15 +151,9 @@ class Response:
             tokens = [legacy[i] for i in sorted(legacy)]
             usage = {k: v for k, v in usage.items() if not k.startswith(_LEGACY_CHOICE_TOKENS)}
         vec = d.get("vector")
-        return cls(
-            text=d.get("text"),
-            error=d.get("error"),
-            logprobs=tuple(lp) if lp is not None else None,
-            choice_tokens=tuple(int(t) for t in tokens) if tokens is not None else None,
-            vector=tuple(float(x) for x in vec) if vec is not None else None,
-            usage=usage,
-            cached=cached,
-        )
+        return cls(text=d.get("text"), error=d.get("error"), logprobs=tuple(lp) if lp is not None else None,
+                   choice_tokens=tuple(int(t) for t in tokens) if tokens is not None else None,
+                   vector=tuple(float(x) for x in vec) if vec is not None else None, usage=usage, cached=cached)
 
 
 _LEGACY_CHOICE_TOKENS = "choice_tokens."
