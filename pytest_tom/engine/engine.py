@@ -31,11 +31,9 @@ from pytest_tom.sample import Sample
 class ProgressCallback(Protocol):
     """Told how a pass of model requests goes; throttles its own drawing.
 
-    Called with (0, total) before the first request goes out, then as each
-    response arrives: `answered` counts answers, `errors` the requests that got
-    none (they are not retried by the engine), `retries` the attempts the backend
-    made again so far in this pass (from its `stats["retries"]`, where it keeps
-    one). The pass is over when answered + errors == total.
+    Called with (0, total) first, then as each response arrives: `answered` counts answers,
+    `errors` the requests that got none (never retried by the engine), `retries` the backend's
+    retries so far in this pass (its `stats["retries"]`). The pass ends at answered + errors == total.
     """
 
     def __call__(self, answered: int, total: int, /, *, errors: int = 0, retries: int = 0) -> None: ...
@@ -62,9 +60,8 @@ ModelResolver = Callable[[str], Model]
 def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
     """While the engine runs, SIGTERM (a CI timeout, `kill`) still ends the process, after the cache has every answer.
 
-    Ctrl-C needs nothing: KeyboardInterrupt runs the engine's `finally`. Only the
-    default disposition is replaced, only from the main thread, and only for the
-    engine run: a handler the user installed is left alone.
+    (Ctrl-C runs the engine's `finally`.) Only the default disposition is replaced, from the
+    main thread, for the engine run: a handler the user installed is left alone.
     """
     if (cache is None or threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
@@ -107,17 +104,9 @@ class EngineStats:
     """Per scoring model: requests, unique_requests, cache_hits, model_requests, errors, model_seconds."""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "questions": self.questions,
-            "requests": self.requests,
-            "unique_requests": self.unique_requests,
-            "cache_hits": self.cache_hits,
-            "model_requests": self.model_requests,
-            "errors": self.errors,
-            "waves": self.waves,
-            "model_seconds": round(self.model_seconds, 3),
-            "usage": dict(self.usage),
-        }
+        d = dataclasses.asdict(self)
+        d["model_seconds"] = round(self.model_seconds, 3)
+        del d["scoring"]
         if self.scoring:
             d["scoring"] = {k: {n: (round(v, 3) if n == "model_seconds" else int(v)) for n, v in s.items()}
                             for k, s in self.scoring.items()}
@@ -125,15 +114,8 @@ class EngineStats:
 
 
 class Engine:
-    def __init__(
-        self,
-        model: Model,
-        cache: ResponseCache | None = None,
-        *,
-        batch_size: int | None = None,
-        progress: ProgressCallback | None = None,
-        scoring_models: ModelResolver | None = None,
-    ) -> None:
+    def __init__(self, model: Model, cache: ResponseCache | None = None, *, batch_size: int | None = None,
+                 progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None) -> None:
         self.model = model
         self.cache = cache
         self.batch_size = batch_size

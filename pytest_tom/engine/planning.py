@@ -8,6 +8,7 @@ an xdist worker its block of the collection (`blocks`, computed alike on both si
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -44,17 +45,10 @@ def blocks(is_question: Sequence[bool], count: int) -> list[int]:
     Other items stay in the block of the questions around them. Worker and
     controller call this with the same collection, so they agree on every block.
     """
-    total = sum(is_question)
-    out: list[int] = []
-    seen = 0
-    n = len(is_question)
-    for pos, q in enumerate(is_question):
-        if total:
-            out.append(min(count - 1, (seen * count) // total))
-        else:
-            out.append(min(count - 1, (pos * count) // max(1, n)))
-        seen += q
-    return out
+    total, n = sum(is_question), len(is_question)
+    before = itertools.accumulate(is_question, initial=0)  # questions before each position
+    return [min(count - 1, (seen * count) // total if total else (pos * count) // max(1, n))
+            for pos, seen in zip(range(n), before, strict=False)]
 
 
 class PlannedItem(Protocol):
