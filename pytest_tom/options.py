@@ -78,15 +78,19 @@ _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-markdown", "tom_markdown", "Append a Markdown summary of the gates to this file (e.g. "
      "\"$GITHUB_STEP_SUMMARY\").", {}),
 ]
-_GATE_FLAGS: list[tuple[str, str, str]] = [
+_FLAG = {"action": "store_true"}
+_INI_KINDS: dict[str, dict[str, Any]] = {"store_true": {"type": "bool", "default": False},
+                                         "append": {"type": "linelist", "default": []}}
+_GATE_FLAGS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-baseline-update", "tom_baseline_update", "Rewrite --tom-baseline from this run; comparisons are shown "
-     "but never fail."),
+     "but never fail.", _FLAG),
     ("--tom-baseline-force", "tom_baseline_force", "Compare with a baseline even across different data, protocol "
-     "or settings (refused otherwise)."),
+     "or settings (refused otherwise).", _FLAG),
 ]
-_FLAGS: list[tuple[str, str, str]] = [
-    (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache."),
-    (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked)."),
+_FLAGS: list[tuple[str, str, str, dict[str, Any]]] = [
+    (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache.", _FLAG),
+    (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked).",
+     _FLAG),
 ]
 
 
@@ -95,7 +99,7 @@ METAVARS: dict[str, str] = {
     "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
     "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
     "tom_alpha": "X", "tom_noise_flip_rate": "X", "tom_robustness": "NAMES", "tom_robustness_examples": "N",
-    "tom_robustness_profile": "NAME",
+    "tom_robustness_profile": "NAME", S.SET_INI: "BENCH.NAME=VALUE",
 }
 """What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
@@ -128,28 +132,17 @@ def _ini_help(flag: str, kw: Mapping[str, Any]) -> str:
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
     """The general --tom-* options, --tom-set, and the hidden deprecated flags of each benchmark the registry imports now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
-    generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
-    for flag, dest, text, kw in _GENERAL:
-        help_text = generated.get(dest, text)
-        metavar = METAVARS.get(dest, dest.removeprefix("tom_").upper())
-        group.addoption(flag, dest=dest, default=None, metavar=metavar, help=help_text, **kw)
-        parser.addini(dest, help=_ini_help(flag, kw), default=None)
-    group.addoption(S.SET_OPTION, dest=S.SET_INI, action="append", default=None, metavar="BENCH.NAME=VALUE", help=SET_HELP)
-    parser.addini(S.SET_INI, help=_ini_help(S.SET_OPTION, {"action": "append"}), type="linelist", default=[])
-    for flag, dest, help_text in _FLAGS:
-        group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
     gates = parser.getgroup("tom-gates", "pytest-tom regression gates: thresholds and baselines")
-    for flag, dest, text, kw in _GATES:
-        # argparse %-formats help texts; the ini help is shown as written.
-        gates.addoption(flag, dest=dest, default=None, metavar=METAVARS.get(dest, "PATH"), help=text.replace("%", "%%"), **kw)
-        if kw.get("action") == "append":
-            parser.addini(dest, help=_ini_help(flag, kw), type="linelist", default=[])
-        else:
-            parser.addini(dest, help=_ini_help(flag, kw), default=None)
-    for flag, dest, help_text in _GATE_FLAGS:
-        gates.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
+    generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
+    tom_rows = [*_GENERAL, (S.SET_OPTION, S.SET_INI, SET_HELP, {"action": "append"}), *_FLAGS]
+    for where, rows, metavar in ((group, tom_rows, None), (gates, [*_GATES, *_GATE_FLAGS], "PATH")):
+        for flag, dest, text, kw in rows:
+            action = str(kw.get("action", ""))
+            shown = {} if action == "store_true" else {
+                "metavar": METAVARS.get(dest, metavar or dest.removeprefix("tom_").upper())}
+            # argparse %-formats help texts; the ini help is shown as written.
+            where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **shown, **kw)
+            parser.addini(dest, help=_ini_help(flag, kw), **_INI_KINDS.get(action, {"default": None}))
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
 
