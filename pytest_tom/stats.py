@@ -206,7 +206,7 @@ def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a rate p over n (possibly effective, fractional) items."""
     from scipy.special import ndtri
 
-    return _wilson(p, n, float(ndtri(0.5 + level / 2)))
+    return wilson_z(p, n, float(ndtri(0.5 + level / 2)))
 
 
 def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, resamples: int, seed: int) -> Estimate:
@@ -230,7 +230,7 @@ def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, r
         method = f"Wilson on {n} items (all clusters alike)"
     else:  # Student's t with k-1 degrees of freedom: the variance comes from k cluster totals
         n_eff = min(float(n), max(1.0, spread / var))
-        low, high = _wilson(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
+        low, high = wilson_z(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
         method = f"Wilson on {n_eff:.0f} effective items of {n} (t, {k - 1} df)"
     if resamples > 0:
         low, high = _widen(low, high, sums, sizes, resamples, seed, level)
@@ -309,7 +309,8 @@ def _widen(low: float, high: float, sums: Floats, sizes: Floats, resamples: int,
     return min(low, float(b_lo)), max(high, float(b_hi))
 
 
-def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+def wilson_z(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson score interval for a rate p over n items at the normal (or t) quantile z."""
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denom
