@@ -11,7 +11,6 @@ under `$TOM_BASELINE_MAX_MB` (256 MiB): `/dev/zero` would exhaust memory, a FIFO
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -180,24 +179,14 @@ def build_baseline(
 
 
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
-    """Write a baseline atomically: a reader (or a CI cache) sees the old file or the new one, never half.
+    """Write a baseline atomically (`output.report.write_atomic`), so a reader or CI cache never sees half of one.
 
-    Serialised first, written next to the target and renamed over it; on failure the temporary
-    file is removed and the exception propagates. A symlink is followed (the link is kept).
-    One JSON value per line would make a 7k-item file hundreds of thousands of lines long, so
-    each question, derived result and metric takes one line: a diff shows which ones changed.
+    Each question, derived result and metric takes one line (one JSON value per line would make
+    a 7k-item file hundreds of thousands of lines long): a diff shows which ones changed.
     """
-    text = _dumps(baseline)
-    target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    from pytest_tom.output.report import write_atomic
+
+    write_atomic(path, _dumps(baseline) + "\n")
 
 
 def _dumps(baseline: Mapping[str, Any]) -> str:

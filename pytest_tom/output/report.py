@@ -110,15 +110,17 @@ def schema() -> dict[str, Any]:
 
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
-    """Write the report atomically: a reader sees the old file or the new one, never half of one.
+    """Write the report atomically (`write_atomic`); serialised before anything touches the disk."""
+    write_atomic(path, json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False))
 
-    Serialised before anything touches the disk, written to a temporary file of
-    this process next to the target and renamed over it; on any failure the
-    temporary file is removed and the exception propagates (the run layer turns
-    it into one message). A symlink is followed, so the file it points to is
-    replaced and the link kept.
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` so a reader sees the old file or the new one, never half of one.
+
+    Written to a temporary file of this process next to the target and renamed over it; on
+    any failure the temporary file is removed and the exception propagates. A symlink is
+    followed, so the file it points to is replaced and the link kept.
     """
-    text = json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False)
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
