@@ -39,12 +39,9 @@ MESSAGE_CHARS = 300
 class SuiteRun:
     """One suite of the current run, as the comparison and `build_baseline` need it.
 
-    `suite_id` is the name rule patterns use as the first part of `<suite>.<metric>`;
-    `settings` is the benchmark's settings dict (protocol, decoding, tries...);
-    `data_fingerprint` is `data_fingerprint(samples)` over the suite's loaded samples before
-    any selection or sampling, so that deselecting items does not change it;
-    `metrics` is `gate_metrics(records, derived, facets=bench.gate_facets, cluster=bench.cluster)`.
-    `noise_flip_rate` is the run-to-run flip rate measured in this run, when it was measured.
+    `suite_id` is `<suite>` in rule patterns; `data_fingerprint` is taken over the suite's samples
+    before any selection, so deselecting items does not change it; `metrics` are its `gate_metrics`;
+    `noise_flip_rate` is the flip rate measured in this run, if it was.
     """
 
     suite_id: str
@@ -106,12 +103,10 @@ class Baseline:
 def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets.
 
-    Two runs are comparable item by item only when item `x` is the same question in both; an
-    updated data release or a fixed record changes this value. Samples are hashed in id order,
-    so the order they were loaded in does not matter. Contexts are shared by many questions of
-    one story or conversation, so each context object is rendered and hashed once (7k FANToM
-    samples take a few tens of milliseconds). `extra` is left out: it is the benchmark's own
-    and may hold things that are not text; what a prompt shows comes from the fields hashed here.
+    Two runs compare item by item only when item `x` is the same question in both; a new release
+    or a fixed record changes this value. Samples are hashed in id order, each shared context once
+    (7k FANToM samples: tens of ms). `extra` is left out: it is the benchmark's own, maybe not text,
+    and what a prompt shows comes from the fields hashed here.
     """
     contexts: dict[int, str] = {}
     outer = hashlib.sha256()

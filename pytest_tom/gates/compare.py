@@ -155,11 +155,9 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
 def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force: bool, where: str = "the baseline") -> list[str]:
     """Notes on comparing `current` with its baseline suite, or a TomConfigError when the comparison means nothing.
 
-    Refused unless `force`: another benchmark, other data (fingerprint), other settings (prompt
-    protocol, decoding; each differing one listed old -> new). Always refused: no question in
-    common. A different model is the point of comparing and is not checked here. The notes say
-    how many questions are compared and how many ran in only one of the two runs (pairs are
-    formed on the intersection), and, when forced, what was overridden.
+    Refused unless `force`: another benchmark, data or settings (each difference listed old -> new);
+    always: no question in common. A different model is the point of comparing. The notes say how
+    many questions are compared and how many ran in one run only.
     """
     sid = current.suite_id
     notes = check_settings(baseline_suite, sid, current.benchmark, current.data_fingerprint, current.settings,

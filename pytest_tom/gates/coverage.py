@@ -62,12 +62,10 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                    force: bool = False, lenient: bool = False) -> list[str]:
     """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
 
-    For each metric of the run a rule selects: its suite must be in the baseline with the same
-    benchmark, data and settings (unless `force`), the metric must be in it, and it must hold
-    every unit of this run. A rule ending in `:partial` (or `lenient`, for
-    `--tom-baseline-update`, which rewrites the file anyway) accepts a metric the baseline
-    covers in part or lacks, with a note saying how many units will be compared; a metric
-    with no unit in common is refused even then, as nothing could be compared.
+    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and
+    settings (unless `force`), and every unit of this run. A `:partial` rule (or `lenient`, for
+    `--tom-baseline-update`, which rewrites the file anyway) accepts partial or missing coverage
+    with a note; a metric with no unit in common is refused even then.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     problems: list[str] = []

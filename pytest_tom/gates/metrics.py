@@ -51,9 +51,8 @@ def gate_metrics(
 ) -> dict[str, MetricData]:
     """Every gateable metric of one suite's records, by name within the suite.
 
-    `facets` are the facets that get per-value metrics; `cluster(facets, unit_id)` names
-    a unit's story or conversation (by default each unit is its own cluster). Unparseable
-    answers count as wrong in accuracies, as the papers count them; errors are not
+    `facets` get per-value metrics; `cluster(facets, unit_id)` names a unit's story (default: each
+    unit its own). Unparseable answers count as wrong, as the papers count them; errors are not
     answers and only enter the `errors` rate.
     """
     if cluster is None:

@@ -20,10 +20,9 @@ DEFAULT_ALPHA = 0.05
 def untestable(result: GateResult) -> str | None:
     """`n=3` when the comparison cannot show a regression whatever the data, else None.
 
-    Three cases: fewer than two clusters (the t test has no degree of freedom and its
-    interval is undefined), an interval that is not finite, or too few pairs for the
-    exact McNemar test (half of the regression p) to reach alpha even if every unit got
-    worse: 0.5**n > alpha, n <= 4 at alpha 0.05. Such a metric never fails.
+    Fewer than two clusters (the t test has no degree of freedom), an interval that is not finite,
+    or too few pairs for exact McNemar to reach alpha even if every unit got worse (0.5**n > alpha:
+    n <= 4 at 0.05). Such a metric never fails.
     """
     c = result.comparison
     if c is None:

@@ -51,10 +51,9 @@ def located(config: pytest.Config, summary: str, source: str, lines: Sequence[st
             error: bool = False) -> ReprExceptionInfo:
     """`lines` shown as pytest shows a failure's text, `summary` as what -r and --tb=line show.
 
-    The summary is placed at the item's data ("<file> line <n>"), so --tb=line
-    points into the data file. With --tb=line pytest prints a failure's summary
-    line after its text, so the text is left out; an `error` (setup) is printed
-    with its header and text only, so the text is its first line.
+    The summary points into the data file ("<file> line <n>"). With --tb=line pytest prints the
+    summary after the text, so the text is left out; an `error` (setup) prints header and text
+    only, so the text is its first line.
     """
     m = _SOURCE.match(source)
     where, lineno = (m["path"], int(m["line"])) if m is not None else (source, 0)

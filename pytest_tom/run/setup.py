@@ -62,9 +62,8 @@ class _RegistryHolder:
 def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Options for the built-in and entry-point benchmarks now; for hook-registered ones as they register.
 
-    `pytest_tom_add_benchmarks` is a historic hook: a conftest.py that implements
-    it is called as soon as it is loaded, which for the initial conftests is
-    before the command line is parsed, so their settings work with `--tom-set`.
+    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before
+    the command line is parsed, so its settings work with `--tom-set`.
     """
     holder = _RegistryHolder(parser)
     _add_general_options(parser, holder.registry)
@@ -207,9 +206,8 @@ def _is_tom_item(item: pytest.Item) -> bool:
 def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: Iterable[pytest.Item]) -> str | None:
     """A line when `-m` left none of the collected pytest-tom items and names a word that is no mark; else None.
 
-    Known marks are the registered ones (pytest's `markers` ini, which holds the
-    facet marks pytest-tom registers) and, only when a word is none of those, the
-    marks the collected items carry (an unregistered mark is still a mark).
+    Known marks are the registered ones and, only when a word is none of those, the marks the
+    collected items carry (an unregistered mark is still a mark).
     """
     expression = str(config.getoption("markexpr", "") or "")
     before = list(before)
