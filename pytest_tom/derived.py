@@ -84,10 +84,9 @@ def evaluate(
 ) -> DerivedRecord:
     """Judge `derived` over `records` (by sample id).
 
-    `selected` says whether every member was selected for this run; when it is
-    False, or a member has no record, the assertion is skipped with the reason, so
-    a partial selection never passes or fails a set. A member that hit a model
-    error makes the verdict ERROR: an outage is never a failed assertion.
+    When not every member was `selected`, or one has no record, the assertion is skipped with the
+    reason, so a partial selection never passes or fails a set; a member's model error makes it
+    ERROR: an outage is never a failed assertion.
     """
 
     def done(verdict: Verdict, message: str = "", **kw: Any) -> DerivedRecord:

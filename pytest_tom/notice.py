@@ -51,9 +51,8 @@ def format_seconds(seconds: float) -> str:
 def step(doing: str, done: str) -> Iterator[None]:
     """Say `pytest-tom: <doing>…` now and `pytest-tom: <done> in <time>` when the block ends.
 
-    The block's stderr (the libraries' tqdm bars, which would otherwise be dumped
-    under the first failing test) is held back; if the block raises, it is written
-    out after all, next to the error it may explain.
+    The block's stderr (tqdm bars, else dumped under the first failing test) is held back, and
+    written out if the block raises, next to the error it may explain.
     """
     say(f"pytest-tom: {doing}…")
     start = time.perf_counter()

@@ -150,8 +150,7 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
 def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
     """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name).
 
-    They are still parsed for one release (see `legacy_settings`); their ini
-    twins are registered apart, by `add_legacy_ini`, only when no help is shown.
+    Parsed for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
     """
     group = parser.getgroup("tom")
     for opt in cls.options:
@@ -164,10 +163,8 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
 def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
     """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
 
-    Registered after the command line is known and only when it asks for no
-    help (pytest lists every registered ini key in `--help`, and there is no
-    public way to hide one); a run validates ini keys after collection, so they
-    are known in time and no "Unknown config option" warning appears.
+    Registered once the command line asks for no help (pytest lists every ini key in `--help` and
+    cannot hide one); ini keys are validated after collection, so no "Unknown config option" warning.
     """
     for opt in cls.options:
         key = S.legacy_ini(cls.name, opt.name)
@@ -199,9 +196,8 @@ def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
     """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
 
-    A repeated name would collect and run every item twice; a value with no name
-    at all (",") would run nothing without a word, so it is an error. An unset or
-    empty value (`--tom-benchmark=`, e.g. to override an ini setting) means none.
+    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset
+    or empty value (`--tom-benchmark=`, to override an ini setting) means none.
     """
     if raw is None or raw == "":
         return ()
@@ -215,9 +211,8 @@ def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, .
 def report_path_problem(path: Path) -> str | None:
     """Why a report cannot be written to `path` (None when it can), in words for the user.
 
-    Missing folders are fine (the report creates them); what fails is a path that
-    is a folder or a special file, a nearest existing ancestor that is not a
-    folder, or one this process may not write in.
+    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not
+    a folder or one this process may not write in are not.
     """
     if path.is_dir():
         return f"is a directory; give a file path, e.g. {path / 'report.json'}"

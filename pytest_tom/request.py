@@ -69,11 +69,10 @@ class GenerationSettings:
 class Request:
     """One call to a model.
 
-    `kind` is "generate" (free text), "loglikelihood" (score each of `choices` as a
-    continuation of the prompt) or "embed" (a sentence vector of `text`, for a
-    scoring model named by `model`). `answer_labels` and `answer_format` tell
-    model-agnostic baselines (the `random` and `mock` models) what a well-formed
-    answer looks like; they are derived from the prompt, so they are not in the key.
+    `kind` is "generate", "loglikelihood" (score each of `choices` as a continuation) or "embed"
+    (a vector of `text` from the scoring model `model`). `answer_labels` and `answer_format` tell
+    model-agnostic baselines (`random`, `mock`) what a well-formed answer looks like; derived from
+    the prompt, they are not in the key.
     """
 
     messages: tuple[Message, ...] = ()

@@ -72,9 +72,8 @@ def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[obje
             names: Sequence[str]) -> dict[str, dict[str, str]]:
     """Per benchmark, the settings of `entries` (a later entry wins), each checked as the benchmark will read it.
 
-    `get` looks a benchmark class up by name (the registry's `get`); `names` are
-    the registered benchmarks, for the message of an unknown one. Values stay
-    strings, as the benchmark receives them from any other source.
+    `get` looks a benchmark class up by name, `names` are the registered ones (for the message);
+    values stay strings, as the benchmark receives them from any other source.
     """
     out: dict[str, dict[str, str]] = {}
     for e in entries:

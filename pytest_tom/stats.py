@@ -82,9 +82,8 @@ def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence
               level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Estimate:
     """Share of items whose result differs between two runs of the same model: the noise floor.
 
-    Greedy decoding is not deterministic across batch compositions and hardware, so two runs of
-    one model disagree on some items; `compare_paired(noise_flip_rate=...)` takes this rate so that
-    a gate does not fail on that noise. For scores, an item's flip is |a - b|. Pass `.high` rather
+    Greedy decoding is not deterministic across batchings and hardware; `compare_paired` takes this
+    rate so a gate does not fail on that noise. For scores a flip is |a - b|. Pass `.high` rather
     than `.point` when the repeat covered only a small sample.
     """
     a, b = _values(run_a, "run_a"), _values(run_b, "run_b")
@@ -164,9 +163,8 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
     """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong".
 
-    Under H0 each discordant item is equally likely to go either way, so right->wrong is
-    Binomial(b + c, 1/2); these are scipy.stats.binomtest's numbers (the unit tests check), taken
-    from the binomial tails of scipy.special because a simulation calls this many thousand times.
+    Under H0 right->wrong is Binomial(b + c, 1/2): scipy.stats.binomtest's numbers (the unit tests
+    check), from scipy.special's binomial tails because a simulation calls this thousands of times.
     """
     from scipy.special import bdtr, bdtrc
 
@@ -181,9 +179,8 @@ def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, floa
 def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, bool]]:
     """Holm's step-down adjusted p-values and decisions, in the order given.
 
-    Gating several metrics at once multiplies the chances of a false alarm; Holm keeps the chance
-    of any false alarm at alpha, with more power than Bonferroni. scipy.stats has only FDR control
-    (`false_discovery_control`), which bounds the wrong share of alarms, not the chance of one.
+    Holm keeps the chance of any false alarm across the metrics gated together at alpha, with more
+    power than Bonferroni; scipy.stats has only FDR control, which bounds the share of false alarms.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")

@@ -159,9 +159,8 @@ class ResponseCache:
     def _create_whole(self) -> None:
         """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
 
-        Linking never replaces a file: when another process (an xdist worker)
-        created the cache first, its file is kept. A file system without hard
-        links gets the file made in place, as SQLite does.
+        Linking never replaces a file another process (an xdist worker) made first; without hard links
+        the file is made in place, as SQLite does.
         """
         if self.path.exists():
             return
@@ -207,9 +206,8 @@ class ResponseCache:
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A read-only connection, or None when there is nothing to read.
 
-        A WAL database in a folder that cannot be written cannot even be read
-        normally (SQLite needs its -shm file), so the last resort is `immutable=1`,
-        which reads the main file as it is.
+        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm
+        file), so the last resort is `immutable=1`, which reads the main file as it is.
         """
         if not self.path.is_file():
             return None
@@ -318,8 +316,7 @@ class ResponseCache:
     def put_many(self, fingerprint: str, items: Iterable[tuple[str, Response]]) -> int:
         """Store successful responses in one transaction, now; return how many reached the file.
 
-        Never raises for a file that cannot be written: those answers stay in
-        memory for this run and one warning says so.
+        Never raises for an unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
         self._warn_unwritable()

@@ -42,8 +42,8 @@ def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
 def blocks(is_question: Sequence[bool], count: int) -> list[int]:
     """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
 
-    Other items stay in the block of the questions around them. Worker and
-    controller call this with the same collection, so they agree on every block.
+    Other items stay with the questions around them; worker and controller see the same collection,
+    so they agree on every block.
     """
     total, n = sum(is_question), len(is_question)
     before = itertools.accumulate(is_question, initial=0)  # questions before each position
@@ -104,12 +104,9 @@ class Planner:
     def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
         """Make sure `keys` have records, answering the planning unit of each missing one in one engine run.
 
-        Whatever happens, every question of the unit has a record afterwards, so a
-        failure is recorded once and never re-planned (and re-sent) by each later
-        item: a program that cannot be built is an ERROR for its question, and an
-        exception out of the engine run is an ERROR for each question of the unit.
-        Only a `TomConfigError` (a damaged cache, say) escapes: the run layer
-        stops the run once with it.
+        Afterwards every question of the unit has a record, so a failure is recorded once, never
+        re-sent by each later item: a program that cannot be built, or an exception out of the engine,
+        is an ERROR. Only a `TomConfigError` (a damaged cache) escapes: the run layer stops the run with it.
         """
         missing = [k for k in keys if k not in self.results]
         if not missing:

@@ -85,9 +85,8 @@ class Suites:
 def stratified_sample(entries: Sequence[tuple[str, tuple[str, ...]]], n: int, seed: int) -> set[str]:
     """Pick `n` ids, allocated to strata in proportion to their size (largest remainder).
 
-    Every stratum gets at least one pick when `n` allows, so rare abilities are
-    never sampled away; order within a stratum is a seeded hash, so the same seed
-    picks the same ids on every machine.
+    Every stratum gets a pick when `n` allows, so rare abilities are never sampled away; order
+    within a stratum is a seeded hash, so a seed picks the same ids on every machine.
     """
     if n >= len(entries):
         return {e[0] for e in entries}

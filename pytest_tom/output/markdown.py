@@ -38,10 +38,8 @@ def render_markdown(
 ) -> str:
     """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
 
-    Failing gates come first in the table and in the sections below it: on a long list the
-    reader's question is "what broke", and the order among passing (or failing) gates is kept.
-    `summary_lines` (the terminal's metric lines, say) go into a collapsed block at the end, and
-    `metrics` (each suite's typed metrics) into a collapsed table per suite.
+    Failing gates come first (on a long list the question is "what broke"), otherwise in order.
+    `summary_lines` go into a collapsed block at the end, `metrics` into a collapsed table per suite.
     """
     out = [f"## {_text(title)}", ""]
     failed = [r for r in results if not r.passed]
@@ -84,8 +82,8 @@ def metric_rows(metrics: Sequence[Metric]) -> list[str]:
 def write_markdown(path: Path | str, text: str) -> None:
     """Append `text` to `path` (created if missing), after a blank line when the file already has content.
 
-    Appending is what `$GITHUB_STEP_SUMMARY` expects: overwriting would erase what earlier
-    steps of the job reported. The blank line keeps our heading from gluing onto their text.
+    Overwriting `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line
+    keeps our heading from gluing onto their text.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -220,9 +218,8 @@ def _html(s: str) -> str:
 def _code(s: str, *, cell: bool = False) -> str:
     r"""`s` as inline code, with a fence longer than any backtick run in it.
 
-    Inside a code span HTML and backslashes are shown literally, so only line breaks need
-    care, and in a table cell the pipes: GitHub splits cells on them before it reads code
-    spans, and drops the backslash of `\|` there (elsewhere it would be shown).
+    A code span shows HTML and backslashes literally, so only line breaks need care, and in a
+    table cell the pipes: GitHub splits cells on them first, and drops the backslash of `\|` there.
     """
     s = re.sub(r"\r\n|\r|\n", " ", s)
     if cell:
