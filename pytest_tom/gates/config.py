@@ -46,12 +46,8 @@ class GateConfig:
 
 
 def parse_thresholds(values: Iterable[str], where: str) -> tuple[Threshold, ...]:
-    out: list[Threshold] = []
-    for raw in values:
-        for part in str(raw).splitlines():
-            if part.strip() and not part.strip().startswith("#"):
-                out.append(parse_threshold(part, where=where))
-    return tuple(out)
+    return tuple(parse_threshold(part, where=where) for raw in values for part in str(raw).splitlines()
+                 if part.strip() and not part.strip().startswith("#"))
 
 
 def parse_rate(raw: str, flag: str, *, low: float = 0.0, high: float = 1.0) -> float:
