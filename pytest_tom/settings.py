@@ -49,14 +49,14 @@ def parse_entry(raw: str, origin: str = SET_OPTION) -> Setting:
     return Setting(bench.strip(), name.strip().replace("-", "_"), value.strip(), origin)
 
 
+def entry_lines(values: Iterable[object]) -> list[str]:
+    """Every line of repeated options or ini values, without blank lines and `#` comments."""
+    return [line for raw in values for line in str(raw).splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
 def parse_entries(lines: Iterable[str], origin: str) -> list[Setting]:
-    """Every entry of repeated options or ini lines; blank lines and `#` comments of an ini value are skipped."""
-    out = []
-    for raw in lines:
-        for line in str(raw).splitlines() or [""]:
-            if line.strip() and not line.strip().startswith("#"):
-                out.append(parse_entry(line, origin))
-    return out
+    """Every entry of repeated options or ini lines (`entry_lines`)."""
+    return [parse_entry(line, origin) for line in entry_lines(lines)]
 
 
 def option_of(cls: type[Benchmark[object]], name: str, origin: str) -> BenchmarkOption:

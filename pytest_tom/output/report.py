@@ -39,13 +39,8 @@ def item_dict(record: Record) -> dict[str, Any]:
     return {**record.to_dict(), "prompt_hash": sha256_text("\n".join(record.request_keys))}
 
 
-def suite_entry(
-    sid: str,
-    info: Mapping[str, Any],
-    records: Sequence[Record],
-    derived: Sequence[DerivedRecord],
-    benchmark: Benchmark[Any] | None,
-) -> dict[str, Any]:
+def suite_entry(sid: str, info: Mapping[str, Any], records: Sequence[Record], derived: Sequence[DerivedRecord],
+                benchmark: Benchmark[Any] | None) -> dict[str, Any]:
     """One suite's tables (overall and per summary facet), paper metrics and derived-result counts."""
     name = info.get("name") or (records[0].benchmark if records else derived[0].benchmark if derived else "?")
     entry: dict[str, Any] = {"id": sid, "benchmark": name, "settings": info.get("settings", {}), "n_items": len(records)}
@@ -59,8 +54,7 @@ def suite_entry(
             metrics = to_json(benchmark.metrics(records))
         except Exception as exc:  # noqa: BLE001 - a report must still be written if a metric breaks
             metrics = {"error": f"{type(exc).__name__}: {exc}"}
-    entry["tables"] = tables
-    entry["metrics"] = metrics
+    entry |= {"tables": tables, "metrics": metrics}
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
     for d in derived:
         counts = kinds[d.kind]
@@ -71,16 +65,10 @@ def suite_entry(
     return entry
 
 
-def build_report(
-    records: Sequence[Record],
-    derived: Sequence[DerivedRecord],
-    suites: Mapping[str, Mapping[str, Any]],
-    benchmark_for: Callable[[str], Benchmark[Any] | None],
-    *,
-    model: Mapping[str, Any],
-    engine: Mapping[str, Any] | None = None,
-    responses: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], suites: Mapping[str, Mapping[str, Any]],
+                 benchmark_for: Callable[[str], Benchmark[Any] | None], *, model: Mapping[str, Any],
+                 engine: Mapping[str, Any] | None = None,
+                 responses: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     by_suite: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         by_suite[r.suite].append(r)
