@@ -97,8 +97,7 @@ def evaluate(
 
     present = [records[m] for m in derived.members if m in records]
     if not selected or len(present) != len(derived.members):
-        return done(Verdict.SKIPPED, f"{derived.kind} group {derived.id}: only {len(present)} of {len(derived.members)} "
-                    "questions are selected; a consistency assertion is never computed on a partial group")
+        return done(Verdict.SKIPPED, partial_group(derived, len(present)))
     errors = [r for r in present if r.outcome is Outcome.ERROR]
     if errors:
         return done(Verdict.ERROR, f"{derived.id}: {len(errors)} member(s) hit model errors: {errors[0].message}",
@@ -106,3 +105,9 @@ def evaluate(
     j = rule(derived, present)
     return done(Verdict.PASSED if j.passed else Verdict.FAILED, j.message, value=j.value,
                 failed_members=j.failed_members, details=j.details)
+
+
+def partial_group(derived: Derived, present: int) -> str:
+    """Why an assertion is skipped when only `present` of its members are selected."""
+    return (f"{derived.kind} group {derived.id}: only {present} of {len(derived.members)} questions are selected; "
+            "a consistency assertion is never computed on a partial group")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
-from pytest_tom.derived import Derived
+from pytest_tom.derived import Derived, partial_group
 from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.errors import TomConfigError, TomError, TomModelError
 from pytest_tom.models.base import Model, format_user_frames
@@ -331,9 +331,7 @@ class DerivedItem(_TomItem):
         selected = tom.selected_keys(self.session.items)
         spec = self.spec(selected)
         if not spec.selected:
-            present = sum(k in selected for k in self.member_keys())
-            pytest.skip(f"{self.derived.kind} group {self.derived.id}: only {present} of {len(self.derived.members)} "
-                        "questions are selected; a consistency assertion is never computed on a partial group")
+            pytest.skip(partial_group(self.derived, sum(k in selected for k in self.member_keys())))
         self._ensure(self.member_keys())
         members = {self.derived.members[i]: tom.planner.results[k] for i, k in enumerate(self.member_keys())}
         self.verdict = tom.records.judge(spec, members, self.suite.benchmark)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.derived import partial_group
 from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.record import Record, Verdict
 from pytest_tom.run.failures import derived_failure
@@ -57,9 +58,7 @@ def _judge_one(spec: DerivedSpec, members: dict[str, Record], tom: TomSession, w
     path, line, _ = spec.location
     d = spec.derived
     if not spec.selected:
-        present = sum(m in members for m in d.members)
-        reason = (f"{d.kind} group {d.id}: only {present} of {len(d.members)} questions are selected; "
-                  "a consistency assertion is never computed on a partial group")
+        reason = partial_group(d, sum(m in members for m in d.members))
         return [_report(spec, "setup", "skipped", (path, line, f"Skipped: {reason}"))]
     bench = tom.records.benchmark(spec.suite)
     if bench is None:
