@@ -41,8 +41,7 @@ def format_seconds(seconds: float) -> str:
     """`4.2 s` under a minute, then `2:05`, then `1:02:05`: short enough for a progress line."""
     if seconds < 60:
         return f"{seconds:.1f} s"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
+    hours, rest = divmod(int(seconds), 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 

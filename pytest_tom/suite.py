@@ -32,16 +32,8 @@ class Suite:
     """Robustness strategies searched per question (`pytest_tom.robustness`), added to --tom-robustness."""
 
 
-def suite(
-    benchmark: str,
-    *,
-    sample: int | None = None,
-    seed: int | None = None,
-    data_dir: str | Path | None = None,
-    gates: str | Sequence[str] = (),
-    robustness: str | Sequence[str] = (),
-    **settings: Any,
-) -> Suite:
+def suite(benchmark: str, *, sample: int | None = None, seed: int | None = None, data_dir: str | Path | None = None,
+          gates: str | Sequence[str] = (), robustness: str | Sequence[str] = (), **settings: Any) -> Suite:
     """Declare a benchmark suite in a test module.
 
     Args:
