@@ -73,15 +73,8 @@ def all_pass(derived: Derived, members: Sequence[Record]) -> Judgement:
     return Judgement(False, "\n".join(lines), failed_members=tuple(r.sample_id for r in broken))
 
 
-def evaluate(
-    derived: Derived,
-    records: Mapping[str, Record],
-    rule: Rule,
-    *,
-    selected: bool = True,
-    suite: str = "",
-    nodeid: str = "",
-) -> DerivedRecord:
+def evaluate(derived: Derived, records: Mapping[str, Record], rule: Rule, *, selected: bool = True, suite: str = "",
+             nodeid: str = "") -> DerivedRecord:
     """Judge `derived` over `records` (by sample id).
 
     When not every member was `selected`, or one has no record, the assertion is skipped with the

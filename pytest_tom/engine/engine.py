@@ -195,16 +195,8 @@ class Engine:
                 self._advance(key, sample, program, responses, pending, results, keys_seen)
         return results
 
-    def _advance(
-        self,
-        key: str,
-        sample: Sample[Any],
-        program: Program,
-        responses: Sequence[Response] | None,
-        pending: dict[str, list[Request]],
-        results: dict[str, Record],
-        keys_seen: dict[str, list[str]],
-    ) -> None:
+    def _advance(self, key: str, sample: Sample[Any], program: Program, responses: Sequence[Response] | None,
+                 pending: dict[str, list[Request]], results: dict[str, Record], keys_seen: dict[str, list[str]]) -> None:
         errors = [r.error for r in responses or () if r.error is not None]
         if errors:
             # An API failure is an error, never an answer: the program never sees it.

@@ -156,9 +156,8 @@ def _suite_dict(run: SuiteRun) -> dict[str, Any]:
     return out
 
 
-def build_baseline(
-    suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None, plugin_version: str,
-) -> dict[str, Any]:
+def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None,
+                   plugin_version: str) -> dict[str, Any]:
     """The baseline file's content (JSON-ready) for the suites of one run."""
     ids = [s.suite_id for s in suites]
     dupes = sorted({i for i in ids if ids.count(i) > 1})

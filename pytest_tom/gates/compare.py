@@ -211,17 +211,9 @@ def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[
     return None, ""
 
 
-def compare(
-    baseline: Baseline,
-    current: Sequence[SuiteRun],
-    rules: Sequence[CompareRule],
-    *,
-    alpha: float = 0.05,
-    force: bool = False,
-    noise_flip_rate: float | None = None,
-    seed: int = 0,
-    level: float = 0.95,
-) -> list[GateResult]:
+def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[CompareRule], *, alpha: float = 0.05,
+            force: bool = False, noise_flip_rate: float | None = None, seed: int = 0,
+            level: float = 0.95) -> list[GateResult]:
     """One GateResult (kind "baseline") per rule and metric it selects, with Holm across all of them.
 
     A rule that selects no metric present in both runs is a failed result naming the metrics

@@ -27,15 +27,9 @@ FLIP_CAP = 20
 _OPS = {">=": "≥", "<=": "≤"}
 
 
-def render_markdown(
-    results: Sequence[GateResult],
-    *,
-    model_uri: str,
-    baseline: str | None,
-    summary_lines: Sequence[str] = (),
-    metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
-    title: str = "pytest-tom gates",
-) -> str:
+def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: str | None,
+                    summary_lines: Sequence[str] = (), metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
+                    title: str = "pytest-tom gates") -> str:
     """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
 
     Failing gates come first (on a long list the question is "what broke"), otherwise in order.
