@@ -297,25 +297,13 @@ class TomOptions:
             check_report_path(report)
         settings = benchmark_settings(config, registry)
         return cls(
-            gates=gate_config(config, root_dir),
-            model=_value(config, "tom_model"),
-            benchmarks=benchmarks,
+            gates=gate_config(config, root_dir), model=_value(config, "tom_model"), benchmarks=benchmarks,
             data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
-            cache_dir=root_dir / Path(str(cache_dir)).expanduser(),
-            no_cache=bool(_value(config, "tom_no_cache")),
-            download=bool(_value(config, "tom_download")),
-            sample=sample,
-            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0,
-            report=report,
-            batch_size=batch,
-            max_errors=max_errors,
-            progress=progress,
-            detail=detail,
-            robustness=robustness,
-            robustness_examples=examples,
-            robustness_profile=profile,
-            benchmark_settings=settings,
-            node_ids=dict(node_ids or {}),
+            cache_dir=root_dir / Path(str(cache_dir)).expanduser(), no_cache=bool(_value(config, "tom_no_cache")),
+            download=bool(_value(config, "tom_download")), sample=sample,
+            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0, report=report, batch_size=batch, max_errors=max_errors,
+            progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
+            robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
         )
 
 
