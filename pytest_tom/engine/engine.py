@@ -220,10 +220,8 @@ class Engine:
 
     # -- answering -----------------------------------------------------------------------------------
     def _scoring_stats(self, name: str) -> dict[str, float]:
-        if name not in self.stats.scoring:
-            self.stats.scoring[name] = dict.fromkeys(
-                ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0)
-        return self.stats.scoring[name]
+        return self.stats.scoring.setdefault(name, dict.fromkeys(
+            ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0))
 
     def _answer(self, requests: list[Request]) -> dict[str, Response]:
         by_model: dict[str, list[Request]] = {}
@@ -299,17 +297,12 @@ class Engine:
                 errors += 1
             if main:
                 self.responses[r.key] = resp
-        if main:
-            self.stats.unique_requests += len(requests)
-            self.stats.cache_hits += len(requests) - total
-            self.stats.model_requests += total
-            self.stats.model_seconds += seconds
-            self.stats.errors += errors
-        else:
-            s = self._scoring_stats(name)
-            s["unique_requests"] += len(requests)
-            s["cache_hits"] += len(requests) - total
-            s["model_requests"] += total
-            s["model_seconds"] += seconds
-            s["errors"] += errors
+        counts = {"unique_requests": len(requests), "cache_hits": len(requests) - total, "model_requests": total,
+                  "model_seconds": seconds, "errors": errors}
+        scoring = None if main else self._scoring_stats(name)
+        for field_name, n in counts.items():
+            if scoring is None:
+                setattr(self.stats, field_name, getattr(self.stats, field_name) + n)
+            else:
+                scoring[field_name] += n
         return answers
