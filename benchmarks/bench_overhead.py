@@ -2,20 +2,16 @@
 
 Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_overhead.py [--repeat 3]
 
-Both sides run in fresh subprocesses with the same pytest and plugins:
-* bare: N trivially parametrized passing tests (``def test(i): pass``);
-* tom: the same number of ToMBench items (questions + story groups), answered by a
-  perfect model from a warm cache, so every item passes like the bare tests.
-Per-item cost is the slope between a small and a full run, which removes the fixed
-start-up cost (imports, plugin loading) from the comparison. Prints ratios only
-against baselines measured in the same run; asserts nothing about wall-clock time.
+Both sides run in fresh subprocesses: bare, N trivially parametrized passing tests; tom, as
+many ToMBench items answered by a perfect model from a warm cache. Per-item cost is the slope
+between a small and a full run, which removes start-up cost. Prints ratios only against
+baselines measured in the same run; asserts nothing about wall-clock time.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,7 +39,7 @@ def _time(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    if proc.returncode not in (0,):
+    if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr)[-2000:]
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
     return elapsed
@@ -97,7 +93,6 @@ def main() -> None:
     print(f"per-item cost: pytest-tom {1e3 * tom_slope:.3f} ms, bare pytest {1e3 * bare_slope:.3f} ms")
     print(f"RATIO per-item overhead (target < 2.0): {tom_slope / bare_slope:.2f}")
     print(f"RATIO whole cached run vs bare run: {tom_full / bare_full:.2f}")
-    _ = statistics
 
 
 if __name__ == "__main__":

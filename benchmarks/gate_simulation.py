@@ -2,22 +2,17 @@
 
 Usage: python benchmarks/gate_simulation.py [--reps 400] [--seed 0]
 
-The benchmark is shaped like ToMBench: 1,400 items in about 330 stories (140 stories of 4
-questions, 100 of 5-10, the rest singletons), each story of one of 7 abilities (10%-20% of the
-items each). A model's chance of answering item i is expit(mu + ability + story + item) with
-a story effect (SD 1.0) and an item effect (SD 1.2) on the log-odds, so items of one story are
-correlated. A model's answer is deterministic (u_i < p_i for a fixed u_i), except on its
-"unstable" items, which are drawn afresh in each run: that is nondeterministic greedy decoding,
-tuned so that two runs of one model disagree on 0%, 5% or 15% of the items.
+A ToMBench-shaped benchmark: 1,400 items in about 330 stories (140 of 4 questions, 100 of
+5-10, the rest singletons) over 7 abilities. P(correct) = expit(mu + ability + story + item)
+with story (SD 1.0) and item (SD 1.2) effects, so a story's items are correlated. Answers are
+deterministic except on "unstable" items drawn afresh each run (nondeterministic greedy
+decoding), tuned so two runs of one model disagree on 0%, 5% or 15% of the items.
 
-The gate compares a candidate run against a baseline run on 8 metrics (overall and the 7
-abilities) at alpha = 0.05 with Holm. Reported:
-  1. false alarms (any of the 8 metrics failed) when the candidate is the same model, or a
-     retrained model with the same accuracy whose answers differ story by story;
-  2. the same for one baseline reused across many candidates (the conditional false-alarm rate);
-  3. power against a model 5 or 10 points worse on the smallest ability (10% of items), or 3
-     points worse overall;
-  4. coverage of estimate_rate's 95% interval against per-item Wilson.
+The gate compares candidate and baseline on 8 metrics (overall and each ability), alpha 0.05,
+Holm. Reported: 1. false alarms for the same model or a retrained one of equal accuracy;
+2. the same with one baseline reused across candidates (conditional false-alarm rate);
+3. power against a model 5 or 10 points worse on the smallest ability, or 3 points overall;
+4. coverage of estimate_rate's 95% interval against per-item Wilson.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Aggregate assertions as one kind of object: a definition over member records and a pure rule.
 
-ToMBench's coherent stories, FANToM's ALL*/ALL sets and per-character checks, and
-later SimpleToM's chains, ToMValley's compositional statuses and the regression
-gates are all a `Derived`: a list of member sample ids, a `kind` naming the rule
-that judges them, and JSON parameters for the rule. Evaluation is a pure function
-of the member records, so it gives the same verdict in one process and on the
-pytest-xdist controller, and it is never computed on a partial selection.
+ToMBench's coherent stories, FANToM's ALL* sets, SimpleToM's chains and ToMValley's statuses
+are all a `Derived`: member sample ids, a `kind` naming the rule, and JSON parameters. Judging
+is a pure function of the member records, so one process and the pytest-xdist controller
+agree, and it never runs on a partial selection.
 """
 
 from __future__ import annotations
@@ -75,21 +73,13 @@ def all_pass(derived: Derived, members: Sequence[Record]) -> Judgement:
     return Judgement(False, "\n".join(lines), failed_members=tuple(r.sample_id for r in broken))
 
 
-def evaluate(
-    derived: Derived,
-    records: Mapping[str, Record],
-    rule: Rule,
-    *,
-    selected: bool = True,
-    suite: str = "",
-    nodeid: str = "",
-) -> DerivedRecord:
+def evaluate(derived: Derived, records: Mapping[str, Record], rule: Rule, *, selected: bool = True, suite: str = "",
+             nodeid: str = "") -> DerivedRecord:
     """Judge `derived` over `records` (by sample id).
 
-    `selected` says whether every member was selected for this run; when it is
-    False, or a member has no record, the assertion is skipped with the reason, so
-    a partial selection never passes or fails a set. A member that hit a model
-    error makes the verdict ERROR: an outage is never a failed assertion.
+    When not every member was `selected`, or one has no record, the assertion is skipped with the
+    reason, so a partial selection never passes or fails a set; a member's model error makes it
+    ERROR: an outage is never a failed assertion.
     """
 
     def done(verdict: Verdict, message: str = "", **kw: Any) -> DerivedRecord:
@@ -100,8 +90,7 @@ def evaluate(
 
     present = [records[m] for m in derived.members if m in records]
     if not selected or len(present) != len(derived.members):
-        return done(Verdict.SKIPPED, f"{derived.kind} group {derived.id}: only {len(present)} of {len(derived.members)} "
-                    "questions are selected; a consistency assertion is never computed on a partial group")
+        return done(Verdict.SKIPPED, partial_group(derived, len(present)))
     errors = [r for r in present if r.outcome is Outcome.ERROR]
     if errors:
         return done(Verdict.ERROR, f"{derived.id}: {len(errors)} member(s) hit model errors: {errors[0].message}",
@@ -109,3 +98,9 @@ def evaluate(
     j = rule(derived, present)
     return done(Verdict.PASSED if j.passed else Verdict.FAILED, j.message, value=j.value,
                 failed_members=j.failed_members, details=j.details)
+
+
+def partial_group(derived: Derived, present: int) -> str:
+    """Why an assertion is skipped when only `present` of its members are selected."""
+    return (f"{derived.kind} group {derived.id}: only {present} of {len(derived.members)} questions are selected; "
+            "a consistency assertion is never computed on a partial group")

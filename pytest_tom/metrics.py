@@ -7,26 +7,20 @@ not read) and counted apart.
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_tom.record import Outcome, Record
+from pytest_tom.stats import wilson_z
 
 Z95 = 1.959963984540054
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval: unlike the normal approximation it stays inside [0, 1] for small n."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return wilson_z(successes / n, n, z) if n > 0 else (0.0, 1.0)
 
 
 def mean(values: Iterable[float]) -> float | None:
@@ -66,33 +60,18 @@ class Tally:
         return wilson_interval(self.correct, self.n)
 
     def to_dict(self) -> dict[str, Any]:
-        lo, hi = self.interval
-        return {
-            "n": self.n,
-            "correct": self.correct,
-            "accuracy": self.accuracy,
-            "ci95": [lo, hi],
-            "unparseable": self.unparseable,
-            "errors": self.errors,
-            "parse_rate": self.parse_rate,
-        }
+        return {"n": self.n, "correct": self.correct, "accuracy": self.accuracy, "ci95": list(self.interval),
+                "unparseable": self.unparseable, "errors": self.errors, "parse_rate": self.parse_rate}
 
 
 def tally(records: Iterable[Record]) -> Tally:
     """Count the outcomes of `records`."""
-    correct = unparseable = errors = 0
-    rates = []
-    for r in records:
-        if r.outcome is Outcome.ERROR:
-            errors += 1
-            continue
-        if r.outcome is Outcome.CORRECT:
-            correct += 1
-        elif r.outcome is Outcome.UNPARSEABLE:
-            unparseable += 1
-        rates.append(r.parse_rate)
+    records = list(records)
+    counts = Counter(r.outcome for r in records)
+    rates = [r.parse_rate for r in records if r.outcome is not Outcome.ERROR]
     n = len(rates)
-    return Tally(n=n, correct=correct, unparseable=unparseable, errors=errors, parse_rate=sum(rates) / n if n else 0.0)
+    return Tally(n=n, correct=counts[Outcome.CORRECT], unparseable=counts[Outcome.UNPARSEABLE],
+                 errors=counts[Outcome.ERROR], parse_rate=sum(rates) / n if n else 0.0)
 
 
 def facet_table(records: Sequence[Record], facets: Sequence[str]) -> list[dict[str, Any]]:

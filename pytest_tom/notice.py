@@ -1,14 +1,10 @@
 """One-time work said on screen: what the plugin is doing while nothing else moves.
 
-Converting the bundled GGUF or loading a checkpoint takes seconds to minutes, and
-it happens inside a test's setup, where pytest captures output: without a word
-the run looks stuck, and the libraries' own progress bars end up in the captured
-output of the first failing test. Backends wrap such work in `step`, which says
-what starts and how long it took, and keeps the libraries' stderr chatter (tqdm
-bars) out of the captured output. This module never imports pytest: the run
-layer points `set_sink` at pytest's terminal, past the capture
-(`pytest_tom.run.progress`); without a sink (a script, a notebook) lines go to
-stderr.
+Converting the bundled GGUF or loading a checkpoint takes seconds to minutes inside a test's
+setup, where pytest captures output: silent, the run looks stuck. Backends wrap such work in
+`step`, which says what starts and how long it took and keeps the libraries' stderr chatter
+(tqdm bars) out of the captured output. No pytest here: the run layer points `set_sink` at
+pytest's terminal (`pytest_tom.run.progress`); without a sink lines go to stderr.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ def format_seconds(seconds: float) -> str:
     """`4.2 s` under a minute, then `2:05`, then `1:02:05`: short enough for a progress line."""
     if seconds < 60:
         return f"{seconds:.1f} s"
-    whole = int(seconds)
-    hours, rest = divmod(whole, 3600)
+    hours, rest = divmod(int(seconds), 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
@@ -55,9 +50,8 @@ def format_seconds(seconds: float) -> str:
 def step(doing: str, done: str) -> Iterator[None]:
     """Say `pytest-tom: <doing>…` now and `pytest-tom: <done> in <time>` when the block ends.
 
-    The block's stderr (the libraries' tqdm bars, which would otherwise be dumped
-    under the first failing test) is held back; if the block raises, it is written
-    out after all, next to the error it may explain.
+    The block's stderr (tqdm bars, else dumped under the first failing test) is held back, and
+    written out if the block raises, next to the error it may explain.
     """
     say(f"pytest-tom: {doing}…")
     start = time.perf_counter()

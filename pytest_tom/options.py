@@ -1,12 +1,9 @@
 """Command-line options and ini keys, parsed once into `TomOptions`.
 
-Every `--tom-*` flag has an ini twin (`tom_*`, whose help only points to the
-flag, so `--help` says each thing once), defaults are plain strings so
-pytest-xdist can ship them to workers, and benchmark-specific settings are given
-as `--tom-set BENCH.NAME=VALUE` (ini `tom_set`; `pytest_tom.settings`). The
-settings' former flags `--tom-<benchmark>-<name>` and ini keys
-`tom_<benchmark>_<name>` still work for one release, hidden from `--help`, with
-a `TomDeprecationWarning` at each use.
+Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are
+plain strings so pytest-xdist can ship them, and benchmark settings are `--tom-set
+BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and
+ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations
@@ -81,15 +78,19 @@ _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-markdown", "tom_markdown", "Append a Markdown summary of the gates to this file (e.g. "
      "\"$GITHUB_STEP_SUMMARY\").", {}),
 ]
-_GATE_FLAGS: list[tuple[str, str, str]] = [
+_FLAG = {"action": "store_true"}
+_INI_KINDS: dict[str, dict[str, Any]] = {"store_true": {"type": "bool", "default": False},
+                                         "append": {"type": "linelist", "default": []}}
+_GATE_FLAGS: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-baseline-update", "tom_baseline_update", "Rewrite --tom-baseline from this run; comparisons are shown "
-     "but never fail."),
+     "but never fail.", _FLAG),
     ("--tom-baseline-force", "tom_baseline_force", "Compare with a baseline even across different data, protocol "
-     "or settings (refused otherwise)."),
+     "or settings (refused otherwise).", _FLAG),
 ]
-_FLAGS: list[tuple[str, str, str]] = [
-    (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache."),
-    (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked)."),
+_FLAGS: list[tuple[str, str, str, dict[str, Any]]] = [
+    (C.NO_CACHE_OPTION, "tom_no_cache", "Neither read nor write the response cache.", _FLAG),
+    (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked).",
+     _FLAG),
 ]
 
 
@@ -98,7 +99,7 @@ METAVARS: dict[str, str] = {
     "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
     "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
     "tom_alpha": "X", "tom_noise_flip_rate": "X", "tom_robustness": "NAMES", "tom_robustness_examples": "N",
-    "tom_robustness_profile": "NAME",
+    "tom_robustness_profile": "NAME", S.SET_INI: "BENCH.NAME=VALUE",
 }
 """What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
@@ -131,28 +132,17 @@ def _ini_help(flag: str, kw: Mapping[str, Any]) -> str:
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
     """The general --tom-* options, --tom-set, and the hidden deprecated flags of each benchmark the registry imports now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
-    generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
-    for flag, dest, text, kw in _GENERAL:
-        help_text = generated.get(dest, text)
-        metavar = METAVARS.get(dest, dest.removeprefix("tom_").upper())
-        group.addoption(flag, dest=dest, default=None, metavar=metavar, help=help_text, **kw)
-        parser.addini(dest, help=_ini_help(flag, kw), default=None)
-    group.addoption(S.SET_OPTION, dest=S.SET_INI, action="append", default=None, metavar="BENCH.NAME=VALUE", help=SET_HELP)
-    parser.addini(S.SET_INI, help=_ini_help(S.SET_OPTION, {"action": "append"}), type="linelist", default=[])
-    for flag, dest, help_text in _FLAGS:
-        group.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
     gates = parser.getgroup("tom-gates", "pytest-tom regression gates: thresholds and baselines")
-    for flag, dest, text, kw in _GATES:
-        # argparse %-formats help texts; the ini help is shown as written.
-        gates.addoption(flag, dest=dest, default=None, metavar=METAVARS.get(dest, "PATH"), help=text.replace("%", "%%"), **kw)
-        if kw.get("action") == "append":
-            parser.addini(dest, help=_ini_help(flag, kw), type="linelist", default=[])
-        else:
-            parser.addini(dest, help=_ini_help(flag, kw), default=None)
-    for flag, dest, help_text in _GATE_FLAGS:
-        gates.addoption(flag, dest=dest, action="store_true", default=None, help=help_text)
-        parser.addini(dest, help=_ini_help(flag, {}), type="bool", default=False)
+    generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
+    tom_rows = [*_GENERAL, (S.SET_OPTION, S.SET_INI, SET_HELP, {"action": "append"}), *_FLAGS]
+    for where, rows, metavar in ((group, tom_rows, None), (gates, [*_GATES, *_GATE_FLAGS], "PATH")):
+        for flag, dest, text, kw in rows:
+            action = str(kw.get("action", ""))
+            shown = {} if action == "store_true" else {
+                "metavar": METAVARS.get(dest, metavar or dest.removeprefix("tom_").upper())}
+            # argparse %-formats help texts; the ini help is shown as written.
+            where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **shown, **kw)
+            parser.addini(dest, help=_ini_help(flag, kw), **_INI_KINDS.get(action, {"default": None}))
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
 
@@ -160,8 +150,7 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
 def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
     """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name).
 
-    They are still parsed for one release (see `legacy_settings`); their ini
-    twins are registered apart, by `add_legacy_ini`, only when no help is shown.
+    Parsed for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
     """
     group = parser.getgroup("tom")
     for opt in cls.options:
@@ -174,10 +163,8 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
 def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
     """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
 
-    Registered after the command line is known and only when it asks for no
-    help (pytest lists every registered ini key in `--help`, and there is no
-    public way to hide one); a run validates ini keys after collection, so they
-    are known in time and no "Unknown config option" warning appears.
+    Registered once the command line asks for no help (pytest lists every ini key in `--help` and
+    cannot hide one); ini keys are validated after collection, so no "Unknown config option" warning.
     """
     for opt in cls.options:
         key = S.legacy_ini(cls.name, opt.name)
@@ -209,9 +196,8 @@ def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
     """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
 
-    A repeated name would collect and run every item twice; a value with no name
-    at all (",") would run nothing without a word, so it is an error. An unset or
-    empty value (`--tom-benchmark=`, e.g. to override an ini setting) means none.
+    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset
+    or empty value (`--tom-benchmark=`, to override an ini setting) means none.
     """
     if raw is None or raw == "":
         return ()
@@ -225,9 +211,8 @@ def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, .
 def report_path_problem(path: Path) -> str | None:
     """Why a report cannot be written to `path` (None when it can), in words for the user.
 
-    Missing folders are fine (the report creates them); what fails is a path that
-    is a folder or a special file, a nearest existing ancestor that is not a
-    folder, or one this process may not write in.
+    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not
+    a folder or one this process may not write in are not.
     """
     if path.is_dir():
         return f"is a directory; give a file path, e.g. {path / 'report.json'}"
@@ -312,25 +297,13 @@ class TomOptions:
             check_report_path(report)
         settings = benchmark_settings(config, registry)
         return cls(
-            gates=gate_config(config, root_dir),
-            model=_value(config, "tom_model"),
-            benchmarks=benchmarks,
+            gates=gate_config(config, root_dir), model=_value(config, "tom_model"), benchmarks=benchmarks,
             data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
-            cache_dir=root_dir / Path(str(cache_dir)).expanduser(),
-            no_cache=bool(_value(config, "tom_no_cache")),
-            download=bool(_value(config, "tom_download")),
-            sample=sample,
-            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0,
-            report=report,
-            batch_size=batch,
-            max_errors=max_errors,
-            progress=progress,
-            detail=detail,
-            robustness=robustness,
-            robustness_examples=examples,
-            robustness_profile=profile,
-            benchmark_settings=settings,
-            node_ids=dict(node_ids or {}),
+            cache_dir=root_dir / Path(str(cache_dir)).expanduser(), no_cache=bool(_value(config, "tom_no_cache")),
+            download=bool(_value(config, "tom_download")), sample=sample,
+            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0, report=report, batch_size=batch, max_errors=max_errors,
+            progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
+            robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
         )
 
 

@@ -1,9 +1,7 @@
 """Typed results: one `Record` per answered sample, one `DerivedRecord` per aggregate assertion.
 
-Both are frozen and round-trip through JSON (`to_dict` / `from_dict`): that is how
-they cross pytest-xdist (in `report.user_properties`), how the JSON report stores
-them, and how a later run loads a report back as a baseline and compares records
-by id.
+Both are frozen and round-trip through JSON (`to_dict` / `from_dict`): across pytest-xdist,
+in the JSON report, and back from a report to compare records by id.
 """
 
 from __future__ import annotations
@@ -66,41 +64,20 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "benchmark": self.benchmark,
-            "qid": self.sample_id,
-            "outcome": self.outcome.value,
-            "facets": dict(self.facets),
-            "score": self.score,
-            "parsed": self.parsed,
-            "gold": self.gold,
-            "responses": list(self.responses),
-            "request_keys": list(self.request_keys),
-            "parse_rate": self.parse_rate,
-            "details": dict(self.details),
+            "benchmark": self.benchmark, "qid": self.sample_id, "outcome": self.outcome.value, "facets": dict(self.facets),
+            "score": self.score, "parsed": self.parsed, "gold": self.gold, "responses": list(self.responses),
+            "request_keys": list(self.request_keys), "parse_rate": self.parse_rate, "details": dict(self.details),
             "message": self.message,
         }
-        if self.suite:
-            d["suite"] = self.suite
-        if self.nodeid:
-            d["nodeid"] = self.nodeid
-        return d
+        return d | {k: v for k, v in (("suite", self.suite), ("nodeid", self.nodeid)) if v}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Record:
         return cls(
-            benchmark=str(d["benchmark"]),
-            sample_id=str(d["qid"]),
-            outcome=Outcome(d["outcome"]),
-            facets={str(k): str(v) for k, v in (d.get("facets") or {}).items()},
-            score=d.get("score"),
-            parsed=d.get("parsed"),
-            gold=d.get("gold"),
-            responses=tuple(d.get("responses") or ()),
-            request_keys=tuple(d.get("request_keys") or ()),
-            parse_rate=float(d.get("parse_rate", 1.0)),
-            details=dict(d.get("details") or {}),
-            message=str(d.get("message", "")),
-            suite=str(d.get("suite", "")),
+            benchmark=str(d["benchmark"]), sample_id=str(d["qid"]), outcome=Outcome(d["outcome"]), facets=_facets(d),
+            score=d.get("score"), parsed=d.get("parsed"), gold=d.get("gold"), responses=tuple(d.get("responses") or ()),
+            request_keys=tuple(d.get("request_keys") or ()), parse_rate=float(d.get("parse_rate", 1.0)),
+            details=dict(d.get("details") or {}), message=str(d.get("message", "")), suite=str(d.get("suite", "")),
             nodeid=str(d.get("nodeid", "")),
         )
 
@@ -140,16 +117,9 @@ class DerivedRecord:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
-            "kind": "group",
-            "suite": self.suite,
-            "nodeid": self.nodeid,
-            "benchmark": self.benchmark,
-            "gid": self.derived_id,
-            "group_kind": self.kind,
-            "facets": dict(self.facets),
-            "members": list(self.members),
-            "failed_members": list(self.failed_members),
-            "outcome": self.verdict.value,
+            "kind": "group", "suite": self.suite, "nodeid": self.nodeid, "benchmark": self.benchmark,
+            "gid": self.derived_id, "group_kind": self.kind, "facets": dict(self.facets), "members": list(self.members),
+            "failed_members": list(self.failed_members), "outcome": self.verdict.value,
         }
         if self.value is not None:
             d["value"] = self.value
@@ -162,19 +132,16 @@ class DerivedRecord:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DerivedRecord:
         return cls(
-            benchmark=str(d["benchmark"]),
-            derived_id=str(d["gid"]),
-            kind=str(d["group_kind"]),
-            verdict=Verdict(d["outcome"]),
-            members=tuple(d.get("members") or ()),
-            failed_members=tuple(d.get("failed_members") or ()),
-            facets={str(k): str(v) for k, v in (d.get("facets") or {}).items()},
-            value=d.get("value"),
-            message=str(d.get("message", "")),
-            details=dict(d.get("details") or {}),
-            suite=str(d.get("suite", "")),
+            benchmark=str(d["benchmark"]), derived_id=str(d["gid"]), kind=str(d["group_kind"]),
+            verdict=Verdict(d["outcome"]), members=tuple(d.get("members") or ()),
+            failed_members=tuple(d.get("failed_members") or ()), facets=_facets(d), value=d.get("value"),
+            message=str(d.get("message", "")), details=dict(d.get("details") or {}), suite=str(d.get("suite", "")),
             nodeid=str(d.get("nodeid", "")),
         )
+
+
+def _facets(d: Mapping[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (d.get("facets") or {}).items()}
 
 
 def index(records: Sequence[Record]) -> dict[str, Record]:

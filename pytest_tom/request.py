@@ -1,12 +1,9 @@
 """Model requests and responses: what the engine plans, dedupes, caches and sends.
 
-Requests are deliberately separate from samples: one sample may need several
-requests (ToMBench's shuffled tries), one request may answer several samples
-(ToMValley's 71 questions in one prompt: every item yields the same request and
-the engine sends it once), and a request may depend on the answer to another
-(SimpleToM's mental-state reminder arrives in a later wave). Scoring-side models
-(sentence embedders, later judges) are requests too, routed by `Request.model`,
-so they share the engine's planning, batching, cache and fingerprints.
+Requests are separate from samples: a sample may need several (ToMBench's shuffled tries),
+one may answer several samples (ToMValley's 71 questions in one prompt, sent once), and one
+may depend on another's answer (SimpleToM's reminder, in a later wave). Scoring models
+(embedders) are requests too, routed by `Request.model`, sharing planning, cache and fingerprints.
 """
 
 from __future__ import annotations
@@ -60,13 +57,8 @@ class GenerationSettings:
     """
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.seed,
-            "stop": list(self.stop),
-        }
+        d: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                             "seed": self.seed, "stop": list(self.stop)}
         # Only where set, so the keys of requests without an answer-contract stop never change.
         if self.stop_after:
             d["stop_after"] = list(self.stop_after)
@@ -77,11 +69,10 @@ class GenerationSettings:
 class Request:
     """One call to a model.
 
-    `kind` is "generate" (free text), "loglikelihood" (score each of `choices` as a
-    continuation of the prompt) or "embed" (a sentence vector of `text`, for a
-    scoring model named by `model`). `answer_labels` and `answer_format` tell
-    model-agnostic baselines (the `random` and `mock` models) what a well-formed
-    answer looks like; they are derived from the prompt, so they are not in the key.
+    `kind` is "generate", "loglikelihood" (score each of `choices` as a continuation) or "embed"
+    (a vector of `text` from the scoring model `model`). `answer_labels` and `answer_format` tell
+    model-agnostic baselines (`random`, `mock`) what a well-formed answer looks like; derived from
+    the prompt, they are not in the key.
     """
 
     messages: tuple[Message, ...] = ()
@@ -101,12 +92,8 @@ class Request:
         object.__setattr__(self, "key", sha256_text(canonical_json(self.to_dict())))
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "messages": [m.to_dict() for m in self.messages],
-            "settings": self.settings.to_dict(),
-            "kind": self.kind,
-            "choices": list(self.choices),
-        }
+        d: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "settings": self.settings.to_dict(),
+                             "kind": self.kind, "choices": list(self.choices)}
         # Only where set, so the keys of model-under-test requests never change.
         if self.model:
             d["model"] = self.model
@@ -145,12 +132,8 @@ class Response:
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"text": self.text, "error": self.error}
-        if self.logprobs is not None:
-            d["logprobs"] = list(self.logprobs)
-        if self.choice_tokens is not None:
-            d["choice_tokens"] = list(self.choice_tokens)
-        if self.vector is not None:
-            d["vector"] = list(self.vector)
+        d.update((name, list(v)) for name, v in (("logprobs", self.logprobs), ("choice_tokens", self.choice_tokens),
+                                                 ("vector", self.vector)) if v is not None)
         if self.usage:
             d["usage"] = dict(self.usage)
         return d
@@ -167,15 +150,9 @@ class Response:
             tokens = [legacy[i] for i in sorted(legacy)]
             usage = {k: v for k, v in usage.items() if not k.startswith(_LEGACY_CHOICE_TOKENS)}
         vec = d.get("vector")
-        return cls(
-            text=d.get("text"),
-            error=d.get("error"),
-            logprobs=tuple(lp) if lp is not None else None,
-            choice_tokens=tuple(int(t) for t in tokens) if tokens is not None else None,
-            vector=tuple(float(x) for x in vec) if vec is not None else None,
-            usage=usage,
-            cached=cached,
-        )
+        return cls(text=d.get("text"), error=d.get("error"), logprobs=tuple(lp) if lp is not None else None,
+                   choice_tokens=tuple(int(t) for t in tokens) if tokens is not None else None,
+                   vector=tuple(float(x) for x in vec) if vec is not None else None, usage=usage, cached=cached)
 
 
 _LEGACY_CHOICE_TOKENS = "choice_tokens."

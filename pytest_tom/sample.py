@@ -1,11 +1,9 @@
 """The typed sample: one benchmark question as a frozen record any later code can read and rewrite.
 
-Perturbation strategies, baselines and reports never need to know which benchmark
-a sample came from: the context (a story, or a conversation as speaker turns), the
-question, the labelled choices, the gold answer and the characters it names are
-fields of their own. A benchmark keeps what only it needs in `extra`, and builds
-every prompt from the sample at run time, so a rewritten sample (a renamed
-character, permuted choices) is asked exactly as rewritten.
+Strategies, baselines and reports never need to know the benchmark: context (a story or a
+conversation), question, labelled choices, gold and characters are fields of their own; a
+benchmark keeps its own in `extra` and builds prompts from the sample at run time, so a
+rewritten sample (a renamed character, permuted choices) is asked exactly as rewritten.
 """
 
 from __future__ import annotations
@@ -138,10 +136,8 @@ KEEP: Mapping[str, bool] = MappingProxyType({"rewrite": False})
 def map_text(value: T, fn: Callable[[str], str]) -> T:
     """Apply `fn` to every string inside `value`: dataclasses (frozen or not), tuples, lists, mappings.
 
-    Mapping keys are left alone (they are field names or ids, not text), and so are
-    dataclass fields marked ``metadata=KEEP`` (file names, labels, ids). Used by
-    `rewrite_text` on a sample's `extra`, so a benchmark need not write its own
-    rename logic as long as its extension holds plain strings and containers.
+    Mapping keys (field names, ids) and dataclass fields marked ``metadata=KEEP`` are left alone, so
+    `rewrite_text` renames a benchmark's `extra` without its own code when it holds plain containers.
     """
     if isinstance(value, str):
         return fn(value)  # type: ignore[return-value]
@@ -187,9 +183,8 @@ def rewrite_text(sample: Sample[E], fn: Callable[[str], str], *, facets: Sequenc
 def rename(sample: Sample[E], mapping: Mapping[str, str], *, facets: Sequence[str] = (), lower: bool = True) -> Sample[E]:
     """Consistently rename characters (whole words, all at once, so swaps work) everywhere in `sample`.
 
-    Names are matched case-sensitively as whole words. With `lower` (the default)
-    the lower-case form is renamed too, because some benchmarks key their analysis
-    on it (FANToM); turn it off for names that are also ordinary words ("Will").
+    Names match case-sensitively as whole words; with `lower` the lower-case form is renamed too,
+    as some benchmarks key on it (FANToM); turn it off for names that are also words ("Will").
     """
     if not mapping:
         return sample

@@ -1,11 +1,9 @@
 """Benchmark settings given as `BENCH.NAME=VALUE` (`--tom-set`, ini `tom_set`), free of pytest.
 
-One repeatable option for every benchmark's settings, in the style of inspect's
-`-T` and lm-eval's `--model_args`, keeps `pytest --help` short: the settings
-themselves are listed by `pytest --tom-set list`, generated here from the
-registry so the list cannot drift from the code. A misspelt benchmark or
-setting is a usage error naming the nearest valid one, and a value is checked
-by the setting's own `BenchmarkOption.convert` before any data is read.
+One repeatable option for every benchmark (like inspect's `-T`) keeps `pytest --help` short;
+`pytest --tom-set list` lists the settings, generated from the registry so it cannot drift.
+A misspelt benchmark or setting is a usage error naming the nearest valid one, and a value is
+checked by its `BenchmarkOption.convert` before any data is read.
 """
 
 from __future__ import annotations
@@ -51,14 +49,14 @@ def parse_entry(raw: str, origin: str = SET_OPTION) -> Setting:
     return Setting(bench.strip(), name.strip().replace("-", "_"), value.strip(), origin)
 
 
+def entry_lines(values: Iterable[object]) -> list[str]:
+    """Every line of repeated options or ini values, without blank lines and `#` comments."""
+    return [line for raw in values for line in str(raw).splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
 def parse_entries(lines: Iterable[str], origin: str) -> list[Setting]:
-    """Every entry of repeated options or ini lines; blank lines and `#` comments of an ini value are skipped."""
-    out = []
-    for raw in lines:
-        for line in str(raw).splitlines() or [""]:
-            if line.strip() and not line.strip().startswith("#"):
-                out.append(parse_entry(line, origin))
-    return out
+    """Every entry of repeated options or ini lines (`entry_lines`)."""
+    return [parse_entry(line, origin) for line in entry_lines(lines)]
 
 
 def option_of(cls: type[Benchmark[object]], name: str, origin: str) -> BenchmarkOption:
@@ -74,9 +72,8 @@ def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[obje
             names: Sequence[str]) -> dict[str, dict[str, str]]:
     """Per benchmark, the settings of `entries` (a later entry wins), each checked as the benchmark will read it.
 
-    `get` looks a benchmark class up by name (the registry's `get`); `names` are
-    the registered benchmarks, for the message of an unknown one. Values stay
-    strings, as the benchmark receives them from any other source.
+    `get` looks a benchmark class up by name, `names` are the registered ones (for the message);
+    values stay strings, as the benchmark receives them from any other source.
     """
     out: dict[str, dict[str, str]] = {}
     for e in entries:

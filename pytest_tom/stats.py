@@ -1,17 +1,15 @@
 """The statistics behind regression gates: rates with clustered intervals, paired comparisons, Holm.
 
-Everything here is a pure function of per-item values (1.0/0.0 correctness, or any per-item score
-in [0, 1]) so that a gate's decision can be reproduced from a report and tested without pytest or
-a model. Items of one story or conversation are not independent (a model that misreads a story
-misses several of its questions), so every interval and test works on whole clusters; per-item
-Wilson intervals are too narrow on such data (see benchmarks/gate_simulation.py for the numbers).
-
-numpy and scipy are imported inside the functions: importing pytest_tom must stay cheap for runs
-that never gate (tests/unit/test_layering.py).
+Pure functions of per-item values in [0, 1], so a gate's decision can be reproduced from a
+report and tested without pytest or a model. A story's questions are not independent, so every
+interval and test works on whole clusters (per-item Wilson is too narrow: see
+benchmarks/gate_simulation.py). numpy and scipy are imported inside the functions, so importing
+pytest_tom stays cheap for runs that never gate.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -66,47 +64,26 @@ class Comparison:
     noise_flip_rate: float | None = None
 
 
-def estimate_rate(
-    values: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> Estimate:
+def estimate_rate(values: Sequence[float], clusters: Sequence[Hashable] | None = None, *, level: float = 0.95,
+                  resamples: int = 2000, seed: int = 0) -> Estimate:
     """The mean of per-item values with an interval that respects clustering.
 
-    The interval is the wider of two (their union): the percentile interval of a cluster bootstrap
-    (whole clusters resampled, so the correlation inside a story is kept), and a Wilson interval on
-    the effective sample size n / design effect, the design effect estimated from the
-    cluster-level variance (with the k/(k-1) small-sample factor), with Student's t quantile on k-1
-    degrees of freedom in place of the normal one. Why both: the percentile bootstrap alone covers
-    too little with few clusters (0.91 for 10 stories in benchmarks/gate_simulation.py) and
-    collapses to a point when every value is equal (10/10 would read [1, 1]). When every value is
-    equal (or every cluster has the same mean) no design effect can be estimated, and the interval
-    is Wilson on the items: 10/10 gives [0.72, 1].
-    With one cluster there is nothing to resample between clusters, so the interval is Wilson on
-    the items, and `method` says so. `clusters=None` makes each item its own cluster.
-    `resamples=0` skips the bootstrap (Wilson on n_eff alone), for simulations.
+    The interval is the union of a cluster bootstrap percentile interval and Wilson on the
+    effective sample size (n / design effect from the cluster-level variance, k/(k-1) factor,
+    Student's t on k-1 df). Why both: the bootstrap alone covers too little with few clusters
+    (0.91 for 10 stories in benchmarks/gate_simulation.py) and collapses when every value is
+    equal. With no spread, or one cluster, it is Wilson on the items (10/10 gives [0.72, 1]), and
+    `method` says so. `clusters=None`: each item its own cluster; `resamples=0` skips the bootstrap.
     """
-    v = _values(values, "values")
-    return _estimate(v, clusters, level=level, resamples=resamples, seed=seed)
+    return _estimate(_values(values, "values"), clusters, level=level, resamples=resamples, seed=seed)
 
 
-def flip_rate(
-    run_a: Sequence[float],
-    run_b: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> Estimate:
+def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
+              level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Estimate:
     """Share of items whose result differs between two runs of the same model: the noise floor.
 
-    Greedy decoding is not deterministic across batch compositions and hardware, so two runs of
-    one model disagree on some items; `compare_paired(noise_flip_rate=...)` takes this rate so that
-    a gate does not fail on that noise. For scores, an item's flip is |a - b|. Pass `.high` rather
+    Greedy decoding is not deterministic across batchings and hardware; `compare_paired` takes this
+    rate so a gate does not fail on that noise. For scores a flip is |a - b|. Pass `.high` rather
     than `.point` when the repeat covered only a small sample.
     """
     a, b = _values(run_a, "run_a"), _values(run_b, "run_b")
@@ -117,42 +94,24 @@ def flip_rate(
     return replace(est, method="flips between two runs; " + est.method)
 
 
-def compare_paired(
-    base: Sequence[float],
-    new: Sequence[float],
-    clusters: Sequence[Hashable] | None = None,
-    *,
-    margin: float = 0.0,
-    level: float = 0.95,
-    alpha: float = 0.05,
-    resamples: int = 2000,
-    seed: int = 0,
-    noise_flip_rate: float | None = None,
-) -> Comparison:
+def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
+                   margin: float = 0.0, level: float = 0.95, alpha: float = 0.05, resamples: int = 2000, seed: int = 0,
+                   noise_flip_rate: float | None = None) -> Comparison:
     """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
 
-    Decision rule (one-sided, H0: new - base >= -margin):
-    p_regression = max(p_t, p_exact), where
-      - p_t is the cluster-robust t test: d = mean of per-item differences, its standard error
-        from the cluster totals (CR1: residuals of cluster totals, factor k/(k-1)), and Student's t
-        with k-1 degrees of freedom, the usual recipe for clustered means with tens of clusters;
-      - p_exact is the exact one-sided McNemar (sign) test of right->wrong against wrong->right,
-        which is exact when few items changed, where the t approximation is not.
-    Each is a valid test in its own regime, so their maximum is valid in both (and conservative).
+    One-sided, H0: new - base >= -margin; p_regression = max(p_t, p_exact):
+      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual
+        recipe for clustered means with tens of clusters;
+      - p_exact: exact one-sided McNemar on the discordant items, exact where few items changed.
+    Each is valid in its own regime, so their maximum is valid in both (and conservative).
 
-    Noise floor: with `noise_flip_rate` f (the share of items on which two runs of one model
-    disagree), the variance of one run's noise, f / 2 per item, is added once more to the squared
-    standard error. Why: the paired variance already holds the noise of both runs, so a fresh pair of
-    runs needs nothing more; but the baseline is one run saved once and reused for every later
-    candidate, so its noise becomes a fixed offset, and a lucky baseline would fail candidate after
-    candidate of the same quality. With the baseline's noise counted twice, a baseline lucky by its
-    90th percentile still leaves a false-alarm rate near alpha (normal approximation: Phi(-2.85 + 1.28)
-    = 0.06 at alpha = 0.05, against Phi(-2.33 + 1.28) = 0.15 without), at a cost in power; the simulation
-    (benchmarks/gate_simulation.py) measures both.
-
-    The reported interval of the difference is the union of the paired cluster bootstrap
-    (the same resampled clusters for both runs) and the t interval with the standard error above,
-    so it is never narrower than what the decision used.
+    Noise floor: with `noise_flip_rate` f, one run's noise variance (f / 2 per item) is added once
+    more to the squared standard error. The paired variance holds both runs' noise, but a baseline
+    saved once and reused becomes a fixed offset, and a lucky one would fail candidate after
+    candidate; counted twice, a baseline lucky by its 90th percentile keeps false alarms near alpha
+    (Phi(-2.85 + 1.28) = 0.06 at alpha 0.05, against 0.15 without), at a cost in power
+    (benchmarks/gate_simulation.py measures both). The reported interval is the union of the
+    paired cluster bootstrap and the t interval, never narrower than what the decision used.
     """
     b, w = _values(base, "base"), _values(new, "new")
     _same_length(b, w)
@@ -194,33 +153,18 @@ def compare_paired(
     method = f"t interval (cluster-robust SE, {k} clusters"
     method += f", noise floor {noise_flip_rate:.3g})" if noise_flip_rate else ")"
     if resamples > 0 and k > 1:
-        boot = _boot_ratio(sums, sizes, resamples, seed)
-        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        low, high = _widen(low, high, sums, sizes, resamples, seed, level)
         method = f"paired cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
     diff = Estimate(point, low, high, n, k, level, method + fallback)
-    return Comparison(
-        base=float(b.mean()),
-        new=float(w.mean()),
-        diff=diff,
-        n_pairs=n,
-        right_to_wrong=r2w,
-        wrong_to_right=w2r,
-        mcnemar_p=mcnemar,
-        margin=margin,
-        p_regression=p_regression,
-        p_adjusted=p_regression,
-        regressed=p_regression <= alpha,
-        noise_flip_rate=noise_flip_rate,
-    )
+    return Comparison(float(b.mean()), float(w.mean()), diff, n, r2w, w2r, mcnemar, margin, p_regression, p_regression,
+                      p_regression <= alpha, noise_flip_rate)
 
 
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
     """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong".
 
-    Under H0 each discordant item is equally likely to go either way, so right->wrong is
-    Binomial(b + c, 1/2); these are scipy.stats.binomtest's numbers (the unit tests check), taken
-    from the binomial tails of scipy.special because a simulation calls this many thousand times.
+    Under H0 right->wrong is Binomial(b + c, 1/2): scipy.stats.binomtest's numbers (the unit tests
+    check), from scipy.special's binomial tails because a simulation calls this thousands of times.
     """
     from scipy.special import bdtr, bdtrc
 
@@ -235,9 +179,8 @@ def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, floa
 def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, bool]]:
     """Holm's step-down adjusted p-values and decisions, in the order given.
 
-    Gating several metrics at once multiplies the chances of a false alarm; Holm keeps the chance
-    of any false alarm at alpha, with more power than Bonferroni. scipy.stats has only FDR control
-    (`false_discovery_control`), which bounds the wrong share of alarms, not the chance of one.
+    Holm keeps the chance of any false alarm across the metrics gated together at alpha, with more
+    power than Bonferroni; scipy.stats has only FDR control, which bounds the share of false alarms.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -245,11 +188,8 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
         if not 0 <= p <= 1:  # also refuses NaN
             raise ValueError(f"p-value of {name!r} must be in [0, 1], got {p}")
     ordered = sorted(pvalues, key=lambda name: pvalues[name])
-    m, running = len(ordered), 0.0
-    adjusted: dict[str, float] = {}
-    for i, name in enumerate(ordered):
-        running = max(running, min(1.0, (m - i) * pvalues[name]))
-        adjusted[name] = running
+    steps = (min(1.0, (len(ordered) - i) * pvalues[name]) for i, name in enumerate(ordered))
+    adjusted = dict(zip(ordered, itertools.accumulate(steps, max), strict=True))
     return {name: (adjusted[name], adjusted[name] <= alpha) for name in pvalues}
 
 
@@ -263,11 +203,10 @@ def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a rate p over n (possibly effective, fractional) items."""
     from scipy.special import ndtri
 
-    return _wilson(p, n, float(ndtri(0.5 + level / 2)))
+    return wilson_z(p, n, float(ndtri(0.5 + level / 2)))
 
 
 def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, resamples: int, seed: int) -> Estimate:
-    import numpy as np
 
     _check_level(level)
     if resamples < 0:
@@ -288,12 +227,10 @@ def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, r
         method = f"Wilson on {n} items (all clusters alike)"
     else:  # Student's t with k-1 degrees of freedom: the variance comes from k cluster totals
         n_eff = min(float(n), max(1.0, spread / var))
-        low, high = _wilson(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
+        low, high = wilson_z(point, n_eff, float(stdtrit(k - 1, 0.5 + level / 2)))
         method = f"Wilson on {n_eff:.0f} effective items of {n} (t, {k - 1} df)"
     if resamples > 0:
-        boot = _boot_ratio(sums, sizes, resamples, seed)
-        b_lo, b_hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-        low, high = min(low, float(b_lo)), max(high, float(b_hi))
+        low, high = _widen(low, high, sums, sizes, resamples, seed, level)
         method = f"cluster bootstrap ({resamples} resamples, {k} clusters) widened to the {method}"
     return Estimate(point, max(0.0, low), min(1.0, high), n, k, level, method)
 
@@ -353,23 +290,24 @@ def _ratio_var(sums: Floats, sizes: Floats, point: float) -> float:
     return float(k / (k - 1) * (resid @ resid)) / float(sizes.sum()) ** 2
 
 
-def _boot_ratio(sums: Floats, sizes: Floats, resamples: int, seed: int) -> Floats:
-    """Item means of `resamples` cluster bootstrap samples: k clusters drawn with replacement each time."""
+def _widen(low: float, high: float, sums: Floats, sizes: Floats, resamples: int, seed: int,
+           level: float) -> tuple[float, float]:
+    """(low, high) widened to the percentile interval of `resamples` cluster bootstrap item means."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     k = len(sizes)
     rows = max(1, CHUNK_CELLS // k)
-    out = []
+    boot = []
     for start in range(0, resamples, rows):
-        r = min(rows, resamples - start)
-        draws = rng.integers(0, k, size=(r, k))
-        out.append(np.take(sums, draws).sum(axis=1) / np.take(sizes, draws).sum(axis=1))
-    result: Floats = np.concatenate(out)
-    return result
+        draws = rng.integers(0, k, size=(min(rows, resamples - start), k))
+        boot.append(np.take(sums, draws).sum(axis=1) / np.take(sizes, draws).sum(axis=1))
+    b_lo, b_hi = np.quantile(np.concatenate(boot), [(1 - level) / 2, (1 + level) / 2])
+    return min(low, float(b_lo)), max(high, float(b_hi))
 
 
-def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+def wilson_z(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson score interval for a rate p over n items at the normal (or t) quantile z."""
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denom

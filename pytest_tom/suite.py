@@ -1,9 +1,8 @@
 """Declaring a suite in a test module: ``tombench = pytest_tom.suite("tombench", languages="en")``.
 
-A module-level `Suite` is collected like a test class: each of its questions
-becomes an item under the variable's name, with the suite's own settings. That
-lets a model repo keep several configurations side by side (vanilla and CoT,
-a quick sample and the full set) in version control.
+A module-level `Suite` is collected like a test class, its questions items under the
+variable's name with the suite's settings, so a model repo can keep several configurations
+(vanilla and CoT, a quick sample and the full set) side by side.
 """
 
 from __future__ import annotations
@@ -33,16 +32,8 @@ class Suite:
     """Robustness strategies searched per question (`pytest_tom.robustness`), added to --tom-robustness."""
 
 
-def suite(
-    benchmark: str,
-    *,
-    sample: int | None = None,
-    seed: int | None = None,
-    data_dir: str | Path | None = None,
-    gates: str | Sequence[str] = (),
-    robustness: str | Sequence[str] = (),
-    **settings: Any,
-) -> Suite:
+def suite(benchmark: str, *, sample: int | None = None, seed: int | None = None, data_dir: str | Path | None = None,
+          gates: str | Sequence[str] = (), robustness: str | Sequence[str] = (), **settings: Any) -> Suite:
     """Declare a benchmark suite in a test module.
 
     Args:

@@ -9,40 +9,27 @@ never cached: a retry later may succeed.
 
 What happens when the file misbehaves, and why:
 
-* **Damaged** (garbage in the file, a truncated file, not a database): detected
-  once, when the cache opens (`PRAGMA quick_check`: about 15 ms on a warm file of
-  30,000 short answers, 50 ms for 64 MB of long ones, under a second cold), or at
-  the first read that fails; it raises `TomCacheError`, which stops the run with
-  one message naming the file and the ways on. Stopping rather than running on
-  without the cache, because a fall-back would silently re-ask every answer the
-  file holds (hours and money on an API) and SQLite may even accept new writes
-  into a damaged file, deepening the damage; the check runs before the model is
-  asked anything, so stopping costs nothing, and `--tom-no-cache` is the
-  fall-back for a user who chooses it.
-* **Not writable** (a read-only file or folder, a full disk, a folder that
-  cannot be created): reading what the file holds still works (through a
-  read-only connection if need be), answers that cannot be stored are kept in
-  memory for the rest of the run, and one `TomCacheWarning` says so. A cache
-  that cannot be written never makes the engine ask a question twice.
-* **Empty** (0 bytes): a cache file is never empty (a new one is built aside and
-  linked into place whole), so an empty file is something that emptied it (a full
-  disk, a failed copy); SQLite would silently take it for a new cache, so it is a
-  `TomCacheError` naming it. So is a folder or other non-file at the path.
-* **An answer edited on disk** (same length, so SQLite's structure checks pass): each
-  row carries a checksum, sha256 of its key and answer JSON, checked at every read;
-  an answer that fails it (or cannot be decoded) is a miss, asked again and replaced,
-  and one `TomCacheWarning` counts them. A cache from before checksums (no
-  `checksum` column) is migrated when it opens: its rows are checksummed as they are
-  (they were trusted before, and re-asking them all would cost the whole cache); a
-  row without a checksum in a migrated file (an older pytest-tom writing to it) is
-  asked again. A read-only old cache cannot be migrated and is read unchecked.
-* **Removed or replaced during the run** (`rm`, a cleanup job, another checkout
-  moved into place): the connection would keep writing into the deleted file, and
-  the run's answers would vanish with it. Every write first compares the path's
-  inode with the one opened; on a change, this run's answers are read back from the
-  old file (still open), the cache is opened again at the path (re-created if
-  missing), they and the new ones are written there, and one `TomCacheWarning`
-  says so.
+* **Damaged** (garbage, truncated, not a database): found when the cache opens
+  (`PRAGMA quick_check`, 15-50 ms warm) or at the first failing read; a
+  `TomCacheError` naming the file stops the run. Running on without the cache
+  would silently re-ask every answer it holds (hours and money on an API) and
+  SQLite may write into a damaged file; the check runs before any model request,
+  and `--tom-no-cache` is the fall-back a user may choose.
+* **Not writable** (read-only file or folder, full disk): what the file holds is
+  still read (read-only if need be), new answers are kept in memory for the run,
+  and one `TomCacheWarning` says so; no question is ever asked twice.
+* **Empty** (0 bytes) or not a file: a new cache is built aside and linked into
+  place whole, so an empty file was emptied by something (a full disk, a failed
+  copy); SQLite would take it for a new cache, so it is a `TomCacheError`.
+* **An answer edited on disk**: each row carries sha256 of its key and answer JSON,
+  checked at every read; a failing (or undecodable) answer is a miss, asked again,
+  and one `TomCacheWarning` counts them. A cache from before checksums is migrated
+  on open by checksumming its rows as they are (re-asking them would cost the whole
+  cache); a read-only old cache is read unchecked.
+* **Removed or replaced during the run**: the connection would keep writing into
+  the deleted file. Every write first compares the path's inode with the one
+  opened; on a change this run's answers are read back from the old file, the cache
+  is opened again at the path, they are written there, and one warning says so.
 """
 
 from __future__ import annotations
@@ -69,6 +56,7 @@ _CREATE = ("CREATE TABLE IF NOT EXISTS responses ("
            " key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL,"
            " checksum TEXT)")
 _COLUMNS = "key, fingerprint, response, created, checksum"
+_INSERT = f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)"
 
 
 def checksum(key: str, payload: bytes) -> str:
@@ -88,6 +76,10 @@ def _is_damage(exc: sqlite3.Error) -> bool:
     return type(exc) is sqlite3.DatabaseError  # what both map to; subclasses are other failures
 
 
+def _has_checksums(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)"))
+
+
 class ResponseCache:
     def __init__(self, directory: Path) -> None:
         self.path = directory / _FILENAME
@@ -103,9 +95,9 @@ class ResponseCache:
         self._checked = True
         """Whether rows carry checksums (False only for a pre-checksum cache opened read-only)."""
         self._identity: tuple[int, int] | None = None
+        """(device, inode) of the file opened: a change means it was removed or replaced."""
         self._sidecars: dict[Path, tuple[int, int]] = {}
         """(device, inode) of the -wal and -shm files the connection opened."""
-        """(device, inode) of the file opened: a change means it was removed or replaced."""
         self._opened = time.time()
         self._notices: list[str] = []
         """Warnings found by the writer thread, given in the engine's thread at the next `flush`."""
@@ -140,13 +132,11 @@ class ResponseCache:
             conn = self._open_read_only()
         if conn is not None:
             self._check(conn)
-            self._checked = any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)"))
+            self._checked = _has_checksums(conn)
             self._identity = self._stat()
-            self._sidecars = {path: ident for path in self._sidecar_paths() if (ident := self._stat(path))}
+            sidecars = (self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm"))
+            self._sidecars = {path: ident for path in sidecars if (ident := self._stat(path))}
         return conn
-
-    def _sidecar_paths(self) -> tuple[Path, Path]:
-        return self.path.with_name(self.path.name + "-wal"), self.path.with_name(self.path.name + "-shm")
 
     def _refuse_non_cache(self) -> None:
         """A folder, or an empty file, at the cache path: a clear error, never a new cache built over it."""
@@ -169,9 +159,8 @@ class ResponseCache:
     def _create_whole(self) -> None:
         """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
 
-        Linking never replaces a file: when another process (an xdist worker)
-        created the cache first, its file is kept. A file system without hard
-        links gets the file made in place, as SQLite does.
+        Linking never replaces a file another process (an xdist worker) made first; without hard links
+        the file is made in place, as SQLite does.
         """
         if self.path.exists():
             return
@@ -196,11 +185,11 @@ class ResponseCache:
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         """A cache from before checksums: add the column and checksum its rows as they are, once, in one transaction."""
-        if any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)")):
+        if _has_checksums(conn):
             return
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            if any(row[1] == "checksum" for row in conn.execute("PRAGMA table_info(responses)")):
+            if _has_checksums(conn):
                 return  # another process migrated it while this one waited
             conn.execute("ALTER TABLE responses ADD COLUMN checksum TEXT")
             rows = conn.execute("SELECT key, CAST(response AS BLOB) FROM responses").fetchall()
@@ -217,9 +206,8 @@ class ResponseCache:
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A read-only connection, or None when there is nothing to read.
 
-        A WAL database in a folder that cannot be written cannot even be read
-        normally (SQLite needs its -shm file), so the last resort is `immutable=1`,
-        which reads the main file as it is.
+        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm
+        file), so the last resort is `immutable=1`, which reads the main file as it is.
         """
         if not self.path.is_file():
             return None
@@ -248,7 +236,7 @@ class ResponseCache:
             rows = conn.execute("PRAGMA quick_check(1)").fetchall()
         except sqlite3.Error as exc:
             conn.close()
-            raise (self._damaged(exc) if _is_damage(exc) else self._unreadable(exc)) from None
+            raise self._failure(exc) from None
         if rows != [("ok",)]:
             conn.close()
             raise self._damaged(str(rows[0][0]) if rows else "integrity check failed")
@@ -264,6 +252,9 @@ class ResponseCache:
             f"`sqlite3 {self.path}.damaged .recover` may salvage its answers).",
             path=self.path,
         )
+
+    def _failure(self, exc: sqlite3.Error) -> TomCacheError:
+        return self._damaged(exc) if _is_damage(exc) else self._unreadable(exc)
 
     def _unreadable(self, reason: object) -> TomCacheError:
         return TomCacheError(
@@ -308,7 +299,7 @@ class ResponseCache:
                             else:
                                 found[wanted[key]] = response
                 except sqlite3.Error as exc:
-                    raise (self._damaged(exc) if _is_damage(exc) else self._unreadable(exc)) from None
+                    raise self._failure(exc) from None
             for key in keys:
                 kept = self._memory.get(key)
                 if kept is not None and wanted[key] not in found:
@@ -325,8 +316,7 @@ class ResponseCache:
     def put_many(self, fingerprint: str, items: Iterable[tuple[str, Response]]) -> int:
         """Store successful responses in one transaction, now; return how many reached the file.
 
-        Never raises for a file that cannot be written: those answers stay in
-        memory for this run and one warning says so.
+        Never raises for an unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
         self._warn_unwritable()
@@ -336,13 +326,9 @@ class ResponseCache:
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
         """Hand one answer to the writer thread, which commits whatever has queued up since its last commit.
 
-        A commit per answer costs 0.1-0.2 ms, which doubled the engine time of
-        free answers (the random model); grouping what arrived during the
-        previous commit keeps that near zero, while an answer that comes alone
-        is still committed at once. So a killed process loses at most the
-        answers that arrived during the last commit, and `flush` (which the
-        engine calls after each batch of requests, on Ctrl-C and on SIGTERM)
-        loses none.
+        A commit per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what
+        arrived during the previous commit keeps that near zero, so a killed process loses at most
+        the answers of the last commit, and `flush` (after each batch, on Ctrl-C and SIGTERM) none.
         """
         if not response.ok:
             return
@@ -413,8 +399,7 @@ class ResponseCache:
                     self._follow_the_path()
                     with self._conn:
                         self._conn.execute("BEGIN IMMEDIATE")
-                        self._conn.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
-                                               rows)
+                        self._conn.executemany(_INSERT, rows)
                     stored = len(rows)
                 except sqlite3.Error as exc:
                     self.write_error = str(exc)
@@ -446,7 +431,7 @@ class ResponseCache:
             raise sqlite3.OperationalError(self.write_error or f"it was {what} during the run")
         with self._conn:
             self._conn.execute("BEGIN IMMEDIATE")
-            self._conn.executemany(f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES (?, ?, ?, ?, ?)", kept)
+            self._conn.executemany(_INSERT, kept)
         self._notices.append(
             f"pytest-tom: the response cache {self.path} was {what} during the run: "
             f"{'it was made again' if what == 'removed' else 'the new file is used'}, and this run's {len(kept)} "

@@ -1,19 +1,12 @@
 """The request engine: plan, dedupe, answer from cache, batch the rest; the only caller of models.
 
-Samples talk to the engine through programs (generators that yield lists of
-requests and receive the responses). The engine advances all programs in waves:
-each wave gathers every pending request of every program, dedupes identical
-requests, answers what the cache holds and sends the rest to their model in
-batches, storing each response as it arrives (a writer thread commits whatever
-arrived since its last commit: see `ResponseCache.store`), so a run stopped by Ctrl-C
-or SIGTERM loses no answer and even `kill -9` loses at most those that arrived during
-the last commit, a fraction of a millisecond. Dependent requests (a follow-up that
-needs an earlier answer) simply arrive in a later wave.
-
-Requests are routed by `Request.model`: the model under test answers the empty
-name, scoring models (sentence embedders, later judges) answer theirs. Each has
-its own fingerprint in the cache key, so a cached embedding is reused only for
-the same embedder.
+Samples are programs (generators yielding lists of requests and receiving the responses),
+advanced in waves: each wave dedupes every pending request, answers what the cache holds and
+sends the rest to their model in batches, storing each response as it arrives (see
+`ResponseCache.store`), so Ctrl-C or SIGTERM loses no answer and `kill -9` at most those of the
+last commit. A follow-up that needs an earlier answer simply arrives in a later wave.
+`Request.model` routes a request: the model under test answers the empty name, scoring models
+(embedders) theirs, each with its own fingerprint in the cache key.
 """
 
 from __future__ import annotations
@@ -38,11 +31,9 @@ from pytest_tom.sample import Sample
 class ProgressCallback(Protocol):
     """Told how a pass of model requests goes; throttles its own drawing.
 
-    Called with (0, total) before the first request goes out, then as each
-    response arrives: `answered` counts answers, `errors` the requests that got
-    none (they are not retried by the engine), `retries` the attempts the backend
-    made again so far in this pass (from its `stats["retries"]`, where it keeps
-    one). The pass is over when answered + errors == total.
+    Called with (0, total) first, then as each response arrives: `answered` counts answers,
+    `errors` the requests that got none (never retried by the engine), `retries` the backend's
+    retries so far in this pass (its `stats["retries"]`). The pass ends at answered + errors == total.
     """
 
     def __call__(self, answered: int, total: int, /, *, errors: int = 0, retries: int = 0) -> None: ...
@@ -69,9 +60,8 @@ ModelResolver = Callable[[str], Model]
 def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
     """While the engine runs, SIGTERM (a CI timeout, `kill`) still ends the process, after the cache has every answer.
 
-    Ctrl-C needs nothing: KeyboardInterrupt runs the engine's `finally`. Only the
-    default disposition is replaced, only from the main thread, and only for the
-    engine run: a handler the user installed is left alone.
+    (Ctrl-C runs the engine's `finally`.) Only the default disposition is replaced, from the
+    main thread, for the engine run: a handler the user installed is left alone.
     """
     if (cache is None or threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
@@ -114,17 +104,9 @@ class EngineStats:
     """Per scoring model: requests, unique_requests, cache_hits, model_requests, errors, model_seconds."""
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "questions": self.questions,
-            "requests": self.requests,
-            "unique_requests": self.unique_requests,
-            "cache_hits": self.cache_hits,
-            "model_requests": self.model_requests,
-            "errors": self.errors,
-            "waves": self.waves,
-            "model_seconds": round(self.model_seconds, 3),
-            "usage": dict(self.usage),
-        }
+        d = dataclasses.asdict(self)
+        d["model_seconds"] = round(self.model_seconds, 3)
+        del d["scoring"]
         if self.scoring:
             d["scoring"] = {k: {n: (round(v, 3) if n == "model_seconds" else int(v)) for n, v in s.items()}
                             for k, s in self.scoring.items()}
@@ -132,15 +114,8 @@ class EngineStats:
 
 
 class Engine:
-    def __init__(
-        self,
-        model: Model,
-        cache: ResponseCache | None = None,
-        *,
-        batch_size: int | None = None,
-        progress: ProgressCallback | None = None,
-        scoring_models: ModelResolver | None = None,
-    ) -> None:
+    def __init__(self, model: Model, cache: ResponseCache | None = None, *, batch_size: int | None = None,
+                 progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None) -> None:
         self.model = model
         self.cache = cache
         self.batch_size = batch_size
@@ -220,16 +195,8 @@ class Engine:
                 self._advance(key, sample, program, responses, pending, results, keys_seen)
         return results
 
-    def _advance(
-        self,
-        key: str,
-        sample: Sample[Any],
-        program: Program,
-        responses: Sequence[Response] | None,
-        pending: dict[str, list[Request]],
-        results: dict[str, Record],
-        keys_seen: dict[str, list[str]],
-    ) -> None:
+    def _advance(self, key: str, sample: Sample[Any], program: Program, responses: Sequence[Response] | None,
+                 pending: dict[str, list[Request]], results: dict[str, Record], keys_seen: dict[str, list[str]]) -> None:
         errors = [r.error for r in responses or () if r.error is not None]
         if errors:
             # An API failure is an error, never an answer: the program never sees it.
@@ -253,10 +220,8 @@ class Engine:
 
     # -- answering -----------------------------------------------------------------------------------
     def _scoring_stats(self, name: str) -> dict[str, float]:
-        if name not in self.stats.scoring:
-            self.stats.scoring[name] = dict.fromkeys(
-                ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0)
-        return self.stats.scoring[name]
+        return self.stats.scoring.setdefault(name, dict.fromkeys(
+            ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0))
 
     def _answer(self, requests: list[Request]) -> dict[str, Response]:
         by_model: dict[str, list[Request]] = {}
@@ -332,17 +297,12 @@ class Engine:
                 errors += 1
             if main:
                 self.responses[r.key] = resp
-        if main:
-            self.stats.unique_requests += len(requests)
-            self.stats.cache_hits += len(requests) - total
-            self.stats.model_requests += total
-            self.stats.model_seconds += seconds
-            self.stats.errors += errors
-        else:
-            s = self._scoring_stats(name)
-            s["unique_requests"] += len(requests)
-            s["cache_hits"] += len(requests) - total
-            s["model_requests"] += total
-            s["model_seconds"] += seconds
-            s["errors"] += errors
+        counts = {"unique_requests": len(requests), "cache_hits": len(requests) - total, "model_requests": total,
+                  "model_seconds": seconds, "errors": errors}
+        scoring = None if main else self._scoring_stats(name)
+        for field_name, n in counts.items():
+            if scoring is None:
+                setattr(self.stats, field_name, getattr(self.stats, field_name) + n)
+            else:
+                scoring[field_name] += n
         return answers

@@ -1,19 +1,14 @@
 """Planning: which samples to answer together, and the engine that answers them.
 
-Dedupe and batching need as much of the run as possible in one engine run, so
-the first item that needs an answer answers its whole planning unit:
-
-* in one process, every selected question;
-* on a pytest-xdist worker, the block of the collection this worker runs: with
-  `--dist load`, pytest-tom's scheduler hands each worker one contiguous block
-  (`blocks`), computed the same way on both sides, so each worker
-  answers exactly its own questions and no request is sent twice. Under other
-  `--dist` modes a worker answers the block of each item it receives, which
-  can answer a few requests twice but never loses one.
+Dedupe and batching need as much of the run as possible in one engine run, so the first item
+needing an answer answers its whole planning unit: in one process every selected question; on
+an xdist worker its block of the collection (`blocks`, computed alike on both sides, so under
+`--dist load` no request is sent twice; other modes may ask a few twice but never lose one).
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -47,20 +42,13 @@ def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
 def blocks(is_question: Sequence[bool], count: int) -> list[int]:
     """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
 
-    Other items stay in the block of the questions around them. Worker and
-    controller call this with the same collection, so they agree on every block.
+    Other items stay with the questions around them; worker and controller see the same collection,
+    so they agree on every block.
     """
-    total = sum(is_question)
-    out: list[int] = []
-    seen = 0
-    n = len(is_question)
-    for pos, q in enumerate(is_question):
-        if total:
-            out.append(min(count - 1, (seen * count) // total))
-        else:
-            out.append(min(count - 1, (pos * count) // max(1, n)))
-        seen += q
-    return out
+    total, n = sum(is_question), len(is_question)
+    before = itertools.accumulate(is_question, initial=0)  # questions before each position
+    return [min(count - 1, (seen * count) // total if total else (pos * count) // max(1, n))
+            for pos, seen in zip(range(n), before, strict=False)]
 
 
 class PlannedItem(Protocol):
@@ -116,12 +104,9 @@ class Planner:
     def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
         """Make sure `keys` have records, answering the planning unit of each missing one in one engine run.
 
-        Whatever happens, every question of the unit has a record afterwards, so a
-        failure is recorded once and never re-planned (and re-sent) by each later
-        item: a program that cannot be built is an ERROR for its question, and an
-        exception out of the engine run is an ERROR for each question of the unit.
-        Only a `TomConfigError` (a damaged cache, say) escapes: the run layer
-        stops the run once with it.
+        Afterwards every question of the unit has a record, so a failure is recorded once, never
+        re-sent by each later item: a program that cannot be built, or an exception out of the engine,
+        is an ERROR. Only a `TomConfigError` (a damaged cache) escapes: the run layer stops the run with it.
         """
         missing = [k for k in keys if k not in self.results]
         if not missing:

@@ -1,10 +1,8 @@
 """Records of one run as they reach this process, the judging of derived results, and the report.
 
-In one process the records come from this process's items; on the pytest-xdist
-controller they arrive in the workers' test reports (`user_properties`) and the
-workers' `workeroutput` (suite settings, derived definitions, engine statistics,
-the replay table). Both paths fill the same `RunRecords`, so the summary and the
-report are built by one piece of code.
+In one process records come from this process's items; on the xdist controller from the
+workers' reports (`user_properties`) and `workeroutput`. Both fill the same `RunRecords`,
+so one piece of code builds the summary and the report.
 """
 
 from __future__ import annotations
@@ -114,16 +112,8 @@ class RunRecords:
             return None
         from pytest_tom.output.report import build_report
 
-        items = list(self.items.values())
-        return build_report(
-            items,
-            list(self.derived.values()),
-            self.suites,
-            self.benchmark,
-            model=self.model or {},
-            engine=merge_engine_stats(self.engine),
-            responses=self.responses,
-        )
+        return build_report(list(self.items.values()), list(self.derived.values()), self.suites, self.benchmark,
+                            model=self.model or {}, engine=merge_engine_stats(self.engine), responses=self.responses)
 
 
 def merge_engine_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -134,18 +124,16 @@ def merge_engine_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return dict(parts[0])
     out: dict[str, Any] = {}
     for part in parts:
-        for key, value in part.items():
-            if isinstance(value, Mapping):
-                merged = out.setdefault(key, {})
-                for k, v in value.items():
-                    if isinstance(v, Mapping):
-                        inner = merged.setdefault(k, {})
-                        for kk, vv in v.items():
-                            inner[kk] = inner.get(kk, 0) + vv
-                    else:
-                        merged[k] = merged.get(k, 0) + v
-            elif isinstance(value, (int, float)):
-                out[key] = out.get(key, 0) + value
+        _add_into(out, part)
     if "model_seconds" in out:
         out["model_seconds"] = round(out["model_seconds"], 3)
     return out
+
+
+def _add_into(out: dict[str, Any], part: Mapping[str, Any]) -> None:
+    """Add `part`'s numbers into `out`, nested mappings (usage, scoring models) key by key."""
+    for key, value in part.items():
+        if isinstance(value, Mapping):
+            _add_into(out.setdefault(key, {}), value)
+        elif isinstance(value, (int, float)):
+            out[key] = out.get(key, 0) + value

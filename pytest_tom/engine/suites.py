@@ -68,10 +68,7 @@ class Suites:
                 raise TomConfigError(f"{cls.name}: duplicate sample id {s.id!r}; ids must be unique")
             seen.add(s.id)
         loaded = LoadedSuite(
-            sid=sid,
-            benchmark=bench,
-            samples=samples,
-            derived=bench.derived(samples),
+            sid=sid, benchmark=bench, samples=samples, derived=bench.derived(samples),
             sample=declaration.sample if declaration.sample is not None else self.options.sample,
             seed=declaration.seed if declaration.seed is not None else self.options.seed,
             info={**bench.describe(), "gates": list(declaration.gates), "data_fingerprint": data_fingerprint(samples)},
@@ -88,9 +85,8 @@ class Suites:
 def stratified_sample(entries: Sequence[tuple[str, tuple[str, ...]]], n: int, seed: int) -> set[str]:
     """Pick `n` ids, allocated to strata in proportion to their size (largest remainder).
 
-    Every stratum gets at least one pick when `n` allows, so rare abilities are
-    never sampled away; order within a stratum is a seeded hash, so the same seed
-    picks the same ids on every machine.
+    Every stratum gets a pick when `n` allows, so rare abilities are never sampled away; order
+    within a stratum is a seeded hash, so a seed picks the same ids on every machine.
     """
     if n >= len(entries):
         return {e[0] for e in entries}
@@ -99,10 +95,7 @@ def stratified_sample(entries: Sequence[tuple[str, tuple[str, ...]]], n: int, se
         strata[stratum].append(qid)
     total = len(entries)
     keys = sorted(strata)
-    alloc = {k: 0 for k in keys}
-    if n >= len(keys):
-        for k in keys:
-            alloc[k] = 1
+    alloc = dict.fromkeys(keys, 1 if n >= len(keys) else 0)
     budget = n - sum(alloc.values())
     quotas = {k: budget * len(strata[k]) / total for k in keys}
     for k in keys:

@@ -1,25 +1,16 @@
 """The baseline file: one run of the model a release candidate replaces, stored for paired comparisons.
 
-A baseline keeps what a later run needs to be compared with it unit by unit and to refuse a
-comparison that would mean nothing: per suite, the benchmark, its settings (protocol and
-decoding), a fingerprint of its data, the outcome and failure message of every question and
-aggregate assertion that ran (the selection), and every gateable metric as its units (ids,
-values, clusters), so the comparison never depends on how a later version of a benchmark
-groups or clusters its records. Model URI and fingerprint, plugin version and creation time
-are recorded for the reader; a different model fingerprint is the point of comparing.
-
-The file is versioned (`baseline_version`, now 1) and validated against
-`pytest_tom/schema/baseline.schema.json` when loaded, so a damaged or foreign file stops the
-run with a message that names the file and the JSON path of the first problem. It is read only
-when it is a regular file (after symlinks) no larger than `$TOM_BASELINE_MAX_MB` (256 MiB by
-default): `/dev/zero` would grow the process until it runs out of memory and a FIFO would wait
-forever for a writer. The paired comparison itself lives in `pytest_tom.gates.compare`, the
-check that a baseline covers a run in `pytest_tom.gates.coverage`.
+Per suite it keeps what a later comparison needs, and what refuses one that would mean nothing:
+benchmark, settings, a data fingerprint, the outcome and message of every question and
+aggregate that ran, and every gateable metric as its units (ids, values, clusters), so a later
+benchmark version's grouping never matters. Model, plugin version and time are for the reader.
+The file is versioned and validated against `schema/baseline.schema.json`, so a damaged or
+foreign file stops the run naming the file and JSON path. It is read only as a regular file
+under `$TOM_BASELINE_MAX_MB` (256 MiB): `/dev/zero` would exhaust memory, a FIFO wait forever.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -48,12 +39,9 @@ MESSAGE_CHARS = 300
 class SuiteRun:
     """One suite of the current run, as the comparison and `build_baseline` need it.
 
-    `suite_id` is the name rule patterns use as the first part of `<suite>.<metric>`;
-    `settings` is the benchmark's settings dict (protocol, decoding, tries...);
-    `data_fingerprint` is `data_fingerprint(samples)` over the suite's loaded samples before
-    any selection or sampling, so that deselecting items does not change it;
-    `metrics` is `gate_metrics(records, derived, facets=bench.gate_facets, cluster=bench.cluster)`.
-    `noise_flip_rate` is the run-to-run flip rate measured in this run, when it was measured.
+    `suite_id` is `<suite>` in rule patterns; `data_fingerprint` is taken over the suite's samples
+    before any selection, so deselecting items does not change it; `metrics` are its `gate_metrics`;
+    `noise_flip_rate` is the flip rate measured in this run, if it was.
     """
 
     suite_id: str
@@ -115,12 +103,10 @@ class Baseline:
 def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets.
 
-    Two runs are comparable item by item only when item `x` is the same question in both; an
-    updated data release or a fixed record changes this value. Samples are hashed in id order,
-    so the order they were loaded in does not matter. Contexts are shared by many questions of
-    one story or conversation, so each context object is rendered and hashed once (7k FANToM
-    samples take a few tens of milliseconds). `extra` is left out: it is the benchmark's own
-    and may hold things that are not text; what a prompt shows comes from the fields hashed here.
+    Two runs compare item by item only when item `x` is the same question in both; a new release
+    or a fixed record changes this value. Samples are hashed in id order, each shared context once
+    (7k FANToM samples: tens of ms). `extra` is left out: it is the benchmark's own, maybe not text,
+    and what a prompt shows comes from the fields hashed here.
     """
     contexts: dict[int, str] = {}
     outer = hashlib.sha256()
@@ -170,9 +156,8 @@ def _suite_dict(run: SuiteRun) -> dict[str, Any]:
     return out
 
 
-def build_baseline(
-    suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None, plugin_version: str,
-) -> dict[str, Any]:
+def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None,
+                   plugin_version: str) -> dict[str, Any]:
     """The baseline file's content (JSON-ready) for the suites of one run."""
     ids = [s.suite_id for s in suites]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -188,24 +173,14 @@ def build_baseline(
 
 
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
-    """Write a baseline atomically: a reader (or a CI cache) sees the old file or the new one, never half.
+    """Write a baseline atomically (`output.report.write_atomic`), so a reader or CI cache never sees half of one.
 
-    Serialised first, written next to the target and renamed over it; on failure the temporary
-    file is removed and the exception propagates. A symlink is followed (the link is kept).
-    One JSON value per line would make a 7k-item file hundreds of thousands of lines long, so
-    each question, derived result and metric takes one line: a diff shows which ones changed.
+    Each question, derived result and metric takes one line (one JSON value per line would make
+    a 7k-item file hundreds of thousands of lines long): a diff shows which ones changed.
     """
-    text = _dumps(baseline)
-    target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text + "\n", encoding="utf-8")
-        tmp.replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    from pytest_tom.output.report import write_atomic
+
+    write_atomic(path, _dumps(baseline) + "\n")
 
 
 def _dumps(baseline: Mapping[str, Any]) -> str:
@@ -421,10 +396,3 @@ def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Bas
     """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
     _validate(Path(path), raw)
     return _parse(Path(path), raw)
-
-
-__all__ = [
-    "BASELINE_VERSION", "DEFAULT_MAX_MB", "MAX_MB_ENV", "Baseline", "BaselineDerived", "BaselineItem", "BaselineSuite",
-    "SuiteRun", "baseline_from_dict", "build_baseline", "data_fingerprint", "describe_missing", "load_baseline",
-    "max_bytes", "read_bytes", "schema", "write_baseline",
-]

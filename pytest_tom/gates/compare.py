@@ -1,20 +1,12 @@
 """Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts.
 
-A rule `PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs, `pytest_tom.gates.match`)
-and the drop tolerated before the candidate counts as worse: the non-inferiority margin.
-`0.03` (a rate) and `3pts` (percentage points) are absolute; `2%` is relative, 2% of the
-baseline's value on the compared units. Why `%` is relative here while thresholds read `5%` as
-0.05: a tolerated drop is naturally said "no more than 2% worse", and points have their own
-unit. No drop means a margin of 0: any drop the data show beyond noise fails.
-
-A baseline must hold every unit of this run that a rule compares (`pytest_tom.gates.coverage`
-checks that before the first model request); `:partial` at the end of a rule is the explicit
-opt-in to compare on the units both runs have, and the gate then says "compared on N of M".
-
-Each metric a rule selects is compared unit by unit (questions, or aggregate assertions) on
-the units present in both runs, with `pytest_tom.stats.compare_paired` (cluster-robust t and
-exact McNemar, paired cluster bootstrap interval, optional noise floor), and Holm's correction
-runs across every comparison of the run, so gating twenty metrics does not multiply false alarms.
+A rule `PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs) and the drop
+tolerated, the non-inferiority margin: `0.03` and `3pts` are absolute, `2%` relative to the
+baseline's value (a tolerated drop is naturally "no more than 2% worse"; thresholds read `5%`
+as 0.05), none means margin 0. A baseline must hold every unit a rule compares
+(`gates.coverage`); a final `:partial` opts in to comparing on the units both runs have.
+Each selected metric is compared unit by unit with `stats.compare_paired`, and Holm runs
+across every comparison of the run, so gating twenty metrics does not multiply false alarms.
 """
 
 from __future__ import annotations
@@ -163,11 +155,9 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
 def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force: bool, where: str = "the baseline") -> list[str]:
     """Notes on comparing `current` with its baseline suite, or a TomConfigError when the comparison means nothing.
 
-    Refused unless `force`: another benchmark, other data (fingerprint), other settings (prompt
-    protocol, decoding; each differing one listed old -> new). Always refused: no question in
-    common. A different model is the point of comparing and is not checked here. The notes say
-    how many questions are compared and how many ran in only one of the two runs (pairs are
-    formed on the intersection), and, when forced, what was overridden.
+    Refused unless `force`: another benchmark, data or settings (each difference listed old -> new);
+    always: no question in common. A different model is the point of comparing. The notes say how
+    many questions are compared and how many ran in one run only.
     """
     sid = current.suite_id
     notes = check_settings(baseline_suite, sid, current.benchmark, current.data_fingerprint, current.settings,
@@ -221,32 +211,16 @@ def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[
     return None, ""
 
 
-def compare(
-    baseline: Baseline,
-    current: Sequence[SuiteRun],
-    rules: Sequence[CompareRule],
-    *,
-    alpha: float = 0.05,
-    force: bool = False,
-    noise_flip_rate: float | None = None,
-    seed: int = 0,
-    level: float = 0.95,
-) -> list[GateResult]:
+def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[CompareRule], *, alpha: float = 0.05,
+            force: bool = False, noise_flip_rate: float | None = None, seed: int = 0,
+            level: float = 0.95) -> list[GateResult]:
     """One GateResult (kind "baseline") per rule and metric it selects, with Holm across all of them.
 
-    A metric present in both runs is paired by unit id on the units both have; the decision is
-    `stats.compare_paired` with the rule's margin, then `stats.gate` (Holm) over every comparison.
     A rule that selects no metric present in both runs is a failed result naming the metrics
-    that exist, so a typo never passes silently. Refusals (other data or settings without
-    `force`, nothing in common) raise TomConfigError from `check_compatible`.
-
-    Metrics where lower is better (`errors`, `unparseable`) are compared as 1 - value, so a
-    regression is an increase and the margin is the rise tolerated; messages and the stored
-    comparison show the metric's own values (base, new, difference), and "right->wrong" counts
-    units that got worse (for errors: questions that newly failed).
-
-    Noise floor: `noise_flip_rate` (measured in this run) wins, else the suite's own measured
-    rate (`SuiteRun.noise_flip_rate`), else the rate stored with the baseline, else none.
+    that exist, so a typo never passes silently; refusals raise TomConfigError (`check_compatible`).
+    Lower-is-better metrics (`errors`) are compared as 1 - value, so the margin is the rise
+    tolerated; messages show the metric's own values. Noise floor: `noise_flip_rate` wins, else
+    the suite's measured rate, else the baseline's, else none.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     runs = {s.suite_id: s for s in current}
@@ -444,7 +418,3 @@ def _no_match(rule: CompareRule, baseline: Baseline, runs: Mapping[str, SuiteRun
     )
     details = {"rule": rule.text, "in_both": sorted(both), "only_in_run": only_run, "only_in_baseline": only_base}
     return GateResult(f"{rule.pattern}:baseline", "baseline", rule.pattern, False, None, message, details=details)
-
-
-__all__ = ["COMPARE_OPTION", "FORCE_OPTION", "PARTIAL", "CompareRule", "check_compatible", "check_settings", "compare",
-           "coverage_hint", "parse_compare_rule", "settings_diff", "unjudged_in"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.thresholds import Threshold, parse_threshold
+from pytest_tom.settings import entry_lines
 
 DEFAULT_BASELINE = "tom-baseline.json"
 """Where `--tom-baseline-save` writes when given no path (and `--tom-baseline` reads by convention)."""
@@ -46,12 +47,7 @@ class GateConfig:
 
 
 def parse_thresholds(values: Iterable[str], where: str) -> tuple[Threshold, ...]:
-    out: list[Threshold] = []
-    for raw in values:
-        for part in str(raw).splitlines():
-            if part.strip() and not part.strip().startswith("#"):
-                out.append(parse_threshold(part, where=where))
-    return tuple(out)
+    return tuple(parse_threshold(line, where=where) for line in entry_lines(values))
 
 
 def parse_rate(raw: str, flag: str, *, low: float = 0.0, high: float = 1.0) -> float:

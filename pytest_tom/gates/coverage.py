@@ -1,19 +1,13 @@
 """Whether a baseline covers the coming run, decided after collection and before the first model request.
 
-A comparison pairs units by id. A baseline that lacks some of this run's units (a metric
-trimmed to one question, questions missing, a suite saved without them) would still pair
-the rest and pass, so the gate would speak for questions it never saw; and finding that
-out after the run spends every model request for nothing. Everything a comparison needs
-from the baseline is known once the items are selected (`-m`, `-k`, `--tom-sample`):
-which suites run, their settings and data, and which units each gateable metric will
-have. So the run layer calls `check_coverage` with a `PlannedSuite` per suite, and a
-baseline that does not cover what a rule compares is refused with nothing asked.
-
-The units a metric will have are computed by the same `gate_metrics` (and the benchmark's
-`gate_rates`) that the real run uses, on records that pretend every selected question was
-answered and every complete group judged: a unit the real run loses to a model error only
-shrinks what is needed. A unit the baseline ran without a value (a model error there, a
-group it could not judge) is not a gap (`compare.unjudged_in`).
+A comparison pairs units by id, so a baseline lacking some of this run's units would pass on
+the rest and speak for questions it never saw, found out only after every model request.
+Once items are selected, which suites run, their settings, data and each gateable metric's
+units are known: `check_coverage` takes a `PlannedSuite` per suite and refuses a baseline that
+does not cover what a rule compares. The units come from the real run's `gate_metrics` on
+records that pretend every selected question was answered and every complete group judged
+(a model error only shrinks what is needed); a unit the baseline ran without a value is not
+a gap (`compare.unjudged_in`).
 """
 
 from __future__ import annotations
@@ -68,12 +62,10 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                    force: bool = False, lenient: bool = False) -> list[str]:
     """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
 
-    For each metric of the run a rule selects: its suite must be in the baseline with the same
-    benchmark, data and settings (unless `force`), the metric must be in it, and it must hold
-    every unit of this run. A rule ending in `:partial` (or `lenient`, for
-    `--tom-baseline-update`, which rewrites the file anyway) accepts a metric the baseline
-    covers in part or lacks, with a note saying how many units will be compared; a metric
-    with no unit in common is refused even then, as nothing could be compared.
+    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and
+    settings (unless `force`), and every unit of this run. A `:partial` rule (or `lenient`, for
+    `--tom-baseline-update`, which rewrites the file anyway) accepts partial or missing coverage
+    with a note; a metric with no unit in common is refused even then.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     problems: list[str] = []

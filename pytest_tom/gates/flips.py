@@ -1,15 +1,13 @@
 """Measure the noise floor: how many answers flip between two runs of the same model.
 
-Greedy decoding is not deterministic across batch compositions and hardware (on a GPU, two
-batchings of the same prompts can disagree on a large share of a bf16 model's answers), so a
-candidate compared with a baseline differs on some questions by noise alone. Run the same
-model twice without the cache (`--tom-no-cache`, or another `--tom-cache-dir`, ideally with
-another `--tom-batch-size`), each with `--tom-report`, then:
+Greedy decoding is not deterministic across batchings and hardware (on a GPU a bf16 model
+can disagree with itself on a large share of answers), so a candidate differs from its
+baseline on some questions by noise alone. Run the same model twice without the cache
+(ideally with another `--tom-batch-size`), each with `--tom-report`, then:
 
     python -m pytest_tom.gates.flips first.json second.json
 
-It prints the flip rate with its clustered interval; pass the upper bound to
-`--tom-noise-flip-rate` (or keep it with the baseline) so a gate never fails on that noise.
+and pass the printed upper bound to `--tom-noise-flip-rate` so a gate never fails on that noise.
 """
 
 from __future__ import annotations

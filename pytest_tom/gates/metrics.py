@@ -1,14 +1,10 @@
 """The gateable metrics of a suite: named per-unit values with the cluster each unit belongs to.
 
-Gates need more than the summary's numbers: a clustered interval needs each unit's value
-and its story or conversation, and a paired comparison needs to match units by id across
-runs. So every metric here is the list of its units (questions for accuracies, aggregate
-assertions for consistency rates), never a precomputed rate.
-
-Names are stable and documented, `<metric>` within a suite and `<suite>.<metric>` across
-suites: `accuracy`, `<facet>.<value>` for the benchmark's gate facets (`ability.faux_pas`,
-`language.en`), `unparseable` and `errors` (rates of those outcomes), and one rate per kind
-of aggregate assertion (`coherence`, `all_star`...).
+A clustered interval needs each unit's value and story, and a paired comparison matches
+units by id, so every metric is the list of its units (questions, or aggregate assertions),
+never a rate. Names are stable: `<metric>` within a suite, `<suite>.<metric>` across suites:
+`accuracy`, `<facet>.<value>` for the gate facets (`ability.faux_pas`), `unparseable` and
+`errors`, and one rate per aggregate kind (`coherence`, `all_star`...).
 """
 
 from __future__ import annotations
@@ -46,24 +42,19 @@ class SuiteView:
         return out
 
 
-def gate_metrics(
-    records: Sequence[Record],
-    derived: Sequence[DerivedRecord] = (),
-    *,
-    facets: Sequence[str] = (),
-    cluster: Callable[[Mapping[str, str], str], str] | None = None,
-) -> dict[str, MetricData]:
+def _own_cluster(facets: Mapping[str, str], uid: str) -> str:
+    return uid
+
+
+def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (), *, facets: Sequence[str] = (),
+                 cluster: Callable[[Mapping[str, str], str], str] | None = None) -> dict[str, MetricData]:
     """Every gateable metric of one suite's records, by name within the suite.
 
-    `facets` are the facets that get per-value metrics; `cluster(facets, unit_id)` names
-    a unit's story or conversation (by default each unit is its own cluster). Unparseable
-    answers count as wrong in accuracies, as the papers count them; errors are not
+    `facets` get per-value metrics; `cluster(facets, unit_id)` names a unit's story (default: each
+    unit its own). Unparseable answers count as wrong, as the papers count them; errors are not
     answers and only enter the `errors` rate.
     """
-    if cluster is None:
-        def cluster(fac: Mapping[str, str], uid: str) -> str:
-            return uid
-
+    cluster = cluster or _own_cluster
     out: dict[str, MetricData] = {}
 
     def add(name: str, units: Iterable[tuple[str, float, str]], description: str, higher: bool = True) -> None:
@@ -73,19 +64,17 @@ def gate_metrics(
 
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
 
-    def correct(rs: Iterable[Record]) -> list[tuple[str, float, str]]:
-        return [(r.sample_id, 1.0 if r.outcome is Outcome.CORRECT else 0.0, cluster(r.facets, r.sample_id)) for r in rs]
+    def units(rs: Iterable[Record], outcome: Outcome = Outcome.CORRECT) -> list[tuple[str, float, str]]:
+        return [(r.sample_id, 1.0 if r.outcome is outcome else 0.0, cluster(r.facets, r.sample_id)) for r in rs]
 
-    add("accuracy", correct(scored), "share of answered questions right (unparseable counts as wrong)")
+    add("accuracy", units(scored), "share of answered questions right (unparseable counts as wrong)")
     for facet in facets:
         values = sorted({r.facets[facet] for r in scored if r.facets.get(facet)})
         for value in values:
-            add(f"{facet}.{slug(value)}", correct(r for r in scored if r.facets.get(facet) == value),
+            add(f"{facet}.{slug(value)}", units(r for r in scored if r.facets.get(facet) == value),
                 f"share of answered questions right with {facet} = {value!r}")
-    add("unparseable", [(r.sample_id, 1.0 if r.outcome is Outcome.UNPARSEABLE else 0.0, cluster(r.facets, r.sample_id))
-                        for r in scored], "share of answers the parser could not read", higher=False)
-    add("errors", [(r.sample_id, 1.0 if r.outcome is Outcome.ERROR else 0.0, cluster(r.facets, r.sample_id))
-                   for r in records], "share of questions the model failed to answer (errors)", higher=False)
+    add("unparseable", units(scored, Outcome.UNPARSEABLE), "share of answers the parser could not read", higher=False)
+    add("errors", units(records, Outcome.ERROR), "share of questions the model failed to answer (errors)", higher=False)
     judged = [d for d in derived if d.verdict in (Verdict.PASSED, Verdict.FAILED)]
     for kind in sorted({d.kind for d in judged}):
         add(kind, [(d.derived_id, 1.0 if d.passed else 0.0, cluster(d.facets, d.derived_id)) for d in judged if d.kind == kind],

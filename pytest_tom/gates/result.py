@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +34,7 @@ class GateResult:
         est = self.estimate
         out: dict[str, Any] = {
             "name": self.name, "kind": self.kind, "metric": self.metric, "passed": self.passed, "message": self.message,
-            "estimate": None if est is None else {
-                "point": est.point, "low": est.low, "high": est.high, "n": est.n, "clusters": est.clusters,
-                "level": est.level, "method": est.method,
-            },
+            "estimate": None if est is None else dataclasses.asdict(est),
         }
         if self.threshold is not None:
             out.update(threshold=self.threshold, op=self.op, bound=self.bound)

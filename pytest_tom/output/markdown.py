@@ -1,14 +1,10 @@
 """The gates as Markdown, for people who read a CI job page rather than a pytest log.
 
-GitHub shows whatever a step appends to `$GITHUB_STEP_SUMMARY` on the run's page, so the
-verdict, the table of gates and the flipped items of a regression are one click away from the
-pull request. The renderer is a pure function of `GateResult`s (no pytest, no files) so it can
-be tested on hand-built results, and `write_markdown` appends, because GitHub gives every
-step of a job the same summary file and another step may have written to it already.
-
-Everything taken from a result (gate names, item ids, failure messages) is escaped: a `|`
-would split a table cell, a newline would end the table, and `<` could open an HTML tag that
-GitHub's sanitiser drops together with the text after it.
+GitHub shows what a step appends to `$GITHUB_STEP_SUMMARY` on the run's page. The renderer
+is a pure function of `GateResult`s, testable on hand-built results; `write_markdown`
+appends, since every step of a job shares that file. Everything taken from a result is
+escaped: a `|` splits a cell, a newline ends the table, and `<` could open a tag that
+GitHub's sanitiser drops with the text after it.
 """
 
 from __future__ import annotations
@@ -31,21 +27,13 @@ FLIP_CAP = 20
 _OPS = {">=": "≥", "<=": "≤"}
 
 
-def render_markdown(
-    results: Sequence[GateResult],
-    *,
-    model_uri: str,
-    baseline: str | None,
-    summary_lines: Sequence[str] = (),
-    metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
-    title: str = "pytest-tom gates",
-) -> str:
+def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: str | None,
+                    summary_lines: Sequence[str] = (), metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
+                    title: str = "pytest-tom gates") -> str:
     """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
 
-    Failing gates come first in the table and in the sections below it: on a long list the
-    reader's question is "what broke", and the order among passing (or failing) gates is kept.
-    `summary_lines` (the terminal's metric lines, say) go into a collapsed block at the end, and
-    `metrics` (each suite's typed metrics) into a collapsed table per suite.
+    Failing gates come first (on a long list the question is "what broke"), otherwise in order.
+    `summary_lines` go into a collapsed block at the end, `metrics` into a collapsed table per suite.
     """
     out = [f"## {_text(title)}", ""]
     failed = [r for r in results if not r.passed]
@@ -88,8 +76,8 @@ def metric_rows(metrics: Sequence[Metric]) -> list[str]:
 def write_markdown(path: Path | str, text: str) -> None:
     """Append `text` to `path` (created if missing), after a blank line when the file already has content.
 
-    Appending is what `$GITHUB_STEP_SUMMARY` expects: overwriting would erase what earlier
-    steps of the job reported. The blank line keeps our heading from gluing onto their text.
+    Overwriting `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line
+    keeps our heading from gluing onto their text.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -224,9 +212,8 @@ def _html(s: str) -> str:
 def _code(s: str, *, cell: bool = False) -> str:
     r"""`s` as inline code, with a fence longer than any backtick run in it.
 
-    Inside a code span HTML and backslashes are shown literally, so only line breaks need
-    care, and in a table cell the pipes: GitHub splits cells on them before it reads code
-    spans, and drops the backslash of `\|` there (elsewhere it would be shown).
+    A code span shows HTML and backslashes literally, so only line breaks need care, and in a
+    table cell the pipes: GitHub splits cells on them first, and drops the backslash of `\|` there.
     """
     s = re.sub(r"\r\n|\r|\n", " ", s)
     if cell:

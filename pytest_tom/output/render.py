@@ -1,9 +1,7 @@
 """The one renderer of typed metrics: the report's nested `metrics` object, terminal lines, Markdown rows.
 
-Every benchmark's metrics go through these functions, so a number is formatted by its
-unit the same way everywhere (a rate in percent, a difference as signed points,
-with its interval and n when it has them) and a new benchmark gets all its output by
-returning `Metric`s.
+Every benchmark's metrics go through here, so a number is formatted by its unit alike
+everywhere, and a new benchmark gets all its output by returning `Metric`s.
 """
 
 from __future__ import annotations

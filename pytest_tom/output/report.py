@@ -25,7 +25,7 @@ from pytest_tom.request import sha256_text
 T = TypeVar("T")
 
 
-def _version() -> str:
+def version() -> str:
     try:
         from importlib.metadata import version
 
@@ -39,13 +39,8 @@ def item_dict(record: Record) -> dict[str, Any]:
     return {**record.to_dict(), "prompt_hash": sha256_text("\n".join(record.request_keys))}
 
 
-def suite_entry(
-    sid: str,
-    info: Mapping[str, Any],
-    records: Sequence[Record],
-    derived: Sequence[DerivedRecord],
-    benchmark: Benchmark[Any] | None,
-) -> dict[str, Any]:
+def suite_entry(sid: str, info: Mapping[str, Any], records: Sequence[Record], derived: Sequence[DerivedRecord],
+                benchmark: Benchmark[Any] | None) -> dict[str, Any]:
     """One suite's tables (overall and per summary facet), paper metrics and derived-result counts."""
     name = info.get("name") or (records[0].benchmark if records else derived[0].benchmark if derived else "?")
     entry: dict[str, Any] = {"id": sid, "benchmark": name, "settings": info.get("settings", {}), "n_items": len(records)}
@@ -59,8 +54,7 @@ def suite_entry(
             metrics = to_json(benchmark.metrics(records))
         except Exception as exc:  # noqa: BLE001 - a report must still be written if a metric breaks
             metrics = {"error": f"{type(exc).__name__}: {exc}"}
-    entry["tables"] = tables
-    entry["metrics"] = metrics
+    entry |= {"tables": tables, "metrics": metrics}
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
     for d in derived:
         counts = kinds[d.kind]
@@ -71,16 +65,10 @@ def suite_entry(
     return entry
 
 
-def build_report(
-    records: Sequence[Record],
-    derived: Sequence[DerivedRecord],
-    suites: Mapping[str, Mapping[str, Any]],
-    benchmark_for: Callable[[str], Benchmark[Any] | None],
-    *,
-    model: Mapping[str, Any],
-    engine: Mapping[str, Any] | None = None,
-    responses: Mapping[str, Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], suites: Mapping[str, Mapping[str, Any]],
+                 benchmark_for: Callable[[str], Benchmark[Any] | None], *, model: Mapping[str, Any],
+                 engine: Mapping[str, Any] | None = None,
+                 responses: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     by_suite: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         by_suite[r.suite].append(r)
@@ -93,7 +81,7 @@ def build_report(
     ]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
-        "pytest_tom_version": _version(),
+        "pytest_tom_version": version(),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model": dict(model),
         "engine": dict(engine or {}),
@@ -110,15 +98,17 @@ def schema() -> dict[str, Any]:
 
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
-    """Write the report atomically: a reader sees the old file or the new one, never half of one.
+    """Write the report atomically (`write_atomic`); serialised before anything touches the disk."""
+    write_atomic(path, json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False))
 
-    Serialised before anything touches the disk, written to a temporary file of
-    this process next to the target and renamed over it; on any failure the
-    temporary file is removed and the exception propagates (the run layer turns
-    it into one message). A symlink is followed, so the file it points to is
-    replaced and the link kept.
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` so a reader sees the old file or the new one, never half of one.
+
+    Written to a temporary file of this process next to the target and renamed over it; on
+    any failure the temporary file is removed and the exception propagates. A symlink is
+    followed, so the file it points to is replaced and the link kept.
     """
-    text = json.dumps(report, ensure_ascii=False, indent=1, allow_nan=False)
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -164,6 +154,3 @@ def _parse(parse: Callable[[Mapping[str, Any]], T], data: Any, path: Path, field
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise TomDataError(f"malformed record: {type(exc).__name__}: {exc}", path=path, record=f"{field}[{index}]",
                            field=field) from None
-
-
-__all__ = ["LoadedReport", "build_report", "item_dict", "load_report", "schema", "suite_entry", "write_report"]

@@ -1,15 +1,10 @@
 """The baseline lifecycle in a run: save, compare, update (pytest-benchmark's save/compare, syrupy's update).
 
-`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored
-run under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites that file from
-this run and reports the comparisons without failing on them.
-
-Everything that can make a comparison meaningless is checked before the first model
-request: the file itself when the run is configured (`load_for_run`: a regular file under
-the size limit, valid JSON, the schema; a missing one, unless `--tom-baseline-update` is to
-create it), and right after collection and selection whether it covers the selected items
-with the same data and settings (`check_before_run`, `pytest_tom.gates.coverage`). The
-comparison itself runs after the last question, on the baseline read at configure time.
+`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run
+under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing.
+What can make a comparison meaningless is checked before the first model request: the file at
+configure time (`load_for_run`), and after selection whether it covers the selected items with
+the same data and settings (`check_before_run`, `gates.coverage`).
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from pytest_tom.gates.baseline import Baseline, SuiteRun, build_baseline, descri
 from pytest_tom.gates.compare import CompareRule, compare, parse_compare_rule
 from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.gates.result import GateResult
+from pytest_tom.output.report import version
 
 if TYPE_CHECKING:
     from pytest_tom.gates.metrics import SuiteView
@@ -69,16 +65,21 @@ def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
     for it in items:
         if hasattr(it, "derived") and it.suite.sid in suites and all(k in selected for k in it.member_keys()):
             derived.setdefault(it.suite.sid, []).append(it.derived)
-    short = [sid.rsplit("::", 1)[-1] for sid in suites]
     out = []
-    for (sid, suite), name in zip(suites.items(), short, strict=True):
+    for (sid, suite), name in zip(suites.items(), suite_labels(list(suites)), strict=True):
         groups = derived.get(sid, [])
         out.append(PlannedSuite(
-            name=name if short.count(name) == 1 else sid, benchmark=suite.benchmark.name,
+            name=name, benchmark=suite.benchmark.name,
             settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
             metrics=planned_metrics(suite.benchmark, samples[sid], groups),
             group_metrics=frozenset(d.kind for d in groups)))
     return out
+
+
+def suite_labels(sids: Sequence[str]) -> list[str]:
+    """Each suite's name in gate rules: its last part, or its full id when two modules both name a suite `tombench`."""
+    short = [sid.rsplit("::", 1)[-1] for sid in sids]
+    return [name if short.count(name) == 1 else sid for sid, name in zip(sids, short, strict=True)]
 
 
 def check_before_run(tom: TomSession, items: Sequence[Any]) -> None:
@@ -104,12 +105,6 @@ def suite_runs(views: Sequence[SuiteView], noise_flip_rate: float | None = None)
     ]
 
 
-def _version() -> str:
-    from pytest_tom.output.report import _version as report_version
-
-    return report_version()
-
-
 def baseline_results(views: Sequence[SuiteView], tom: TomSession) -> list[GateResult]:
     """Compare with `--tom-baseline` (or update it) and save `--tom-baseline-save`; the gates that result."""
     cfg = tom.options.gates
@@ -125,7 +120,7 @@ def baseline_results(views: Sequence[SuiteView], tom: TomSession) -> list[GateRe
     targets = [p for p in (cfg.save, cfg.baseline if cfg.update else None) if p is not None]
     if targets:
         data = build_baseline(runs, model_uri=str(model.get("uri") or tom.options.model or ""),
-                              model_fingerprint=str(model.get("fingerprint") or ""), plugin_version=_version())
+                              model_fingerprint=str(model.get("fingerprint") or ""), plugin_version=version())
         for path in dict.fromkeys(targets):
             try:
                 write_baseline(path, data)

@@ -1,19 +1,12 @@
 """A bounded failure listing: the first few failures of each group shown, one line for the rest.
 
-A plain run of one ToMBench category with a weak model fails some 600 questions;
-listing each in the FAILURES section and again in the short test summary printed
-2,600 lines, and nobody reads past the first screen of one ability. So, by
-default, the failures of each benchmark group (the suite and its strata, e.g.
-`tombench en / ambiguous_story_task`, or an aggregate kind) are shown for the
-first `PER_GROUP` items only, and one line per group says how many more failed.
-
-Only what is printed changes: every item still fails (the exit status, the
-final counts, junitxml, `--lf` and the `--tom-report` JSON see all of them). The
-reports beyond the bound are left out of the terminal reporter's lists for the
-duration of pytest's own summary (its FAILURES/ERRORS sections and the `-r`
-short summary read those lists) and put back before the final counts. pytest's
-conventions decide the bound: `-v` (or `--tom-detail=full`) lifts it, `-q` shows
-one per group, `-qq` none; `--tb` and `-r` keep their meaning for what is shown.
+A weak model fails some 600 questions of one ToMBench category, 2,600 lines of FAILURES and
+short summary nobody reads past the first screen. So the failures of each group (the suite
+and its strata, or an aggregate kind) are shown for the first `PER_GROUP` items, and one line
+per group counts the rest. Only printing changes: the reports beyond the bound leave the
+terminal reporter's lists during pytest's summary and come back before the final counts, so
+exit status, counts, junitxml, `--lf` and the report see every failure. `-v` (or
+`--tom-detail=full`) lifts the bound, `-q` shows one per group, `-qq` none.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """pytest nodes: a suite collector, one item per question, one item per derived assertion.
 
-Question items are `pytest.Function`s so that they request the `tom_model`
-fixture through pytest's public fixture machinery (users override it in
-conftest.py); they run no Python test function of their own. Items do no model
-work themselves: the first one to run asks the planner to answer its whole
-planning unit, so the engine can dedupe and batch across the selection.
+Question items are `pytest.Function`s, so they request the `tom_model` fixture through
+pytest's fixture machinery (overridable in conftest.py); they run no test function. The
+first item to run asks the planner to answer its whole planning unit, so the engine can
+dedupe and batch across the selection.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
-from pytest_tom.derived import Derived
+from pytest_tom.derived import Derived, partial_group
 from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.errors import TomConfigError, TomError, TomModelError
 from pytest_tom.models.base import Model, format_user_frames
@@ -59,9 +58,8 @@ class ModelFailed(TomModelError):
 class RunStopped(pytest.exit.Exception):  # type: ignore[name-defined,misc]
     """A configuration error that makes every item fail alike: the run stops once with a usage error.
 
-    Raised where pytest lets only an exit through (inside an item); the plugin's
-    runtest-loop wrapper turns it into `pytest.UsageError`, which pytest prints as
-    one `ERROR: pytest-tom: ...` line with exit status 4.
+    Raised inside an item, where pytest lets only an exit through; the runtest-loop wrapper turns
+    it into `pytest.UsageError` (one `ERROR: pytest-tom: ...` line, exit status 4).
     """
 
 
@@ -87,12 +85,10 @@ def load_error(exc: TomError) -> str:
 def stop_at_load_error(config: pytest.Config, report: pytest.CollectReport, *, controller: bool) -> None:
     """A suite's data (or settings) cannot be loaded: end the run now as a usage error, exit status 4.
 
-    As a collection error it would show as "1 error" under `--tb=no` and `-q`, with the cause
-    only in a section those options hide; as a `pytest.UsageError` it is one `ERROR: pytest-tom:
-    ...` line under every option, like a misspelled `--tom-set`, and nothing after it is
-    collected or asked. Raised from `pytest_collectreport`, because pytest turns any exception in
-    a collector into a collection error. On the xdist controller the worker's report arrives as its
-    message, which `load_error` prefixes; xdist workers keep the collection error they hand on.
+    A collection error shows as "1 error" under `--tb=no` and `-q`, its cause hidden; a
+    `pytest.UsageError` is one `ERROR: pytest-tom: ...` line under every option, and nothing more is
+    collected or asked. Raised from `pytest_collectreport`, since pytest turns any exception in a
+    collector into a collection error; on the xdist controller the worker's report is the message.
     """
     if not report.failed:
         return
@@ -238,9 +234,7 @@ class _TomItem(pytest.Function):
     def _stop(self, message: str) -> NoReturn:
         """Stop the run once: a usage error in one process; on an xdist worker, a stop request with this item failing.
 
-        An exit on an xdist worker reads as a crash (INTERNALERROR on the
-        controller); a stop request is what xdist hands on: this item shows the
-        message once and the whole run stops.
+        (An exit on a worker reads as a crash on the controller; a stop request is what xdist hands on.)
         """
         if tom_session(self.config).worker is None:
             raise stop_run(message) from None
@@ -250,11 +244,9 @@ class _TomItem(pytest.Function):
     def setup(self) -> None:
         """Resolve `tom_model` through pytest's fixture machinery, once per process.
 
-        Items run no code that uses fixtures; they only need the model to answer the
-        first planning unit. Filling fixtures for each of 7,000 questions would
-        double the per-item cost of a cached run, so once the engine holds the
-        model, later items skip it (function-scoped autouse fixtures do not run for
-        them either).
+        Items only need the model for the first planning unit; filling fixtures for each of 7,000
+        questions would double a cached run's per-item cost, so once the engine holds the model, later
+        items skip it (function-scoped autouse fixtures do not run for them either).
         """
         tom = tom_session(self.config)
         if tom.refusal is not None:
@@ -314,9 +306,8 @@ class QuestionItem(_TomItem):
 class DerivedItem(_TomItem):
     """An aggregate assertion judged from its members' records.
 
-    Judged only on complete selections: if -m/-k left out part of its members,
-    it is skipped with a reason, never evaluated on a partial set. Under
-    pytest-xdist the controller judges it instead (see `run.xdist`).
+    Skipped with a reason when -m/-k left out some members, never judged on a partial set; under
+    pytest-xdist the controller judges it instead (`run.xdist`).
     """
 
     def __init__(self, *, derived: Derived, suite: LoadedSuite, **kw: Any) -> None:
@@ -340,9 +331,7 @@ class DerivedItem(_TomItem):
         selected = tom.selected_keys(self.session.items)
         spec = self.spec(selected)
         if not spec.selected:
-            present = sum(k in selected for k in self.member_keys())
-            pytest.skip(f"{self.derived.kind} group {self.derived.id}: only {present} of {len(self.derived.members)} "
-                        "questions are selected; a consistency assertion is never computed on a partial group")
+            pytest.skip(partial_group(self.derived, sum(k in selected for k in self.member_keys())))
         self._ensure(self.member_keys())
         members = {self.derived.members[i]: tom.planner.results[k] for i, k in enumerate(self.member_keys())}
         self.verdict = tom.records.judge(spec, members, self.suite.benchmark)

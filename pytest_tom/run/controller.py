@@ -1,10 +1,8 @@
 """The pytest-xdist controller's own items: derived results judged over every worker's records.
 
-A derived item's members may have run on different workers, so no worker can
-judge it. Workers hand the definitions over (`TomSession.hand_derived_to_controller`)
-and the controller judges each one here, after the last worker finished, and
-reports it through the ordinary reporting hooks: the terminal, junitxml, `--lf`
-and the exit status see it exactly like an item that ran.
+A derived item's members may run on different workers, so workers hand the definitions over
+(`TomSession.hand_derived_to_controller`) and the controller judges each after the last
+worker finished, reporting it through the ordinary hooks like an item that ran.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.derived import partial_group
 from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.record import Record, Verdict
 from pytest_tom.run.failures import derived_failure
@@ -59,9 +58,7 @@ def _judge_one(spec: DerivedSpec, members: dict[str, Record], tom: TomSession, w
     path, line, _ = spec.location
     d = spec.derived
     if not spec.selected:
-        present = sum(m in members for m in d.members)
-        reason = (f"{d.kind} group {d.id}: only {present} of {len(d.members)} questions are selected; "
-                  "a consistency assertion is never computed on a partial group")
+        reason = partial_group(d, sum(m in members for m in d.members))
         return [_report(spec, "setup", "skipped", (path, line, f"Skipped: {reason}"))]
     bench = tom.records.benchmark(spec.suite)
     if bench is None:

@@ -1,18 +1,12 @@
 """How a pytest-tom item shows its failure: a few lines by default, everything on request, a model error once.
 
-A full benchmark run with a weak model fails thousands of items; printing each
-one's prompt and every try buried the summary under 77,000 lines. So a wrong
-answer is two lines by default (the answer against the gold, then the raw
-responses), and the whole explanation the benchmark wrote (story, options,
-every try) comes with `-v`, `--tb=long` or `--tom-detail=full`; the JSON report
-always holds it. A model error is the same for every question of a planning
-unit: the first item shows it with the user's own frames, the others point to
-it in one line.
-
-The failure is handed to pytest as an `ExceptionInfo`-style repr built from
-pytest's repr classes, so the short summary (`-r`) and `--tb=line` show its one
-summary line with the data file and row, `--tb=no` shows nothing, and
-pytest-xdist carries it from the workers unchanged.
+Printing every wrong answer's prompt and tries buried a weak model's summary under 77,000
+lines, so a wrong answer is two lines (answer against gold, raw responses); the benchmark's
+whole explanation comes with `-v`, `--tb=long` or `--tom-detail=full`, and is always in the
+JSON report. A model error, the same for a whole planning unit, is shown with the user's own
+frames by the first item; the others point to it. The repr is built from pytest's repr
+classes, so `-r` and `--tb=line` show its summary line with the data file and row, `--tb=no`
+nothing, and pytest-xdist carries it unchanged.
 """
 
 from __future__ import annotations
@@ -57,10 +51,9 @@ def located(config: pytest.Config, summary: str, source: str, lines: Sequence[st
             error: bool = False) -> ReprExceptionInfo:
     """`lines` shown as pytest shows a failure's text, `summary` as what -r and --tb=line show.
 
-    The summary is placed at the item's data ("<file> line <n>"), so --tb=line
-    points into the data file. With --tb=line pytest prints a failure's summary
-    line after its text, so the text is left out; an `error` (setup) is printed
-    with its header and text only, so the text is its first line.
+    The summary points into the data file ("<file> line <n>"). With --tb=line pytest prints the
+    summary after the text, so the text is left out; an `error` (setup) prints header and text
+    only, so the text is its first line.
     """
     m = _SOURCE.match(source)
     where, lineno = (m["path"], int(m["line"])) if m is not None else (source, 0)

@@ -20,7 +20,7 @@ from pytest_tom.gates.metrics import SuiteView as SuiteView  # re-exported: the 
 from pytest_tom.gates.thresholds import threshold_results
 from pytest_tom.output.junit import gate_properties
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.run.baseline import baseline_results
+from pytest_tom.run.baseline import baseline_results, suite_labels
 
 if TYPE_CHECKING:
     from pytest_tom.run.session import TomSession
@@ -45,17 +45,8 @@ def suite_views(tom: TomSession) -> list[SuiteView]:
     for d in tom.records.derived.values():
         derived.setdefault(d.suite, []).append(d)
     sids = sorted(set(records) | set(derived))
-    short = [sid.rsplit("::", 1)[-1] for sid in sids]
-    views = []
-    for sid, name in zip(sids, short, strict=True):
-        bench = tom.records.benchmark(sid)
-        if bench is None:
-            continue
-        # Two modules may both name a suite `tombench`: then their full ids tell them apart.
-        label = name if short.count(name) == 1 else sid
-        views.append(SuiteView(sid, label, bench, dict(tom.records.suites.get(sid) or {}), records.get(sid, []),
-                               derived.get(sid, [])))
-    return views
+    return [SuiteView(sid, label, bench, dict(tom.records.suites.get(sid) or {}), records.get(sid, []), derived.get(sid, []))
+            for sid, label in zip(sids, suite_labels(sids), strict=True) if (bench := tom.records.benchmark(sid))]
 
 
 def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:

@@ -1,27 +1,19 @@
 """The run's live terminal output: answers received/total, retries, errors, rate, elapsed and ETA; one-time work.
 
-The engine calls `Progress(answered, total, errors=, retries=)` as each response
-arrives (`ProgressCallback`). The bar counts answers, not requests sent or
-responses of any kind: a request that failed is an error beside the count, and
-a backend's retries (an `openai:` server that times out) show beside it too, so
-a server being stormed shows as retries climbing while answers do not.
-and backends say what one-time work they do through `pytest_tom.notice`, whose
-sink is `Progress.say`. Both happen inside a test's setup or call, where pytest
-captures output, so every write suspends the capture and goes through pytest's
-own terminal writer, on a line of its own: the test file's progress prefix
-(`examples/test_tom.py ....`) is ended first and written again afterwards, so
-pytest's dots and percentages carry on as if nothing had been drawn.
+The engine calls `Progress(answered, total, errors=, retries=)` as each response arrives
+(`ProgressCallback`). The bar counts answers; failed requests and a backend's retries show
+beside the count, so a server being stormed shows as retries climbing while answers do not.
+Backends say what one-time work they do through `pytest_tom.notice`, whose sink is
+`Progress.say`. Both happen inside a test, where pytest captures output, so every write
+suspends the capture and goes through pytest's terminal writer on a line of its own: the
+test file's prefix (`examples/test_tom.py ....`) is ended first and written again after,
+so pytest's dots carry on as if nothing had been drawn.
 
-Modes (`--tom-progress`, ini `tom_progress`):
-
-* ``auto`` (default): on a terminal, a bar redrawn in place at most every
-  0.1 s and at least every second (a timer thread redraws the latest count,
-  so a burst of answers is never shown one batch late), ended by one line
-  saying how many requests were answered in how long. Not on a terminal (CI
-  logs, pipes): no bar; the one-time-work lines, a plain progress line every
-  5 minutes of a long pass, and the same closing line.
-* ``on``: the bar even when the output is not a terminal (what the tests use).
-* ``off``: nothing, one-time-work lines included.
+Modes (`--tom-progress`): ``auto`` (default) draws, on a terminal, a bar redrawn in place
+at most every 0.1 s and at least every second (a timer thread, so a burst is never shown a
+batch late), ended by one closing line; elsewhere (CI logs) the one-time-work lines, a
+plain line every 5 minutes and the closing line. ``on``: the bar always (what the tests
+use). ``off``: nothing.
 
 Under pytest-xdist, workers show nothing (their output would garble the
 controller's); the controller shows xdist's own per-test progress.
@@ -30,6 +22,7 @@ controller's); the controller shows xdist's own per-test progress.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -108,9 +101,8 @@ def _restore(sink: notice.Sink | None) -> None:
     notice.set_sink(sink)
 
 
-def _never_fails() -> contextlib.suppress:
-    """Drawing must never fail a test or the engine (a closed terminal, a broken pipe): its errors are dropped."""
-    return contextlib.suppress(Exception)
+_never_fails = functools.partial(contextlib.suppress, Exception)
+"""Drawing must never fail a test or the engine (a closed terminal, a broken pipe): its errors are dropped."""
 
 
 class Progress:
@@ -141,9 +133,7 @@ class Progress:
         reporter = self._reporter()
         if reporter is None:
             return None
-        if self.mode == "on":
-            return "bar"
-        return "bar" if bool(getattr(reporter, "isatty", False)) else "plain"
+        return "bar" if self.mode == "on" or getattr(reporter, "isatty", False) else "plain"
 
     # -- the engine's callback ---------------------------------------------------------------------
     def __call__(self, done: int, total: int, *, errors: int = 0, retries: int = 0) -> None:

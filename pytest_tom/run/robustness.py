@@ -1,14 +1,12 @@
 """Robustness items: hypothesis searches one question's perturbations for a change that breaks the model.
 
 `<bench>_robustness[<question>-<strategy>]` items exist only when strategies are asked for
-(`--tom-robustness`, ini `tom_robustness`, or a suite's `robustness=[...]`), carry the mark
-`tom_robustness` and the question's own marks, and run hypothesis inside the item: no test
-function takes fixtures, so the function-scoped-fixture health check never applies, and every
-model call goes through the engine and its response cache (a rerun replays from the cache).
-Hypothesis' database key is the item's (suite, question, strategy, model), so a failing example
-is replayed first on the next run; the `tom-ci` profile (derandomized, no database, no deadline)
-makes CI runs reproducible. `--tom-robustness-examples` bounds the examples per item, hence the
-model calls.
+(`--tom-robustness` or a suite's `robustness=[...]`), carry `tom_robustness` and the question's
+marks, and run hypothesis inside the item: no test function takes fixtures (so the
+function-scoped-fixture health check never applies), and every model call goes through the
+engine and its cache. The database key is (suite, question, strategy, model), so a failing
+example is replayed first next run; the `tom-ci` profile makes CI reproducible, and
+`--tom-robustness-examples` bounds the model calls per item.
 """
 
 from __future__ import annotations
@@ -120,6 +118,3 @@ def robustness_items(make: Callable[..., pytest.Item], loaded: LoadedSuite, samp
     bench = loaded.benchmark.name
     return [make(RobustnessItem, f"{bench}_robustness[{sample.id}-{spec.name}]", base=sample, suite=loaded, spec=spec)
             for spec in specs if spec.applies(sample)]
-
-
-__all__ = ["RobustnessItem", "robustness_items"]

@@ -1,11 +1,9 @@
 """Addressing --tom-benchmark items by node id on the command line.
 
-Items of a suite run without a test file have no file to name, so pytest would
-reject `pytest "tombench[en-false_belief_task-0001]"` as a path. Before
-collection, such arguments (and `tombench::tombench[...]`, `tombench_coherence[...]`,
-or a bare benchmark name) are taken out of `config.args` and turned into a
-selection of the benchmark's items; arguments naming an existing path are
-always left to pytest.
+Such items have no file, so pytest would reject `pytest "tombench[en-false_belief_task-0001]"`
+as a path. Before collection these arguments (also `tombench::tombench[...]`,
+`tombench_coherence[...]` or a bare benchmark name) leave `config.args` and become a
+selection of the benchmark's items; an argument naming an existing path stays pytest's.
 """
 
 from __future__ import annotations

@@ -110,9 +110,7 @@ class TomSession:
             suite = qitems[0].suite
             keep = stratified_sample(
                 [(it.sample.id, tuple(it.sample.facets.get(f, "") for f in suite.benchmark.strata)) for it in qitems],
-                suite.sample or 0,
-                suite.seed,
-            )
+                suite.sample or 0, suite.seed)
             drop.update(it.tom_key for it in qitems if it.sample.id not in keep)
         kept_keys = {it.tom_key for it in items if hasattr(it, "sample") and it.tom_key not in drop}
         kept: list[Any] = []

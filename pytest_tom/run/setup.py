@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -23,12 +24,20 @@ from pytest_tom.suggest import mark_name, unknown_marks_line
 REGISTRY_PLUGIN = "pytest-tom-registry"
 
 
+@contextlib.contextmanager
+def _usage_errors() -> Iterator[None]:
+    """A TomConfigError becomes pytest's one-line usage error (exit status 4)."""
+    try:
+        yield
+    except TomConfigError as exc:
+        raise pytest.UsageError(f"pytest-tom: {exc}") from None
+
+
 class _RegistryHolder:
     """Carries the registries from pytest_addoption to pytest_configure as a named plugin.
 
-    Each benchmark registered gets its (hidden, deprecated) `--tom-<name>-*`
-    flags at once, and its deprecated ini keys once the command line is known
-    (`command_line_known`), unless that asks for `--help`, which lists every ini key.
+    Each benchmark registered gets its hidden deprecated `--tom-<name>-*` flags at once, and its
+    deprecated ini keys once the command line is known, unless it asks for `--help` (which lists them).
     """
 
     def __init__(self, parser: pytest.Parser) -> None:
@@ -53,9 +62,8 @@ class _RegistryHolder:
 def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Options for the built-in and entry-point benchmarks now; for hook-registered ones as they register.
 
-    `pytest_tom_add_benchmarks` is a historic hook: a conftest.py that implements
-    it is called as soon as it is loaded, which for the initial conftests is
-    before the command line is parsed, so their settings work with `--tom-set`.
+    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before
+    the command line is parsed, so its settings work with `--tom-set`.
     """
     holder = _RegistryHolder(parser)
     _add_general_options(parser, holder.registry)
@@ -98,12 +106,10 @@ ACTIVATION = "with --tom-model, --tom-benchmark (or their ini keys) or a pytest_
 def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[object]]], names_only: bool = False) -> None:
     """Register the benchmarks' marks for --strict-markers and `pytest --markers` (each once).
 
-    `names_only` registers just each benchmark's own mark (`tombench`, `fantom`):
-    those are safe in any repo, while generic facet marks (`full`, `list`, `en`)
-    would let a typo pass --strict-markers in a repo that never runs a benchmark,
-    so they are registered only when pytest-tom runs (`ACTIVATION`). pytest looks
-    up registered marks each time it meets an unknown one, so registering them at
-    collection, before the suite's items are marked, is in time.
+    `names_only` registers just each benchmark's own mark (`tombench`): generic facet marks
+    (`full`, `en`) would let a typo pass --strict-markers in a repo that never runs a benchmark,
+    so they are registered only when pytest-tom runs (`ACTIVATION`). pytest looks registered
+    marks up at each unknown one, so registering them at collection is in time.
     """
     done = config.stash.setdefault(_MARKS_KEY, set())
     for cls in classes:
@@ -131,12 +137,10 @@ def configure(config: pytest.Config) -> TomSession:
     """Parse the options, register the marks and start the session (`plugin.py` builds its hook object on it)."""
     registry, backends = _registries(config)
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
-    try:
+    with _usage_errors():
         options = TomOptions.from_config(config, registry, node_ids)
         for name in options.benchmarks:
             registry.get(name)
-    except TomConfigError as exc:
-        raise pytest.UsageError(f"pytest-tom: {exc}") from None
     # Facet marks only where pytest-tom runs; register_suite_marks covers a suite in a test module.
     register_marks(config, registry.loadable(), names_only=not (options.model or options.benchmarks))
     config.addinivalue_line("markers", "tom_robustness: pytest-tom's robustness items (--tom-robustness): hypothesis "
@@ -146,10 +150,8 @@ def configure(config: pytest.Config) -> TomSession:
     tom = TomSession(config, options, registry, backends)
     from pytest_tom.run.baseline import load_for_run
 
-    try:
+    with _usage_errors():
         load_for_run(tom)
-    except TomConfigError as exc:
-        raise pytest.UsageError(f"pytest-tom: {exc}") from None
     config.stash[SESSION_KEY] = tom
     return tom
 
@@ -162,10 +164,8 @@ def add_xdist_controller(tom: TomSession) -> None:
 
 def check_model(tom: TomSession) -> None:
     """At session start, before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
-    try:
+    with _usage_errors():
         tom.check_model()
-    except TomConfigError as exc:
-        raise pytest.UsageError(f"pytest-tom: {exc}") from None
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
@@ -206,9 +206,8 @@ def _is_tom_item(item: pytest.Item) -> bool:
 def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: Iterable[pytest.Item]) -> str | None:
     """A line when `-m` left none of the collected pytest-tom items and names a word that is no mark; else None.
 
-    Known marks are the registered ones (pytest's `markers` ini, which holds the
-    facet marks pytest-tom registers) and, only when a word is none of those, the
-    marks the collected items carry (an unregistered mark is still a mark).
+    Known marks are the registered ones and, only when a word is none of those, the marks the
+    collected items carry (an unregistered mark is still a mark).
     """
     expression = str(config.getoption("markexpr", "") or "")
     before = list(before)
@@ -255,11 +254,8 @@ def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
 def after_loop(session: pytest.Session, tom: TomSession) -> None:
     """Judge what needs every record: derived items on the xdist controller, then the gates (one process or controller).
 
-    A bug there fails the run in one line, not an INTERNALERROR.
-
-    Uncaught, an exception from a rule would end the session as an internal error
-    and take the summary with it; here it counts as a failure and is shown after
-    the summary. (Catching it per derived item, as one process does, belongs in `run.controller`.)
+    Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the
+    summary with it; here it counts as a failure, shown in one line after the summary.
     """
     if tom.is_controller:
         from pytest_tom.run.controller import judge_derived
@@ -334,11 +330,9 @@ def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
 def finish(tom: TomSession) -> None:
     """Close the engine, then publish (xdist worker) or write the report; never raises.
 
-    This runs inside pytest's sessionfinish, before the terminal summary: an
-    exception here would lose the summary table and the final counts. A problem
-    becomes one line, shown after the summary table (or at once when no summary
-    follows), and a report that could not be written makes a passing run exit
-    with `REPORT_NOT_WRITTEN`.
+    Runs in pytest's sessionfinish, before the terminal summary, which an exception would lose:
+    a problem becomes one line after the summary (or at once when none follows), and a report
+    not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
     """
     try:
         tom.close()

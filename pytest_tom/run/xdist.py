@@ -1,20 +1,11 @@
 """pytest-xdist: contiguous scheduling of question blocks, and the controller's share of the run.
 
-Two things make a distributed run answer each request once and judge every
-aggregate assertion exactly as one process would:
-
-* Scheduling. Through xdist's public `pytest_xdist_make_scheduler` hook, a run
-  with pytest-tom items and `--dist load` gets `TomScheduling`: each worker
-  receives one contiguous block of the collection, the same `blocks()` a worker
-  computes for itself from its own (identical) collection, so a worker answers
-  exactly the questions it runs.
-* Derived results. Workers do not run aggregate assertions (their members may
-  have run elsewhere); they hand their definitions to the controller through
-  `workeroutput`, and the controller judges them over the merged records after
-  the last worker finishes and reports them as ordinary test reports.
-
-The blocks themselves are planning (`engine.planning.blocks`); this module imports
-pytest-xdist only inside the functions that need it.
+So a distributed run answers each request once and judges aggregates as one process would:
+with `--dist load`, `TomScheduling` (xdist's `pytest_xdist_make_scheduler` hook) gives each
+worker one contiguous block, the same `engine.planning.blocks()` the worker computes from its
+identical collection; workers do not run aggregate assertions (their members may run
+elsewhere) but hand their definitions over `workeroutput`, and the controller judges them on
+the merged records. pytest-xdist is imported only inside the functions that need it.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 from pytest_tom.stats import (
     Comparison,
     Estimate,
-    _boot_ratio,
+    _widen,
     compare_paired,
     estimate_rate,
     flip_rate,
@@ -129,8 +129,8 @@ def test_bootstrap_is_deterministic_per_seed() -> None:
     a = estimate_rate(values, stories, seed=1)
     assert a == estimate_rate(values, stories, seed=1)
     assert a == estimate_rate(values, np.array(stories), seed=1)  # integer arrays take the same codes
-    draws = [_boot_ratio(np.array([3.0, 1.0, 4.0, 1.0, 5.0]), np.full(5, 6.0), 50, seed) for seed in (1, 1, 2)]
-    assert np.array_equal(draws[0], draws[1]) and not np.array_equal(draws[0], draws[2])
+    draws = [_widen(1.0, 0.0, np.array([3.0, 1.0, 4.0, 1.0, 5.0]), np.full(5, 6.0), 50, seed, 0.95) for seed in (1, 1, 2)]
+    assert draws[0] == draws[1] != draws[2]
     comp = compare_paired(values, values[::-1], stories, seed=4)
     assert comp == compare_paired(values, values[::-1], stories, seed=4)
 
