@@ -150,3 +150,11 @@ def test_importing_the_package_stays_light() -> None:
             "print(sorted(m for m in ('torch','transformers','openai','vllm','sentence_transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_the_unit_test_tree_mirrors_the_package() -> None:
+    """Each folder of tests/unit is a package of pytest_tom, so a module's tests are where its path says."""
+    tests = Path(__file__).resolve().parent
+    folders = [d.relative_to(tests) for d in tests.rglob("*") if d.is_dir() and d.name != "__pycache__"]
+    strays = [str(d) for d in folders if not (PKG / d / "__init__.py").is_file()]
+    assert not strays, f"test folders with no matching pytest_tom package: {strays}"

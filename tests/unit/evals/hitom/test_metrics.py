@@ -19,7 +19,7 @@ from pytest_tom.framework.metric import Metric
 from pytest_tom.record import Outcome, Record, Verdict, index
 from pytest_tom.stats import wilson
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 PLAN = {("no_tell", "cot"): "RRWRR", ("no_tell", "vanilla"): "RWRRR", ("tell", "cot"): "RRRRW",
         ("tell", "vanilla"): "URRRR"}
 

@@ -20,7 +20,7 @@ from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import tree_digest
 from pytest_tom.record import Outcome
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 ROOT = FIXTURES / "hitom"
 
 

@@ -34,7 +34,7 @@ from pytest_tom.sample import Sample
 
 REGISTRY = {s.name: s for s in resolve("all")}
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 SRC = DataSource(FIXTURES, False, Path("unused"))
 FAST = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -261,7 +261,7 @@ def test_the_generic_robustness_package_names_no_benchmark() -> None:
     """Benchmark knowledge lives with its benchmark (`evals/<bench>/strategies.py`), offered as a `Perturbable`."""
     from pytest_tom.evals import BUILTIN
 
-    package = Path(__file__).resolve().parents[2] / "pytest_tom" / "robustness"
+    package = Path(__file__).resolve().parents[3] / "pytest_tom" / "robustness"
     for path in package.glob("*.py"):
         text = path.read_text(encoding="utf-8").lower()
         assert not [b for b in BUILTIN if b in text], f"{path.name} names a benchmark"

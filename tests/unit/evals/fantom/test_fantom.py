@@ -34,7 +34,7 @@ from pytest_tom.request import Request, Response
 from pytest_tom.sample import Conversation, Sample, permute_choices, rename
 from pytest_tom.scoring import token_f1
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "fantom" / "fantom_v1.json"
+FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "fantom" / "fantom_v1.json"
 PERSONX = "Kailey does not know the breed of Linda's dog."
 OMNISCIENT = "Kailey believes that Linda's dog is a golden retriever."
 

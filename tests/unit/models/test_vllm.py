@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 from helpers import fake_vllm  # noqa: E402
 from helpers.tiny_models import CHATML, NO_SYSTEM, build_tiny_model  # noqa: E402
 
-TESTS = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

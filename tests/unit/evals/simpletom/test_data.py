@@ -26,7 +26,7 @@ from pytest_tom.fetch import MANIFEST, sha256_file
 from pytest_tom.framework.base import DataSource
 from pytest_tom.sample import Choice
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "simpletom"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures" / "simpletom"
 SMALL_ROWS = dict.fromkeys(CONFIGS, 10)
 
 

@@ -19,7 +19,7 @@ from pytest_tom.evals.tomato.data import TABLE8, parse_big_five, pattern, read_f
 from pytest_tom.fetch import sha256_file
 from pytest_tom.framework.base import DataSource
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 DATASET = FIXTURES / "tomato" / "dataset"
 
 

@@ -15,7 +15,7 @@ from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 CONVERSATION = (
     'Lena Fischer: "Hi!"\nTomas Okafor: "Hi, how are you?"\n'
     'Lena Fischer: "Tomas, the bike you listed, is the price still four hundred?"\n'

@@ -24,7 +24,7 @@ from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.sample import permute_choices, rename
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 TV = FIXTURES / "tomvalley"
 
 

@@ -19,7 +19,7 @@ from pytest_tom.output.render import terminal_lines, to_json
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.request import Response
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 
 # Per conversation, questions u_id 0..3: 0 and 2 first order, 1 and 3 second order (1 is false belief everywhere,
 # 3 only for belief). c = right, w = wrong, g = no [A]-[D] in the answer.
