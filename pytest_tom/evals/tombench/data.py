@@ -68,35 +68,23 @@ _TASKS = {
 TASK_FILES = {stem: abbr for abbr, (stem, _) in _TASKS.items()}
 TASK_NAMES = {abbr: name for abbr, (_, name) in _TASKS.items()}
 TASK_ORDER = tuple(TASK_NAMES)
-HUMAN_TASK_ACCURACY_ZH = {
-    "uot": 0.893, "sit": 0.755, "pst": 0.700, "fbt": 0.868, "ast": 0.950, "ht": 0.971, "sst": 0.892, "frt": 0.804,
-}
+HUMAN_TASK_ACCURACY_ZH = {"uot": 0.893, "sit": 0.755, "pst": 0.700, "fbt": 0.868, "ast": 0.950, "ht": 0.971,
+                          "sst": 0.892, "frt": 0.804}
 """Table 2's human row (Chinese only; the paper uses it as the reference for both languages)."""
 
-CATEGORIES = {
-    "Emotion": "emotion",
-    "Desire": "desire",
-    "Intention": "intention",
-    "Knowledge": "knowledge",
-    "Belief": "belief",
-    "Non-Literal Communication": "nonliteral",
-}
+CATEGORIES = {"Emotion": "emotion", "Desire": "desire", "Intention": "intention", "Knowledge": "knowledge",
+              "Belief": "belief", "Non-Literal Communication": "nonliteral"}
 
 # The 31 canonical abilities (Table 18 names), by category.
 ABILITIES: dict[str, tuple[str, ...]] = {
-    "Emotion": (
-        "Typical emotional reactions", "Atypical emotional reactions", "Discrepant emotions", "Mixed emotions",
-        "Hidden emotions", "Moral emotions", "Emotion regulation",
-    ),
+    "Emotion": ("Typical emotional reactions", "Atypical emotional reactions", "Discrepant emotions", "Mixed emotions",
+                "Hidden emotions", "Moral emotions", "Emotion regulation"),
     "Desire": ("Multiple desires", "Desires influence on actions/emotions", "Desire-action contradiction", "Discrepant desires"),
     "Intention": ("Discrepant intentions", "Prediction of actions", "Intentions explanations", "Completion of failed actions"),
-    "Knowledge": (
-        "Knowledge-pretend play links", "Percepts-knowledge links", "Information-knowledge links", "Knowledge-attention links",
-    ),
-    "Belief": (
-        "Content false beliefs", "Location false beliefs", "Identity false beliefs", "Second-order beliefs",
-        "Beliefs based action/emotions", "Sequence false beliefs",
-    ),
+    "Knowledge": ("Knowledge-pretend play links", "Percepts-knowledge links", "Information-knowledge links",
+                  "Knowledge-attention links"),
+    "Belief": ("Content false beliefs", "Location false beliefs", "Identity false beliefs", "Second-order beliefs",
+               "Beliefs based action/emotions", "Sequence false beliefs"),
     "Non-Literal Communication": ("Irony/Sarcasm", "Egocentric lies", "White lies", "Involuntary lies", "Humor", "Faux pas"),
 }
 ABILITY_CATEGORY = {ability: cat for cat, abilities in ABILITIES.items() for ability in abilities}
@@ -133,11 +121,7 @@ _GOLD = re.compile(r"^\s*([A-D])\s*(?:[.．、:：]\s*)?$")
 
 
 def canonical_ability(raw: str) -> tuple[str, str, str]:
-    """Map a raw release label to (canonical ability, category, paper sub-label).
-
-    The sub-label keeps Desire II's two raw variants apart, because the paper's
-    Desire numbers average them instead of pooling (spec section 2.5).
-    """
+    """(canonical ability, category, paper sub-label) of a raw label; the sub-label keeps Desire II's variants apart."""
     norm = " ".join(raw.split()).lower()
     ability = _RAW_ALIASES.get(norm) or _CASEFOLD_ABILITY.get(norm.partition(": ")[2])
     if ability is None:
@@ -147,15 +131,9 @@ def canonical_ability(raw: str) -> tuple[str, str, str]:
 
 
 def strip_option_prefix(text: str, letter: str) -> str:
-    """Remove a leading "A. "/"A."/"A、" only when it is the option's own letter (spec P6).
-
-    Upstream's `str.replace("A. ", "")` also eats "A. " inside the text and misses
-    "A.xxx"; a prefix with another letter is part of the option and stays.
-    """
+    """Remove a leading "A. "/"A."/"A、" only when it is the option's own letter (spec P6: not upstream's replace)."""
     m = _PREFIX.match(text)
-    if m and m.group(1) == letter:
-        return text[m.end() :]
-    return text
+    return text[m.end() :] if m and m.group(1) == letter else text
 
 
 def is_missing(value: Any) -> bool:
@@ -163,17 +141,13 @@ def is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value.strip())
 
 
-# --- the typed extension -------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class ToMBenchExtra:
     """What only ToMBench needs about a sample: where it comes from and how the paper groups it."""
 
     file: str = field(metadata=KEEP)
-    """Release file stem, e.g. "False Belief Task"."""
     row: int
-    """1-based line number in the file; with `file` it seeds the item's option shuffles."""
+    """1-based line in `file` (the release file stem); with it, seeds the item's option shuffles."""
     language: str = field(metadata=KEEP)
     task: str = field(metadata=KEEP)
     """Task abbreviation, or "extra" for the 390 ability-only items."""
@@ -182,7 +156,6 @@ class ToMBenchExtra:
     sub_label: str = field(metadata=KEEP)
     category: str = field(metadata=KEEP)
     index: int
-    """The release's 1-based question number within its story."""
     story_id: str = field(metadata=KEEP)
     """Task-file story key ("" for extra items); stories are delimited by INDEX restarts, FRT by blocks of 4."""
     story_size: int
@@ -194,7 +167,7 @@ ToMBenchSample = Sample[ToMBenchExtra]
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """One validated release row, both languages, before it becomes samples."""
+    """One validated release row, both languages."""
 
     row: int
     ability: str
@@ -204,29 +177,20 @@ class _Row:
     index: int
     answer: str
     story_id: str
-    texts: Mapping[str, tuple[str, str, tuple[str, ...]]]
-    """Per language: story, question, options."""
+    texts: Mapping[str, tuple[str, str, tuple[str, ...]]]  # per language: story, question, options
     defect: str
 
 
 def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
     values: list[Any] = [rec.get(f) for f in names]
-    for f, v in zip(names[:2], values[:2], strict=True):
+    c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
+    if c_missing != d_missing and not any(is_missing(v) or not isinstance(v, str) for v in values[:2]):
+        raise TomDataError("a 4-option item needs both C and D (2-option items leave both empty)", path=path,
+                           record=f"line {row}", field=names[2] if c_missing else names[3])
+    count = 2 if c_missing else 4  # a binary item: the release stores C and D as NaN (spec P5)
+    for f, v in zip(names[:count], values[:count], strict=True):
         if is_missing(v):
             raise TomDataError("option missing", path=path, record=f"line {row}", field=f)
-        if not isinstance(v, str):
-            raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
-    c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
-    if c_missing and d_missing:
-        count = 2  # binary item: the release stores C and D as NaN (spec P5)
-    elif c_missing or d_missing:
-        missing = names[2] if c_missing else names[3]
-        raise TomDataError(
-            "a 4-option item needs both C and D (2-option items leave both empty)", path=path, record=f"line {row}", field=missing
-        )
-    else:
-        count = 4
-    for f, v in zip(names[2:count], values[2:count], strict=True):
         if not isinstance(v, str):
             raise TomDataError(fields.wrong_type("text", v), path=path, record=f"line {row}", field=f)
     return tuple(strip_option_prefix(v.strip(), letter).strip() for letter, v in zip(LETTERS, values[:count], strict=False))
@@ -237,45 +201,41 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
     rows: list[_Row] = []
     story_no = 0
     for row, rec in read_jsonl(path):
+        def bad(message: str, name: str = F_ANSWER, row: int = row) -> TomDataError:
+            return TomDataError(message, path=path, record=f"line {row}", field=name)
+
         raw_ability = rec.get(F_ABILITY)
         if raw_ability is None:
-            raise TomDataError("missing ability label", path=path, record=f"line {row}", field=F_ABILITY)
+            raise bad("missing ability label", F_ABILITY)
         if not isinstance(raw_ability, str):
-            raise TomDataError(fields.wrong_type("text", raw_ability), path=path, record=f"line {row}", field=F_ABILITY)
+            raise bad(fields.wrong_type("text", raw_ability), F_ABILITY)
         try:
             ability, category, sub = canonical_ability(raw_ability)
         except KeyError:
-            raise TomDataError(
-                f"unknown ability label {raw_ability!r}", path=path, record=f"line {row}", field=F_ABILITY
-            ) from None
+            raise bad(f"unknown ability label {raw_ability!r}", F_ABILITY) from None
         index = rec.get(F_INDEX)
         if isinstance(index, float) and index.is_integer():
             index = int(index)
         if not isinstance(index, int) or isinstance(index, bool):
-            raise TomDataError(fields.wrong_type("an integer", index), path=path, record=f"line {row}", field=F_INDEX)
+            raise bad(fields.wrong_type("an integer", index), F_INDEX)
         raw_answer = rec.get(F_ANSWER)
         if raw_answer is not None and not isinstance(raw_answer, str):
-            raise TomDataError(fields.wrong_type("a letter A-D as text", raw_answer), path=path, record=f"line {row}",
-                               field=F_ANSWER)
+            raise bad(fields.wrong_type("a letter A-D as text", raw_answer))
         # One release item stores its gold as "A. " (spec D2): one letter, a separator allowed; "BC" is refused.
         gold = _GOLD.match(raw_answer or "")
         if gold is None:
-            raise TomDataError(f"gold answer {raw_answer!r} is not a letter A-D", path=path, record=f"line {row}", field=F_ANSWER)
+            raise bad(f"gold answer {raw_answer!r} is not a letter A-D")
         answer = gold.group(1)
         row_no = len(rows)
         if task == "frt":
             story_id = f"story{row_no // 4 + 1:03d}"  # blocks of 4 reproduce the paper's 140 stories (spec D4)
         elif task != "extra":
-            if index == 1 or story_no == 0:
-                story_no += 1
+            story_no += index == 1 or story_no == 0
             story_id = f"story{story_no:03d}"
         else:
             story_id = ""
-        texts: dict[str, tuple[str, str, tuple[str, ...]]] = {}
-        for lang in ("zh", "en"):
-            sf, qf, of = FIELDS[lang]
-            story, question = (fields.text(rec, f, path, f"line {row}").strip() for f in (sf, qf))
-            texts[lang] = (story, question, _options(rec, of, path, row))
+        texts = {lang: (fields.text(rec, sf, path, f"line {row}").strip(), fields.text(rec, qf, path, f"line {row}").strip(),
+                        _options(rec, of, path, row)) for lang, (sf, qf, of) in FIELDS.items()}
         defect = ""
         if len(texts["zh"][2]) != len(texts["en"][2]):
             # SST row 292: Zh is binary, En a 4-option question copied from another story (spec D5).
@@ -284,10 +244,7 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
             defect = defect or DEFECT_FRT_BLOCK
         for lang in languages:
             if LETTERS.index(answer) >= len(texts[lang][2]):
-                raise TomDataError(
-                    f"gold {answer!r} is not among the {len(texts[lang][2])} {lang} options",
-                    path=path, record=f"line {row}", field=F_ANSWER,
-                )
+                raise bad(f"gold {answer!r} is not among the {len(texts[lang][2])} {lang} options")
             # Two English rows of the real release (Unexpected Outcome Test 166, 168) double a distractor ("Angry"):
             # only a gold whose text is also another option's is ambiguous.
             distinct_options(texts[lang][2], LETTERS.index(answer), path, f"line {row}", FIELDS[lang][2], gold_only=True)
@@ -296,11 +253,7 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
 
 
 def load_file(path: Path, languages: Sequence[str]) -> list[ToMBenchSample]:
-    """Parse one release JSONL file into samples, one per row and language, in row order.
-
-    Both languages of a row are validated even when one is asked for, so a broken
-    row fails the same way whatever `tombench.languages` says.
-    """
+    """Samples of one release file, one per row and language; both languages are always validated."""
     stem = path.name[: -len(".jsonl")]
     task = TASK_FILES.get(stem, "extra")
     rows = _read_rows(path, task, languages)
@@ -318,17 +271,14 @@ def load_file(path: Path, languages: Sequence[str]) -> list[ToMBenchSample]:
     return samples
 
 
-def to_sample(
-    extra: ToMBenchExtra, story: str, question: str, options: Sequence[str], answer: str, defect: str = ""
-) -> ToMBenchSample:
+def to_sample(extra: ToMBenchExtra, story: str, question: str, options: Sequence[str], answer: str,
+              defect: str = "") -> ToMBenchSample:
     """The sample of one row in one language; ids, facets and marks are those of the old items."""
     file_slug = slug(extra.file)
     qtype = "two_choice" if len(options) == 2 else "four_choice"
-    facets = {
-        "language": extra.language, "task": extra.task, "category": extra.category, "ability": extra.ability,
-        "sub_label": extra.sub_label, "qtype": qtype,
-        "story": f"{extra.language}-{file_slug}-{extra.story_id}" if extra.story_id else "",
-    }
+    facets = {"language": extra.language, "task": extra.task, "category": extra.category, "ability": extra.ability,
+              "sub_label": extra.sub_label, "qtype": qtype,
+              "story": f"{extra.language}-{file_slug}-{extra.story_id}" if extra.story_id else ""}
     return Sample(
         benchmark=BENCHMARK, id=f"{extra.language}-{file_slug}-{extra.row:04d}", context=Story(story),
         question=question, choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=False)),
