@@ -1,10 +1,4 @@
-"""FANToM data: the official file's records, checked, and the typed extension of FANToM samples.
-
-Every check names the file, the record and the field, because a user facing
-hundreds of question sets needs to know which one to look at. `FantomExtra`
-keeps what only FANToM's prompts, scoring and set assertions read; the samples
-themselves are built in `samples.py`.
-"""
+"""FANToM data: the official file's records, checked (naming file, record and field), and `FantomExtra`."""
 
 from __future__ import annotations
 
@@ -20,8 +14,6 @@ from pytest_tom.framework import fields
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import distinct_options, read_json
 from pytest_tom.framework.release import Release
-
-# --- official constants ----------------------------------------------------------------------
 
 OFFICIAL_URL = "https://storage.googleapis.com/ai2-mosaic-public/projects/fantom/fantom.tar.gz"
 OFFICIAL_SHA256 = "1d08dfa0ea474c7f83b9bc7e3a7b466eab25194043489dd618b4c5223e1253a4"
@@ -48,37 +40,26 @@ AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation
 FAMILY, FORMAT, LABEL = ({q: row[i] for q, row in _QUESTION_TYPES.items()} for i in range(3))
 
 
-# --- records ------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class BeliefQA:
     """One belief question of a set; asked twice, free-response and as a two-option choice."""
 
     question: str
     question_type: str
-    """"tom:belief:inaccessible" or "tom:belief:accessible"."""
     tom_type: str
-    """"first-order", "second-order:cyclic", "second-order:acyclic" or "second-order:accessible"."""
-    correct: str
-    """PersonX-centric belief answer (the gold)."""
-    wrong: str
-    """Omniscient-view belief answer (the distractor)."""
+    correct: str  # PersonX-centric (the gold)
+    wrong: str  # omniscient view (the distractor)
     accessibility: str
-    character: str
-    """Whose belief is asked, lower case, as upstream's character analysis reads it from the question."""
-    correct_last: bool
-    """Official option order: the correct answer is option (b)."""
+    character: str  # whose belief is asked, lower case, as upstream's character analysis reads it
+    correct_last: bool  # official option order: the correct answer is option (b)
 
 
 @dataclass(frozen=True, slots=True)
 class ListQA:
     question: str
     question_type: str
-    correct: tuple[str, ...]
-    """Characters who know (must all be named)."""
-    wrong: tuple[str, ...]
-    """Characters who do not know (must not be named)."""
+    correct: tuple[str, ...]  # who knows (must all be named)
+    wrong: tuple[str, ...]  # who does not (must not be named)
     accessibility: str
 
 
@@ -86,11 +67,9 @@ class ListQA:
 class BinaryQA:
     question: str
     question_type: str
-    gold: str
-    """"yes", "no" or "no:long" (a character absent from the short context)."""
+    gold: str  # "yes", "no" or "no:long" (a character absent from the short context)
     accessibility: str
-    character: str
-    """The character asked about, as written in the question."""
+    character: str  # as written in the question
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,21 +79,18 @@ class FantomSet:
     set_id: str
     part_id: str
     conversation_id: str
-    index: int
-    """Position in the file (0-based)."""
+    index: int  # 0-based position in the file
     short_context: str
     full_context: str
     joining_speaker: str
     fact_question: str
-    fact_answer: str
-    """FULL FACT A, the gold of the fact question."""
+    fact_answer: str  # FULL FACT A
     beliefs: tuple[BeliefQA, ...]
     answerability_list: ListQA
     info_list: ListQA
     answerability_binary: tuple[BinaryQA, ...]
     info_binary: tuple[BinaryQA, ...]
-    source: str
-    """File and record, for messages."""
+    source: str  # file and record, for messages
 
     def lists(self, family: str) -> ListQA:
         return self.answerability_list if family == "answerability" else self.info_list
@@ -125,66 +101,35 @@ class FantomSet:
 
 @dataclass(frozen=True, slots=True)
 class FantomExtra:
-    """What FANToM's prompts, scoring and set assertions read beyond the generic sample fields.
+    """What FANToM reads beyond the generic sample fields; plain strings, so `Sample.rename` rewrites them too."""
 
-    Text fields are plain strings so that `Sample.rename` rewrites them with the
-    rest of the sample; prompts and scoring read the belief options, the list's
-    knowers and the gold from the sample itself, and the copies here only where
-    the sample has no field for them (the distractors, the fact shown with list
-    and yes/no questions).
-    """
-
-    context: str
-    """"short" or "full"."""
+    context: str  # "short" or "full"
     set_id: str
-    qtype: str
-    """One of QUESTION_TYPES."""
-    index: int
-    """Index of the belief or yes/no question within its set; -1 otherwise."""
-    accessibility: str
-    """Scenario as upstream scores it in this context ("inaccessible"/"accessible"; "" for the fact question)."""
-    upstream_type: str
-    """Upstream's `question_type` string, e.g. "tom:belief:inaccessible:multiple-choice"."""
+    qtype: str  # one of QUESTION_TYPES
+    index: int  # of the belief or yes/no question within its set; -1 otherwise
+    accessibility: str  # the scenario as upstream scores it in this context ("" for the fact question)
     tom_type: str
-    joining_speaker: str
-    """The character who missed part of the conversation (named in failure messages)."""
+    joining_speaker: str  # who missed part of the conversation (named in failure messages)
     fact_question: str
-    fact_answer: str
-    """FULL FACT A: the gold of the fact question, and the information shown with info-accessibility questions."""
-    belief_correct: str = ""
-    """PersonX-centric answer of a belief question (the free-response gold)."""
-    belief_wrong: str = ""
-    """Omniscient-view answer of a belief question (the free-response distractor)."""
+    fact_answer: str  # FULL FACT A: also the information shown with info-accessibility questions
+    belief_wrong: str = ""  # the omniscient-view answer (the free-response distractor)
     list_correct: tuple[str, ...] = ()
-    """Characters who know (list questions; the sample's gold)."""
     list_wrong: tuple[str, ...] = ()
-    """Characters who do not know (list questions)."""
-    binary_gold: str = ""
-    """Raw yes/no gold ("yes", "no" or "no:long")."""
+    binary_gold: str = ""  # raw: "yes", "no" or "no:long"
     binary_character: str = ""
-    """The character a yes/no question asks about, as written in the question."""
-    unit: str = ""
-    """The aggregation unit (set, part or conversation id) its set assertions are computed over."""
-    unit_size: int = 0
-    """ToM questions in (context, unit, scenario): a unit is complete only with all of them."""
+    unit: str = ""  # the aggregation unit (set, part or conversation id) of its set assertions
+    unit_size: int = 0  # ToM questions in (context, unit, scenario): a unit is complete only with all of them
 
     @property
     def family(self) -> str:
         return FAMILY[self.qtype]
 
 
-# --- loading ------------------------------------------------------------------------------------
-
-
 ACCESS = "missed_info_accessibility"
 
 
 def belief_character(question: str) -> str:
-    """Whose belief a belief question asks about, read as upstream's character analysis does.
-
-    Upstream takes the word after the first "does " ("What does Linda think ..." ->
-    "linda"); "" when the question has no "does " (upstream would crash there).
-    """
+    """Upstream's reading of whose belief is asked: the word after the first "does " ("" when none)."""
     after = question.lower().partition("does ")[2].split()
     return after[0] if after else ""
 
@@ -217,18 +162,14 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         if qtype not in ("tom:belief:inaccessible", "tom:belief:accessible"):
             raise TomDataError(f"unknown belief question_type {qtype!r}", path=path, record=record,
                                field=f"{w}.question_type")
-        question = fields.text(b, "question", path, record, w)
-        correct = fields.text(b, "correct_answer", path, record, w)
-        wrong = fields.text(b, "wrong_answer", path, record, w)
+        question, correct, wrong, tom_type = (fields.text(b, k, path, record, w)
+                                              for k in ("question", "correct_answer", "wrong_answer", "tom_type"))
         distinct_options((correct, wrong), 0, path, record, (f"{w}.correct_answer", f"{w}.wrong_answer"))
-        tom_type = fields.text(b, "tom_type", path, record, w)
         # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
         correct_last = rng.choice([True, False])
-        beliefs.append(BeliefQA(
-            question=question, question_type=str(qtype), tom_type=tom_type, correct=correct, wrong=wrong,
-            accessibility=fields.one_of(b, ACCESS, path, record, SCENARIOS, w), character=belief_character(question),
-            correct_last=correct_last,
-        ))
+        beliefs.append(BeliefQA(question, str(qtype), tom_type, correct, wrong,
+                                fields.one_of(b, ACCESS, path, record, SCENARIOS, w), belief_character(question),
+                                correct_last))
     return tuple(beliefs)
 
 
@@ -318,12 +259,9 @@ PARTIAL_ADVICE = (
 
 
 def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
-    """Fail unless every set has what every set of the release has: beliefs, yes/no questions, and who knows.
+    """Fail unless every set has beliefs, yes/no questions and who knows: an emptied list would pass over fewer.
 
-    A set whose question list was emptied would still pass its ALL* and family
-    assertions, over fewer questions: a silent change to what is measured. The
-    local copy may hold any number of sets (the official file's count is pinned by
-    its archive's checksum, not here), but each set must be whole.
+    The number of sets is free (the official count is pinned by the archive's checksum), each set must be whole.
     """
     for s in sets:
         parts: tuple[tuple[str, str, tuple[object, ...]], ...] = (
@@ -342,11 +280,7 @@ def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
 
 
 def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
-    """The local `fantom_v1.json`, and whether it is checksum-verified (a download, or the cache re-checked).
-
-    Looked for under the data folder, then in the download cache (re-checked against the
-    manifest of its verified download), then fetched.
-    """
+    """The local `fantom_v1.json` (data folder, then the re-checked cache, then a download), and whether verified."""
     folder, verified = Release(
         "fantom", ("fantom", ""), lambda c: (c / DATA_FILE).is_file(), sha256[:16], lambda c: (c / DATA_FILE).is_file(),
         lambda c: check_extracted(c, DATA_FILE, sha256), lambda c: fetch_archive(url, sha256, DATA_FILE, c),

@@ -1,12 +1,5 @@
-"""FANToM's aggregate assertions: the paper's set gates and the per-character checks of its Table 3.
-
-Set gates (ALL*, ALL, each family's All) hold when every member question passes,
-so they use the shared `all_pass` rule. Per-character checks read the member
-records the way upstream's character analysis does: each yes/no answer about the
-character, each belief answer asked of them, and each list answer "tiled" into
-"is the character named, and should they be?". `character_all` wants every row
-right; `consistency` wants the list and yes/no rows to agree on whether the
-character knows.
+"""FANToM's aggregate assertions: the set gates (ALL*, ALL, family All: the shared `all_pass` rule) and Table 3's
+per-character checks, read as upstream's character analysis reads them (`metrics.character_entries`).
 """
 
 from __future__ import annotations
@@ -41,18 +34,14 @@ def set_assertions(samples: Sequence[Sample[FantomExtra]], *, with_free: bool, b
     for (context, unit, scenario), members in _units(samples).items():
         gid = f"{context}-{unit}-{scenario}"
         facets = {"context": context, "unit": unit, "accessibility": scenario}
-        kinds: list[tuple[str, list[Sample[FantomExtra]], tuple[str, ...]]] = []
-        if with_free:
-            kinds.append(("all_star", members, ()))
-        kinds.append(("all_tom", [s for s in members if s.extra.qtype != "belief_free"], ()))
-        for family in FAMILIES:
-            kinds.append((f"{family}_all", [s for s in members if s.extra.family == family], (family,)))
+        kinds: list[tuple[str, list[Sample[FantomExtra]], tuple[str, ...]]] = [
+            *([("all_star", members, ())] if with_free else []),
+            ("all_tom", [s for s in members if s.extra.qtype != "belief_free"], ()),
+            *((f"{fam}_all", [s for s in members if s.extra.family == fam], (fam,)) for fam in FAMILIES)]
         for kind, picked, extra in kinds:
             if picked:
-                out.append(Derived(
-                    benchmark=benchmark, id=gid, kind=kind, members=tuple(s.id for s in picked),
-                    marks=(benchmark, context, kind, scenario, *extra), facets={**facets, "kind": kind},
-                ))
+                out.append(Derived(benchmark=benchmark, id=gid, kind=kind, members=tuple(s.id for s in picked),
+                                   marks=(benchmark, context, kind, scenario, *extra), facets={**facets, "kind": kind}))
     return out
 
 
@@ -82,8 +71,7 @@ def character_checks(samples: Sequence[Sample[FantomExtra]], *, parsing: str, be
                     benchmark=benchmark, id=f"{context}-{unit}-{scenario}-{slug(char) or 'unknown'}", kind=kind,
                     members=tuple(s.id for s in (*picked, *tiled)), marks=(benchmark, context, kind, scenario),
                     facets={"context": context, "unit": unit, "accessibility": scenario, "character": char, "kind": kind},
-                    params={"parsing": parsing, "character": char, "display": display},
-                ))
+                    params={"parsing": parsing, "character": char, "display": display}))
     return out
 
 
@@ -110,11 +98,8 @@ def _check(derived: Derived, members: Sequence[Record]) -> Judgement:
     what = "consistency" if consistency else "all answers right"
     lines = [f"FANToM per-character check ({what}) for {params['display']}, {f['unit']} "
              f"({f['context']} context, {f['accessibility']}): {why}"]
-    for e in entries:
-        if consistency:
-            lines.append(f"  {e.qid} {e.what}: {e.note} -> {_READING[e.value or 0]}")
-        else:
-            lines.append(f"  {'ok ' if e.ok else 'BAD'} {e.qid} {e.what}: {e.note}")
+    lines += [f"  {e.qid} {e.what}: {e.note} -> {_READING[e.value or 0]}" if consistency
+              else f"  {'ok ' if e.ok else 'BAD'} {e.qid} {e.what}: {e.note}" for e in entries]
     if consistency:
         counts = Counter(_READING[e.value or 0] for e in entries)
         lines.append("readings: " + ", ".join(f"{k} x{n}" for k, n in counts.most_common()))

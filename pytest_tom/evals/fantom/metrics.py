@@ -1,9 +1,6 @@
-"""FANToM's paper aggregation over typed records: upstream's `score_and_analyze`, plus illusory-ToM counts.
+"""FANToM's paper aggregation: upstream's `score_and_analyze` (its rounding included), plus illusory-ToM counts.
 
-Numbers equal the official report on the same responses, including its rounding
-(numpy's half-to-even on pandas means, Python's on the `evaluate` F1). Set-level
-scores use complete units only: a unit missing a question (deselected, or
-errored) is left out and counted, never scored on a partial set.
+Set-level scores use complete units only: a unit missing a question is left out and counted.
 """
 
 from __future__ import annotations
@@ -73,14 +70,9 @@ def _all_by(records: Iterable[Record], field: str) -> float | None:
 
 
 def illusory_counts(target: Sequence[Record]) -> dict[str, Any]:
-    """The paper's illusory ToM outside the set gates (spec A8 and A10), counted, never failed.
+    """Illusory ToM (spec A8, A10) in one scenario's scored ToM records, counted, never failed.
 
-    A8: the free-response and the two-option form of one belief question should
-    agree (both on the character's side or both not); a model right in one
-    format only is answering the format, not the belief. A10: the list questions
-    are prerequisites of the choice question, so a set whose choices are all
-    right while a list is wrong got its choices right for the wrong reason.
-    `target` holds one scenario's scored (non-error) ToM records.
+    A8: a belief's free and choice forms should agree; A10: choices right while a list (a prerequisite) is wrong.
     """
     by_qid = {r.sample_id: r for r in target}
     pairs = [(_ok(r), _ok(by_qid[other])) for r in target if _qtype(r) == "belief_free"
@@ -108,8 +100,7 @@ class CharacterEntry:
     qid: str
     what: str
     ok: bool
-    value: int | None
-    """Binarized answer (1 knows, 0 does not, -1 unreadable) for the consistency check; None for beliefs."""
+    value: int | None  # binarized (1 knows, 0 does not, -1 unreadable); None for beliefs
     note: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,12 +108,7 @@ class CharacterEntry:
 
 
 def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[tuple[str, str], list[CharacterEntry]]:
-    """Upstream's character tracking rows, keyed by (unit, character).
-
-    Yes/no answers count per character; each list answer is "tiled" into one row
-    per yes/no question of its family and unit (is the character named, and should
-    they be?); belief answers count for the character whose belief is asked.
-    """
+    """Upstream's character tracking rows by (unit, character); a list answer is tiled per yes/no question."""
     out: dict[tuple[str, str], list[CharacterEntry]] = defaultdict(list)
     lists: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for r in records:
@@ -155,9 +141,8 @@ def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[
     return out
 
 
-def scenario_report(
-    records: Sequence[Record], scenario: str, aggregation: str, mode: str, context: str,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def scenario_report(records: Sequence[Record], scenario: str, aggregation: str, mode: str,
+                    context: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras."""
     field = AGGREGATION_FIELD[aggregation]
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
@@ -214,11 +199,8 @@ def scenario_report(
                    for es in rows.values() if any(e.value is not None for e in es)]
     rep[p + "set:character_answer_consistency"] = round_numpy(mean([float(v) for v in consistency]))
     extra.update(illusory_counts(target))
-    extra.update({
-        "units": len(present), "complete_units": len(complete), "incomplete_units": len(present) - len(complete),
-        "n_belief_choice": len(choice), "n_belief_free": len(dist), "n_fact": len(facts),
-        "n_characters": len(rows),
-    })
+    extra.update(units=len(present), complete_units=len(complete), incomplete_units=len(present) - len(complete),
+                 n_belief_choice=len(choice), n_belief_free=len(dist), n_fact=len(facts), n_characters=len(rows))
     return rep, extra
 
 

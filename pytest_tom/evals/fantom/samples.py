@@ -114,7 +114,7 @@ def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str
     family = FAMILY[qtype]
     base: dict[str, Any] = {
         "context": context, "set_id": s.set_id, "qtype": qtype, "index": p.index, "accessibility": p.accessibility,
-        "upstream_type": p.upstream, "joining_speaker": s.joining_speaker, "fact_question": s.fact_question,
+        "joining_speaker": s.joining_speaker, "fact_question": s.fact_question,
         "fact_answer": s.fact_answer, "unit": unit, "unit_size": unit_size,
     }
     qid = f"{context}-{s.set_id}-{qtype}"
@@ -128,7 +128,7 @@ def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str
         b = s.beliefs[p.index]
         qid += f"-{p.index + 1}"
         question, tom_type, character = b.question, b.tom_type, b.character
-        base.update(belief_correct=b.correct, belief_wrong=b.wrong)
+        base.update(belief_wrong=b.wrong)
         if qtype == "belief_choice":
             a, bb, gold = choice_options(b)
             choices = (Choice("a", a), Choice("b", bb))

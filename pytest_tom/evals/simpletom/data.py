@@ -1,12 +1,7 @@
-"""The SimpleToM release: four configs joined by story id into typed samples, one per question.
+"""The SimpleToM release: four configs (`<config>/test.jsonl`) joined by story id into typed samples, one per question.
 
-The Hugging Face release (allenai/SimpleToM) stores each config as `<config>/test.jsonl`:
-`mental-state-qa`, `behavior-qa` and `judgment-qa` hold one question per story (ids
-`<story>_aware`, `<story>_action`, `<story>_judge`: the `_aware` suffix names the
-mental-state question, not an "aware" story), and `story-data` one row per story with its
-scenario and severity. Every record is validated, and every error names the file, the line
-and the field. Severity siblings share their gold text (the unaware action, "Reasonable"),
-so nothing here is ever keyed or deduplicated by text: only by id.
+The three QA configs hold one question per story (ids `<story>_aware` (the mental-state question), `_action`,
+`_judge`), `story-data` one row per story. Severity siblings share their gold text, so everything is keyed by id.
 """
 
 from __future__ import annotations
@@ -66,25 +61,15 @@ def severity_mark(level: str) -> str:
 @dataclass(frozen=True, slots=True)
 class SimpleToMExtra:
     story_id: str = field(metadata=KEEP)
-    """The release's story id, shared by its 3 questions."""
     question_type: str = field(metadata=KEEP)
-    """"mental_state" | "behavior" | "judgment"."""
     scenario: str = field(metadata=KEEP)
-    """One of the ten scenario keys, as released."""
-    severity: str = field(metadata=KEEP)
-    """Severity level, as released (string)."""
-    ms_question: str = ""
-    """The story's mental-state question (for the reminder)."""
+    severity: str = field(metadata=KEEP)  # as released: "1", "2" or "3"
+    ms_question: str = ""  # the story's mental-state question, its options and gold (for the reminder)
     ms_choices: tuple[Choice, ...] = ()
-    """Its options, labels "A"/"B" in the release's order."""
     ms_gold: str = ""
-    """Its gold label."""
 
 
 SimpleToMSample = Sample[SimpleToMExtra]
-
-
-# --- reading and validating records -------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +97,7 @@ class StoryRow:
     severity: str
     story: str
     person_x: str
-    listed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-    """The row's `questions` as released: question id -> (question, correct answer text)."""
+    listed: Mapping[str, tuple[str, str]] = field(default_factory=dict)  # question id -> (question, correct text)
 
 
 @dataclass
@@ -122,8 +106,7 @@ class Release:
 
     folder: Path
     stories: dict[str, StoryRow] = field(default_factory=dict)
-    questions: dict[tuple[str, str], Question] = field(default_factory=dict)
-    """By (story id, question type)."""
+    questions: dict[tuple[str, str], Question] = field(default_factory=dict)  # by (story id, question type)
     rows: dict[str, int | None] = field(default_factory=dict)
 
 
@@ -141,35 +124,33 @@ def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
 
 def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -> Question:
     """Validate one QA record of `config`."""
-    qtype = CONFIG_TYPE[config]
-    rid = fields.text(rec, "id", path, f"line {line}")
+    qtype, where = CONFIG_TYPE[config], f"line {line}"
+
+    def bad(message: str, name: str) -> TomDataError:
+        return TomDataError(message, path=path, record=where, field=name)
+
+    rid = fields.text(rec, "id", path, where)
     suffix = ID_SUFFIX[qtype]
     if not rid.endswith(suffix) or len(rid) == len(suffix):
-        raise TomDataError(f"id {rid!r} does not end in {suffix!r}, the {config} suffix", path=path,
-                           record=f"line {line}", field="id")
+        raise bad(f"id {rid!r} does not end in {suffix!r}, the {config} suffix", "id")
     choices = rec.get("choices")
     if not isinstance(choices, dict):
-        raise TomDataError(fields.wrong_type("an object with 'text' and 'label'", choices), path=path, record=f"line {line}",
-                           field="choices")
+        raise bad(fields.wrong_type("an object with 'text' and 'label'", choices), "choices")
     texts, labels = choices.get("text"), choices.get("label")
     if not isinstance(texts, list) or len(texts) != 2:
-        raise TomDataError(fields.wrong_type("a list of 2 option texts", texts), path=path, record=f"line {line}",
-                           field="choices.text")
+        raise bad(fields.wrong_type("a list of 2 option texts", texts), "choices.text")
     for i, t in enumerate(texts):
         if not isinstance(t, str) or not t.strip():
-            raise TomDataError(fields.wrong_type("option text", t), path=path, record=f"line {line}", field=f"choices.text[{i}]")
+            raise bad(fields.wrong_type("option text", t), f"choices.text[{i}]")
     if labels != ["A", "B"]:
-        raise TomDataError(f"expected labels ['A', 'B'], got {labels!r}", path=path, record=f"line {line}",
-                           field="choices.label")
+        raise bad(f"expected labels ['A', 'B'], got {labels!r}", "choices.label")
     gold = rec.get("answerKey")
     if gold not in ("A", "B"):
-        raise TomDataError(f"gold {gold!r} is not 'A' or 'B'", path=path, record=f"line {line}", field="answerKey")
-    distinct_options(texts, "AB".index(str(gold)), path, f"line {line}", ("choices.text[0]", "choices.text[1]"))
-    return Question(
-        config=config, line=line, story_id=rid[: -len(suffix)], question_type=qtype,
-        story=fields.text(rec, "story", path, f"line {line}"), question=fields.text(rec, "question", path, f"line {line}"),
-        choices=(Choice("A", texts[0]), Choice("B", texts[1])), gold=str(gold), scenario=_scenario(rec, path, line),
-    )
+        raise bad(f"gold {gold!r} is not 'A' or 'B'", "answerKey")
+    distinct_options(texts, "AB".index(str(gold)), path, where, ("choices.text[0]", "choices.text[1]"))
+    return Question(config, line, rid[: -len(suffix)], qtype, fields.text(rec, "story", path, where),
+                    fields.text(rec, "question", path, where), (Choice("A", texts[0]), Choice("B", texts[1])),
+                    str(gold), _scenario(rec, path, line))
 
 
 def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
@@ -252,31 +233,27 @@ def _join(rel: Release, q: Question, path: Path) -> None:
     """A question must belong to a story of story-data and agree with it on the story text and scenario."""
     if rel.rows.get(STORY_CONFIG) is None:
         return  # reported by the completeness check, which needs story-data for every question
-    row = rel.stories.get(q.story_id)
-    where = f"line {q.line}"
+
+    def bad(message: str, name: str) -> TomDataError:
+        return TomDataError(message, path=path, record=f"line {q.line}", field=name)
+
+    row, sd = rel.stories.get(q.story_id), f"{STORY_CONFIG}/{FILE}"
     if row is None:
-        raise TomDataError(f"story {q.story_id!r} is not in {STORY_CONFIG}/{FILE}", path=path, record=where, field="id")
+        raise bad(f"story {q.story_id!r} is not in {sd}", "id")
     if q.story != row.story:
-        raise TomDataError(f"story text differs from {STORY_CONFIG}/{FILE} line {row.line}", path=path, record=where,
-                           field="story")
+        raise bad(f"story text differs from {sd} line {row.line}", "story")
     if q.scenario != row.scenario:
-        raise TomDataError(f"scenario {q.scenario!r} differs from {row.scenario!r} in {STORY_CONFIG}/{FILE} line "
-                           f"{row.line}", path=path, record=where, field="scenario_name")
+        raise bad(f"scenario {q.scenario!r} differs from {row.scenario!r} in {sd} line {row.line}", "scenario_name")
     listed = row.listed.get(q.story_id + ID_SUFFIX[q.question_type])
     if listed is None:
         return
     question, correct = listed
     if q.question != question:
-        raise TomDataError(f"question differs from the one {STORY_CONFIG}/{FILE} line {row.line} lists for this id",
-                           path=path, record=where, field="question")
+        raise bad(f"question differs from the one {sd} line {row.line} lists for this id", "question")
     gold_text = next(c.text for c in q.choices if c.label == q.gold)
     if gold_text != correct:
-        raise TomDataError(f"the gold {q.gold} is {gold_text!r:.60}, but {STORY_CONFIG}/{FILE} line {row.line} gives "
-                           f"{correct!r:.60} as this question's correct answer", path=path, record=where,
-                           field="answerKey")
-
-
-# --- completeness --------------------------------------------------------------------------------
+        raise bad(f"the gold {q.gold} is {gold_text!r:.60}, but {sd} line {row.line} gives {correct!r:.60} as this "
+                  "question's correct answer", "answerKey")
 
 PARTIAL_ADVICE = (
     "restore it from the official release (or remove the local copy and pass --tom-download for a fresh one), or "
@@ -285,11 +262,8 @@ PARTIAL_ADVICE = (
 
 
 def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tuple[Path, str | None, str]]:
-    """What keeps `rel` from being a whole release: (file, record, what is wrong), in file order.
-
-    Every config must be there; with `expect_rows` (the pinned release) each holds its known row
-    count, and always every story of story-data has its three questions (so no chain is lost).
-    """
+    """What keeps `rel` from being whole, as (file, record, what): a config missing, a pinned row count
+    (`expect_rows`) not met, a story of story-data without its three questions (so no chain is lost)."""
     out: list[tuple[Path, str | None, str]] = []
     for config in CONFIGS:
         path, found = path_of(rel.folder, config), rel.rows.get(config)
@@ -326,14 +300,8 @@ def check_whole(rel: Release, *, expect_rows: Mapping[str, int] | None) -> None:
     raise TomDataError(f"the SimpleToM release is incomplete: {listed}; {why}: {PARTIAL_ADVICE}", path=rel.folder)
 
 
-# --- samples -------------------------------------------------------------------------------------
-
-
 def samples(rel: Release) -> list[SimpleToMSample]:
-    """One sample per question, in story-data order, then mental state, behavior, judgment.
-
-    Needs story-data (scenario and severity come from it); a partial copy may lack questions.
-    """
+    """One sample per question, in story-data order, then mental state, behavior, judgment (needs story-data)."""
     if rel.rows.get(STORY_CONFIG) is None:
         raise TomDataError(
             f"{STORY_CONFIG}/{FILE} is missing: SimpleToM needs it for each story's severity, even in a partial copy",
@@ -352,17 +320,14 @@ def samples(rel: Release) -> list[SimpleToMSample]:
 
 def to_sample(row: StoryRow, q: Question, ms: Question | None) -> SimpleToMSample:
     """The sample of one question; `ms` is its story's mental-state question (for the reminder), when present."""
-    extra = SimpleToMExtra(
-        story_id=row.story_id, question_type=q.question_type, scenario=row.scenario, severity=row.severity,
-        ms_question=ms.question if ms else "", ms_choices=ms.choices if ms else (), ms_gold=ms.gold if ms else "",
-    )
+    extra = SimpleToMExtra(row.story_id, q.question_type, row.scenario, row.severity, ms.question if ms else "",
+                           ms.choices if ms else (), ms.gold if ms else "")
     sev = severity_mark(row.severity)
     person = row.person_x if row.person_x and row.person_x in q.story else ""
-    return Sample(
-        benchmark=BENCHMARK, id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}", context=Story(q.story),
-        question=q.question, choices=q.choices, gold=q.gold, characters=(person,) if person else (),
-        facets={"question_type": q.question_type, "scenario": row.scenario, "severity": sev, "story": row.story_id},
-        marks=(BENCHMARK, q.question_type, row.scenario, sev), extra=extra,
-        source=f"simpletom/{q.config}/{FILE} line {q.line}",
-    )
+    return Sample(benchmark=BENCHMARK, id=f"{row.story_id}-{SAMPLE_SUFFIX[q.question_type]}", context=Story(q.story),
+                  question=q.question, choices=q.choices, gold=q.gold, characters=(person,) if person else (),
+                  facets={"question_type": q.question_type, "scenario": row.scenario, "severity": sev,
+                          "story": row.story_id},
+                  marks=(BENCHMARK, q.question_type, row.scenario, sev), extra=extra,
+                  source=f"simpletom/{q.config}/{FILE} line {q.line}")
 

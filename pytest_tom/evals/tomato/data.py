@@ -1,10 +1,7 @@
 """The ToMATO release: its four files, Table 8's counts, and release records as typed samples.
 
-Every record carries the whole 16-line conversation, the question, four options in their
-released order (the gold position was drawn once when the data was built, so it is never
-shuffled here), and the Big-Five pattern of the speaker whose mental state is asked. The
-false-belief subset is a subset of the second-order questions (paper App. A), so a record
-marked false-belief but first-order is a broken record, not a new kind of question.
+Options keep their released order (the gold position was drawn when the data was built). False-belief questions
+are a subset of the second-order ones (paper App. A): a first-order false-belief record is broken.
 """
 
 from __future__ import annotations
@@ -26,36 +23,23 @@ OFFICIAL_REVISION = "b8599487e8170322fcbcfb0573fb83a11181b0eb"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/nttmdlab-nlp/ToMATO/{OFFICIAL_REVISION}/dataset/"
 FOLDER = "dataset"
 
-SUBSETS: Mapping[str, str] = {
-    "all": "tomato.json",
-    "first": "tomato_first.json",
-    "second": "tomato_second.json",
-    "fb": "tomato_fb.json",
-}
-"""`subset` setting -> release file (dataset/README.md)."""
+SUBSETS: Mapping[str, str] = {  # `subset` setting -> release file (dataset/README.md)
+    "all": "tomato.json", "first": "tomato_first.json", "second": "tomato_second.json", "fb": "tomato_fb.json"}
 OFFICIAL_GIT_BLOBS: Mapping[str, str] = {
     "tomato.json": "204945827009772ccf0b7e6f1ac21c9ea577b60d",
     "tomato_first.json": "583aa3a5a7b19332e1461c32c431c49dd7868ee7",
     "tomato_second.json": "f43eec7ad8a665969058e1cc9ca73d1cde3ffbd0",
     "tomato_fb.json": "026caf9e88856e3ea42f9514951521392365512f",
 }
-r"""Git blob ids of the files in the repository tree at the pinned revision: the one checksum published for every
-file (a blob id is the SHA-1 of ``blob <size>\0`` + the bytes, so it pins the content exactly)."""
-OFFICIAL_SHA256: Mapping[str, str] = {
-    "tomato_fb.json": "cecd157bccd775051119dd1022111fdceef2333ddb3d5246ef0030b018433cf4",
-}
-"""sha256 of the files whose bytes this project has seen at the pinned revision."""
+"""Git blob ids at the pinned revision: the one checksum published for every file (it pins the bytes exactly)."""
+OFFICIAL_SHA256: Mapping[str, str] = {  # of the files whose bytes this project has seen at the pinned revision
+    "tomato_fb.json": "cecd157bccd775051119dd1022111fdceef2333ddb3d5246ef0030b018433cf4"}
 
 MENTAL_STATES = ("belief", "intention", "desire", "emotion", "knowledge")
 ORDERS: Mapping[int, str] = {1: "first", 2: "second"}
-FACTORS: Mapping[str, str] = {
-    "Openness to Experience": "openness",
-    "Conscientiousness": "conscientiousness",
-    "Extraversion": "extraversion",
-    "Agreeableness": "agreeableness",
-    "Neuroticism": "neuroticism",
-}
-"""The `big_five` field's factor names -> facet and mark stems."""
+FACTORS: Mapping[str, str] = {  # the `big_five` field's factor names -> facet and mark stems
+    "Openness to Experience": "openness", "Conscientiousness": "conscientiousness", "Extraversion": "extraversion",
+    "Agreeableness": "agreeableness", "Neuroticism": "neuroticism"}
 FACTOR_KEYS = tuple(FACTORS.values())
 LEVELS = ("high", "low")
 LETTERS = "ABCD"
@@ -73,15 +57,13 @@ class ToMATOExtra:
     """What only ToMATO needs about a question: where it comes from and how the paper splits it."""
 
     file: str = field(metadata=KEEP)
-    record: int
-    """0-based position in the file's JSON list."""
+    record: int  # 0-based position in the file's JSON list
     q_id: str = field(metadata=KEEP)
     u_id: str = field(metadata=KEEP)
     mental_state: str = field(metadata=KEEP)
     order: int
     false_belief: bool
-    big_five: Mapping[str, str] = field(metadata=KEEP)
-    """Factor key (`neuroticism`) -> "high" or "low", for the speaker whose mental state is asked."""
+    big_five: Mapping[str, str] = field(metadata=KEEP)  # factor key -> "high"/"low", of the speaker asked about
     environment: str = field(metadata=KEEP)
     agents: tuple[str, ...] = field(metadata=KEEP)
     conversation_id: str = field(metadata=KEEP)
@@ -126,47 +108,44 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
         raise TomDataError(f"expected a JSON object, got {type(rec).__name__}", path=path, record=where)
     if isinstance(rec.get("q_id"), str) and rec["q_id"]:
         where = f"{index} (q_id {rec['q_id']!r})"
+
+    def bad(message: str, name: str) -> TomDataError:
+        return TomDataError(message, path=path, record=where, field=name)
+
     q_id = fields.text(rec, "q_id", path, where)
     options = tuple(fields.text(rec, f"a{i}", path, where) for i in range(4))
     gold = fields.integer(rec, "a_idx", path, where, range(4))
     if rec.get("a_str") != options[gold]:
-        raise TomDataError(f"a_str is not option a{gold} (a_idx {gold}): the gold is ambiguous", path=path,
-                           record=where, field="a_str")
+        raise bad(f"a_str is not option a{gold} (a_idx {gold}): the gold is ambiguous", "a_str")
     distinct_options(options, gold, path, where, ("a0", "a1", "a2", "a3"))
     state = fields.text(rec, "mental_state", path, where)
     if state not in MENTAL_STATES:
-        raise TomDataError(f"unknown mental state {state!r} (expected {', '.join(MENTAL_STATES)})", path=path,
-                           record=where, field="mental_state")
+        raise bad(f"unknown mental state {state!r} (expected {', '.join(MENTAL_STATES)})", "mental_state")
     order = fields.integer(rec, "order", path, where, (1, 2))
     fb = rec.get("false_belief")
     if not isinstance(fb, bool):
-        raise TomDataError(f"expected true or false, got {fb!r:.60}", path=path, record=where, field="false_belief")
+        raise bad(f"expected true or false, got {fb!r:.60}", "false_belief")
     if fb and order != 2:
-        raise TomDataError("a false-belief question must be second-order (FB is a subset of second order)",
-                           path=path, record=where, field="order")
+        raise bad("a false-belief question must be second-order (FB is a subset of second order)", "order")
     try:
         levels = parse_big_five(fields.text(rec, "big_five", path, where))
     except ValueError as exc:
-        raise TomDataError(str(exc), path=path, record=where, field="big_five") from None
+        raise bad(str(exc), "big_five") from None
     conversation = fields.text(rec, "conversation", path, where)
     question = fields.text(rec, "q", path, where)
     env = fields.text(rec, "sotopia_environment", path, where)
     agents = rec.get("sotopia_agents")
     if not isinstance(agents, list) or len(agents) != 2 or not all(isinstance(a, str) and a for a in agents):
-        raise TomDataError(f"expected a list of two agent ids, got {agents!r:.60}", path=path, record=where,
-                           field="sotopia_agents")
+        raise bad(f"expected a list of two agent ids, got {agents!r:.60}", "sotopia_agents")
     u_id = rec.get("u_id")
     if not isinstance(u_id, (str, int)) or isinstance(u_id, bool):
-        raise TomDataError(f"expected an utterance id, got {u_id!r:.60}", path=path, record=where, field="u_id")
-    extra = ToMATOExtra(
-        file=path.name, record=index, q_id=q_id, u_id=str(u_id), mental_state=state, order=order, false_belief=fb,
-        big_five=levels, environment=env, agents=tuple(agents), conversation_id=conversation_id(env, agents, state),
-    )
+        raise bad(f"expected an utterance id, got {u_id!r:.60}", "u_id")
+    extra = ToMATOExtra(path.name, index, q_id, str(u_id), state, order, fb, levels, env, tuple(agents),
+                        conversation_id(env, agents, state))
     context = Conversation.parse(conversation)
     if len(context.speakers) < 2:
         found = f"only {context.speakers[0]!r} speaks" if context.speakers else "no line is a 'Name: utterance' turn"
-        raise TomDataError(f"a ToMATO conversation is between two agents, but {found}", path=path, record=where,
-                           field="conversation")
+        raise bad(f"a ToMATO conversation is between two agents, but {found}", "conversation")
     return to_sample(extra, context, question, options, LETTERS[gold])
 
 
@@ -174,24 +153,16 @@ def to_sample(extra: ToMATOExtra, context: Conversation, question: str, options:
               gold: str) -> ToMATOSample:
     """The sample of one record: facets for the paper's cells and splits, marks for `-m` selection."""
     order = ORDERS[extra.order]
-    facets = {
-        "mental_state": extra.mental_state,
-        "order": order,
-        "false_belief": "true" if extra.false_belief else "false",
-        **extra.big_five,
-        "big_five": pattern(extra.big_five),
-        "conversation": extra.conversation_id,
-    }
+    facets = {"mental_state": extra.mental_state, "order": order, "false_belief": str(extra.false_belief).lower(),
+              **extra.big_five, "big_five": pattern(extra.big_five), "conversation": extra.conversation_id}
     marks = (BENCHMARK, extra.mental_state, f"{order}_order", *(("false_belief",) if extra.false_belief else ()),
              *(f"{k}_{v}" for k, v in extra.big_five.items()))
     speakers = context.speakers
     characters = tuple(dict.fromkeys([*speakers, *(s.split()[0] for s in speakers if " " in s)]))
-    return Sample(
-        benchmark=BENCHMARK, id=extra.q_id, context=context, question=question,
-        choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=True)), gold=gold,
-        characters=characters, facets=facets, marks=marks, extra=extra,
-        source=f"tomato/{FOLDER}/{extra.file} record {extra.record} (q_id {extra.q_id})",
-    )
+    return Sample(benchmark=BENCHMARK, id=extra.q_id, context=context, question=question,
+                  choices=tuple(Choice(letter, text) for letter, text in zip(LETTERS, options, strict=True)), gold=gold,
+                  characters=characters, facets=facets, marks=marks, extra=extra,
+                  source=f"tomato/{FOLDER}/{extra.file} record {extra.record} (q_id {extra.q_id})")
 
 
 def read_file(path: Path) -> list[ToMATOSample]:

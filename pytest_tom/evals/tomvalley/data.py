@@ -1,21 +1,10 @@
 """ToMValley's records as typed samples: one per question, with the whole social context it is asked about.
 
-A context (the release's `trial<N>`) is one social setting, two character profiles and a
-dialogue in 4 to 7 scenarios; its 15n-4 questions ask about the main character's belief,
-emotion, intention and action in each scenario (understanding), how one state influences the
-next (influence), and how each changes across scenarios (transformation 1-3). The official
-prompt shows all of a context's questions at once, so every sample carries its context's full
-question list (`ContextQuestion`), and the layout needed to render the story as the official
-code does (`str()` of the stored dict): the scenario keys as spelled in the file, the dialogue's
-form (a list of speaker dicts, one dict, or a string), and how turns group into dicts. The
-dialogue's text lives in `Sample.context` as speaker turns, so a renamed character is renamed
-everywhere the model looks.
-
-The release has real irregularities, each handled here: scenario keys spelled "scenario 1", "1",
-"scenario_1", "scenario1" or "Scenario 1"; dialogues that are a list of one- to three-speaker
-dicts, a single dict, or a "Name: 'line'" string; 4 to 24 options (letters a-x); option texts
-duplicated within a question (distractors equal to each other are kept, as the official code
-keeps them); 4 to 7 scenarios per context.
+A context (`trial<N>`: a setting, two profiles, a dialogue in 4 to 7 scenarios) has 15n-4 questions. The
+official prompt shows them all and `str()`s the stored story, so each sample carries the context's question list
+and layout (scenario keys as spelled, dialogue form and grouping); the dialogue's text is `Sample.context`, so a
+rename reaches everything the model sees. The release's irregular keys, dialogue forms, 4 to 24 options and
+duplicated distractors (kept, as the official code keeps them) are all handled here.
 """
 
 from __future__ import annotations
@@ -30,10 +19,8 @@ from pytest_tom.errors import TomDataError
 from pytest_tom.sample import KEEP, Choice, Conversation, Sample, Turn
 
 BENCHMARK = "tomvalley"
-ITEMS = ("belief", "emotion", "intention", "action")
-"""The four "ToM reasoning items", in the order the official generator numbers them."""
-QTYPES = ("understanding", "influence", "transformation")
-"""The paper's three question types (Tables 3, 4 and 6); transformation = T1 + T2 + T3."""
+ITEMS = ("belief", "emotion", "intention", "action")  # in the order the official generator numbers them
+QTYPES = ("understanding", "influence", "transformation")  # Tables 3, 4 and 6; transformation = T1 + T2 + T3
 SUBTYPES = ("understanding", "influence", "transformation1", "transformation2", "transformation3")
 SUBTYPE_NAMES = {
     "understanding": "Understanding-1 (what is the state in scenario s)",
@@ -46,8 +33,7 @@ RELATIONS = (("belief", "emotion"), ("belief&emotion", "intention"), ("intention
 """Influence questions by relation; each is counted under its *start* state's item (so there is no action influence)."""
 RELATION_ITEM = {"belief": "belief", "belief&emotion": "emotion", "intention": "intention"}
 FAMILY = {"type_a_what": "understanding", "type_c_how": "influence", "type_d_whether": "transformation1",
-          "type_d_why": "transformation2", "type_d_how": "transformation3"}
-"""Question-id family -> sub-type, as the official generator names them."""
+          "type_d_why": "transformation2", "type_d_how": "transformation3"}  # question-id family -> sub-type
 _QID = re.compile(r"^(type_a_what|type_c_how|type_d_whether|type_d_why|type_d_how)_([1-9][0-9]*)$")
 _SCENARIO_KEY = re.compile(r"^(?:scenario[ _]?)?([1-9][0-9]*)$", re.IGNORECASE)
 
@@ -63,22 +49,17 @@ class ContextQuestion:
 
     qid: str = dataclasses.field(metadata=KEEP)
     question: str
-    options: tuple[str, ...]
-    """Option texts as stored, with their "a. " prefixes."""
+    options: tuple[str, ...]  # as stored, with their "a. " prefixes
 
 
 @dataclass(frozen=True, slots=True)
 class ScenarioLayout:
     """How one scenario's dialogue is stored, so `str()` of the rebuilt dict matches the official prompt."""
 
-    key: str = dataclasses.field(metadata=KEEP)
-    """The scenario's key as spelled in the file ("scenario 1", "1", "scenario_1"...)."""
-    form: str = dataclasses.field(metadata=KEEP)
-    """"list" (a list of speaker dicts), "dict" (one speaker dict) or "str" (one "Name: line" string)."""
-    groups: tuple[int, ...] = dataclasses.field(metadata=KEEP)
-    """Turns per dict of a "list" dialogue; for "dict" and "str", one group of all the scenario's turns."""
-    background: str = ""
-    """Shown only with --tom-set tomvalley.backgrounds=true: it states the mental states outright."""
+    key: str = dataclasses.field(metadata=KEEP)  # as spelled in the file ("scenario 1", "1", "scenario_1"...)
+    form: str = dataclasses.field(metadata=KEEP)  # "list" (of speaker dicts), "dict" or "str" ("Name: line")
+    groups: tuple[int, ...] = dataclasses.field(metadata=KEEP)  # turns per dict; one group for "dict" and "str"
+    background: str = ""  # shown only with tomvalley.backgrounds=true: it states the mental states outright
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,15 +70,12 @@ class ToMValleyExtra:
     qid: str = dataclasses.field(metadata=KEEP)
     subtype: str = dataclasses.field(metadata=KEEP)
     item: str = dataclasses.field(metadata=KEEP)
-    scenario: int
-    """The scenario of an understanding or influence question, the first of a transformation-1/2 span; 0 for T3."""
+    scenario: int  # of an understanding or influence question, the first of a T1/T2 span; 0 for T3
     scenario_count: int
     characters_information: str
     scenarios: tuple[ScenarioLayout, ...]
-    questions: tuple[ContextQuestion, ...]
-    """Every question of the context, in file order (the official prompt lists them all)."""
-    relation: str = dataclasses.field(default="", metadata=KEEP)
-    """"belief->emotion" etc. for influence questions."""
+    questions: tuple[ContextQuestion, ...]  # every question of the context, in file order
+    relation: str = dataclasses.field(default="", metadata=KEEP)  # "belief->emotion" etc. (influence questions)
 
 
 ToMValleySample = Sample[ToMValleyExtra]
@@ -113,12 +91,10 @@ def scenario_number(key: str, where: str) -> int:
 def _speaker_dict(value: Any, where: str) -> list[Turn]:
     if not isinstance(value, dict) or not value:
         raise TomDataError(f"{where}: expected a non-empty {{speaker: utterance}} object, got {type(value).__name__}")
-    turns = []
     for speaker, text in value.items():
         if not isinstance(text, str):
             raise TomDataError(f"{where}: the utterance of {speaker!r} is {type(text).__name__}, expected a string")
-        turns.append(Turn(str(speaker), text))
-    return turns
+    return [Turn(str(speaker), text) for speaker, text in value.items()]
 
 
 def parse_dialogue(value: Any, where: str) -> tuple[str, tuple[int, ...], list[Turn]]:
@@ -274,9 +250,7 @@ def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValle
         facets["relation"] = extra.relation
     # The speakers' first names: renaming one also renames it inside the full name ("Angela Hwang") wherever it is.
     speakers = context.speakers or (main,)
-    return Sample(
-        benchmark=BENCHMARK, id=f"{context_id}-{cq.qid}", context=context, question=cq.question,
-        choices=tuple(Choice(letter(i), o[3:]) for i, o in enumerate(cq.options)), gold=gold,
-        characters=speakers, facets=facets, marks=tuple(marks), extra=extra, source=source,
-    )
+    return Sample(benchmark=BENCHMARK, id=f"{context_id}-{cq.qid}", context=context, question=cq.question,
+                  choices=tuple(Choice(letter(i), o[3:]) for i, o in enumerate(cq.options)), gold=gold,
+                  characters=speakers, facets=facets, marks=tuple(marks), extra=extra, source=source)
 
