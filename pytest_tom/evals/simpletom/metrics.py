@@ -1,15 +1,6 @@
-"""The paper's SimpleToM metrics over typed records, with the spec's arithmetic self-checks, and what is printed.
-
-Accuracy per question type (unparseable answers count as wrong, as the paper counts them;
-errors are not answers), the paper's average (the unweighted mean of the three; mental-state
-questions are asked without the intervention in every intervention run, so under an
-intervention this is the paper's average with the baseline MS accuracy), and the chain
-analysis over stories whose three questions were all answered: the first-failure buckets
-(spec 5 A), P(behavior | MS), P(judgment | MS and behavior), the reverse inconsistency and the
-behavior x judgment table (5 B), per scenario and per severity too. The bounds of spec 5 C
-hold for any correct computation; they are checked on every call and a violation is reported
-loudly in the summary, never dropped. Letter balance (5 K) and the always-same-answer rate
-show a position-biased answerer, since the release's gold content never varies.
+"""The paper's SimpleToM metrics: accuracy per type and their average, the chain analysis over complete stories
+(spec 5 A, B; per scenario and severity too), letter balance (5 K), and 5 C's arithmetic self-checks, whose
+violations are reported loudly, never dropped.
 """
 
 from __future__ import annotations
@@ -79,10 +70,8 @@ def _complete(records: Sequence[Record]) -> dict[str, dict[str, Record]]:
     by_story: dict[str, dict[str, Record]] = defaultdict(dict)
     for r in records:
         by_story[r.facets.get("story", "")][r.facets.get("question_type", "")] = r
-    return {
-        sid: qs for sid, qs in by_story.items()
-        if sid and all(t in qs and qs[t].outcome is not Outcome.ERROR for t in QUESTION_TYPES)
-    }
+    return {sid: qs for sid, qs in by_story.items()
+            if sid and all(t in qs and qs[t].outcome is not Outcome.ERROR for t in QUESTION_TYPES)}
 
 
 def chain_stats(stories: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
@@ -92,25 +81,17 @@ def chain_stats(stories: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
     buckets = dict.fromkeys(BUCKETS, 0)
     for qs in stories.values():
         ms, b, j = (qs[t].outcome is Outcome.CORRECT for t in QUESTION_TYPES)
-        c["mental_state"] += ms
-        c["behavior"] += b
-        c["judgment"] += j
-        c["ms_behavior"] += ms and b
+        for key, ok in (("mental_state", ms), ("behavior", b), ("judgment", j), ("ms_behavior", ms and b)):
+            c[key] += ok
         c[f"b{int(b)}j{int(j)}"] += 1
         buckets[bucket(ms, b, j)] += 1
-    ms_judged = c["ms_behavior"]
-    return {
-        "stories": n,
-        "counts": c,
-        "buckets": buckets,
-        "bucket_rates": {k: _rate(v, n) for k, v in buckets.items()},
-        "accuracy": {t: _rate(c[t], n) for t in QUESTION_TYPES},
-        "p_behavior_given_ms": _rate(c["ms_behavior"], c["mental_state"]),
-        "p_judgment_given_ms_behavior": _rate(buckets["all_correct"], ms_judged),
-        "inconsistency_rate": _rate(buckets["fail_behavior"] + buckets["fail_judgment"], n),
-        "reverse_inconsistency_rate": _rate(c["b0j1"], n),
-        "behavior_x_judgment": {k: c[k] for k in ("b1j1", "b1j0", "b0j1", "b0j0")},
-    }
+    return {"stories": n, "counts": c, "buckets": buckets, "bucket_rates": {k: _rate(v, n) for k, v in buckets.items()},
+            "accuracy": {t: _rate(c[t], n) for t in QUESTION_TYPES},
+            "p_behavior_given_ms": _rate(c["ms_behavior"], c["mental_state"]),
+            "p_judgment_given_ms_behavior": _rate(buckets["all_correct"], c["ms_behavior"]),
+            "inconsistency_rate": _rate(buckets["fail_behavior"] + buckets["fail_judgment"], n),
+            "reverse_inconsistency_rate": _rate(c["b0j1"], n),
+            "behavior_x_judgment": {k: c[k] for k in ("b1j1", "b1j0", "b0j1", "b0j0")}}
 
 
 def self_checks(stats: Mapping[str, Any]) -> list[str]:
@@ -143,13 +124,10 @@ def balance(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
         share = count / len(rs)
         gold_share = golds.get(top, 0) / len(rs)
         by_gold = {g: tally(r for r in rs if r.gold == g).accuracy for g in sorted(golds)}
-        out[t] = {
-            "n": len(rs), "answers": dict(sorted(answers.items())), "golds": dict(sorted(golds.items())),
-            "top_letter": top, "same_answer_rate": share, "gold_share_of_top": gold_share,
-            "constant": len(rs) >= MIN_BALANCE_ANSWERS and share >= SAME_LETTER_THRESHOLD
-                        and gold_share < SAME_LETTER_THRESHOLD,
-            "accuracy_by_gold": by_gold,
-        }
+        out[t] = {"n": len(rs), "answers": dict(sorted(answers.items())), "golds": dict(sorted(golds.items())),
+                  "top_letter": top, "same_answer_rate": share, "gold_share_of_top": gold_share,
+                  "constant": len(rs) >= MIN_BALANCE_ANSWERS and share >= SAME_LETTER_THRESHOLD
+                  and gold_share < SAME_LETTER_THRESHOLD, "accuracy_by_gold": by_gold}
     return out
 
 
@@ -173,16 +151,9 @@ def aggregate(records: Sequence[Record], intervention: str = "none") -> dict[str
     stats = chain_stats(_complete(records))
     violations = self_checks(stats)
     ms = accs.get("mental_state")
-    return {
-        "intervention": intervention,
-        "n": sum(v["n"] for v in types.values()),
-        "types": types,
-        "average": average,
-        "gaps": {t: (ms - a) if ms is not None and a is not None else None
-                 for t, a in accs.items() if t != "mental_state"},
-        "chains": stats,
-        "scenarios": _group(records, "scenario", list(SCENARIOS)),
-        "severities": _group(records, "severity", ["sev1", "sev2", "sev3"]),
-        "balance": balance(records),
-        "self_check_violations": violations,
-    }
+    return {"intervention": intervention, "n": sum(v["n"] for v in types.values()), "types": types, "average": average,
+            "gaps": {t: (ms - a) if ms is not None and a is not None else None for t, a in accs.items()
+                     if t != "mental_state"},
+            "chains": stats, "scenarios": _group(records, "scenario", list(SCENARIOS)),
+            "severities": _group(records, "severity", ["sev1", "sev2", "sev3"]), "balance": balance(records),
+            "self_check_violations": violations}

@@ -1,22 +1,8 @@
 """What a model is shown: the paper's prompt verbatim, its interventions and personas, the requests.
 
-Two layouts of the same prompt:
-
-* ``paper`` (the default): the prompt as the paper prints it (App. H.1, the
-  mental-state reminder example, with the reminder block removed for the base
-  prompt): ``Story: {story}`` on one line, one option per line, the reminder's
-  options on one line as printed (``(A) No (B) Yes``);
-* ``reference``: the authors' released code (``question_prompt`` in
-  ``inference/utils.py``) byte for byte: ``Story:`` then a newline, a space before
-  every newline of the options, the chain-of-thought text in place of "Respond
-  with just" (which leaves its double space), a final newline.
-
-Both use the reference system message ``You are a helpful assistant.``, which a
-system-prompt intervention or a persona replaces. Interventions change only the
-behavior and judgment questions (the paper never re-ran the mental-state
-questions: its intervention averages use the baseline mental-state accuracy); a
-persona changes all three (Table 9 reports mental-state accuracy per persona).
-Every prompt is rendered from the sample's own fields at run time.
+Two layouts: ``paper`` (as App. H.1 prints it) and ``reference`` (the authors' `question_prompt`, byte for byte).
+Interventions change only the behavior and judgment questions (the paper never re-ran the mental-state ones); a
+persona changes all three (Table 9).
 """
 
 from __future__ import annotations
@@ -32,36 +18,18 @@ from pytest_tom.sample import Choice
 
 MENTAL_STATE = "mental_state"
 
-# -- the paper's text, verbatim (spec section 2) ---------------------------------------------------------------
-
 INSTRUCTION = "Given the following story, answer the question by giving the correct answer choice, (A) or (B)."
 ASK = "What is the correct answer?"
-RESPOND = 'Respond with just "(A)" or "(B)"'
-"""The direct-answer contract (App. H.1)."""
-SYSTEM_DEFAULT = "You are a helpful assistant."
-"""The reference code's system message; the paper's SysP prompts begin with it."""
-SYSP = (
-    "You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
-    "aspects of the input, including the mental state of all the entities involved."
-)
-"""SysP, system prompt guiding (App. H.2)."""
-SYSP_STAR = (
-    "You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
-    "aspects of the input, including the mental state of all the entities involved. E.g., think carefully about "
-    "what each person is aware or not aware of."
-)
-"""SysP*, the ToM-oriented system prompt (App. H.2)."""
-COT = (
-    "Think step by step to arrive at an answer. Start your response by explaining your reasoning process and end "
-    'your response with "Therefore, the answer is: " followed by (A) or (B)'
-)
-"""CoT, generic chain of thought (App. H.3)."""
-COT_STAR = (
-    "Think step by step to arrive at an answer. Think carefully about what each person is aware or not aware of. "
-    'Start your response by explaining your reasoning process and end your response with "Therefore, the answer '
-    'is: " followed by (A) or (B)'
-)
-"""CoT*, ToM-oriented chain of thought (App. H.3)."""
+RESPOND = 'Respond with just "(A)" or "(B)"'  # the direct-answer contract (App. H.1)
+SYSTEM_DEFAULT = "You are a helpful assistant."  # the reference code's; the paper's SysP prompts begin with it
+SYSP = ("You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
+        "aspects of the input, including the mental state of all the entities involved.")  # App. H.2
+SYSP_STAR = SYSP + " E.g., think carefully about what each person is aware or not aware of."  # App. H.2
+_COT_END = ('Start your response by explaining your reasoning process and end your response with "Therefore, the '
+            'answer is: " followed by (A) or (B)')
+COT = "Think step by step to arrive at an answer. " + _COT_END  # App. H.3
+COT_STAR = ("Think step by step to arrive at an answer. Think carefully about what each person is aware or not "
+            "aware of. " + _COT_END)
 PERSONAS: Mapping[str, str] = {
     "lawyer": "You are a partner at the law firm, recognized for their extensive knowledge of healthcare laws.",
     "worker": "You are a factory worker who doesn't trust the COVID-19 vaccine.",
@@ -79,54 +47,32 @@ REF_COT = COT.removesuffix("(A) or (B)")
 REF_COT_STAR = COT_STAR.removesuffix("(A) or (B)")
 REF_LABELS = '"(A)" or "(B)"'
 
-PAPER_NAMES: Mapping[str, str] = {
+PAPER_NAMES: Mapping[str, str] = {  # each `intervention` value and its name in the paper's tables
     "none": "baseline", "reminder": "MS remind", "system_generic": "SysP", "system_tom": "SysP*", "cot": "CoT",
-    "cot_tom": "CoT*", "cot_tom_reminder": "CoT*+MS remind",
-}
-"""Each intervention (the `intervention` setting's values) and its name in the paper's tables."""
+    "cot_tom": "CoT*", "cot_tom_reminder": "CoT*+MS remind"}
 SYSTEM_INTERVENTIONS: Mapping[str, str] = {"system_generic": SYSP, "system_tom": SYSP_STAR}
 COT_INTERVENTIONS: Mapping[str, str] = {"cot": "cot", "cot_tom": "cot_tom", "cot_tom_reminder": "cot_tom"}
 REMINDER_INTERVENTIONS = ("reminder", "cot_tom_reminder")
-DIRECT_TOKENS, COT_TOKENS = 20, 500
-"""The reference code's max_tokens without and with chain of thought."""
+DIRECT_TOKENS, COT_TOKENS = 20, 500  # the reference code's max_tokens without and with chain of thought
 
 OPTIONS: tuple[BenchmarkOption, ...] = (
-    BenchmarkOption(
-        "intervention", "none",
-        "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's own "
-        "mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
-        "cot_tom_reminder (CoT*+MS remind).",
-        choices=tuple(PAPER_NAMES),
-    ),
-    BenchmarkOption(
-        "persona", "none",
-        "PersonaHub system prompt for every question (App. M): none, " + ", ".join(PERSONAS) + ".",
-        choices=("none", *PERSONAS),
-    ),
-    BenchmarkOption(
-        "layout", "paper",
-        "Prompt layout: paper (as printed in App. H) or reference (the authors' released code, byte for byte).",
-        choices=("paper", "reference"),
-    ),
-    BenchmarkOption(
-        "max_new_tokens", "0",
-        f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or {COT_TOKENS} (chain of thought), "
-        "as the reference code.",
-        kind=int,
-    ),
+    BenchmarkOption("intervention", "none",
+                    "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's "
+                    "own mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
+                    "cot_tom_reminder (CoT*+MS remind).", choices=tuple(PAPER_NAMES)),
+    BenchmarkOption("persona", "none",
+                    "PersonaHub system prompt for every question (App. M): none, " + ", ".join(PERSONAS) + ".",
+                    choices=("none", *PERSONAS)),
+    BenchmarkOption("layout", "paper", "Prompt layout: paper (as printed in App. H) or reference (the authors' "
+                    "released code, byte for byte).", choices=("paper", "reference")),
+    BenchmarkOption("max_new_tokens", "0", f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or "
+                    f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int),
     stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '
                           "(chain-of-thought answers, read after the last \"the answer is\", never stop)"),
 )
 DIRECT_STOPS = ("(A)",)
-"""Answer-contract stops of a direct answer.
-
-`parse_answer(text, cot=False)` first removes every "answer" (optional colon),
-which can neither create nor break a "(A)" (the three characters hold no part of
-"answer"), then returns the first label of A-D whose "(X)" occurs: a text with
-"(A)" reads A whatever follows. After "(B)" a later "(A)" would still win, and
-the fallbacks count labels over the whole text, so nothing else settles it. The
-mental-state reminder shows a readable answer as "(A)", so it is unchanged too.
-"""
+"""Stops of a direct answer: `parse_answer` reads A from any text holding "(A)", whatever follows; after "(B)" a
+later "(A)" would still win, so nothing else settles the answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,22 +138,18 @@ class Reminder:
 
     question: str
     choices: tuple[Choice, ...]
-    answer: str
-    """What follows "Answer: ": "(A)" for a readable answer, else the model's raw answer."""
+    answer: str  # what follows "Answer: ": "(A)" for a readable answer, else the model's raw answer
 
 
-_NL, _REF_SEP = "\n", " \n"
-"""Option separators: one per line; the reference code's `make_mcq` puts a space before each newline."""
+_NL, _REF_SEP = "\n", " \n"  # the reference code's `make_mcq` puts a space before each newline
 
 
 def _options(choices: Sequence[Choice], sep: str) -> str:
     return sep.join(f"({c.label}) {c.text}" for c in choices)
 
 
-def user_prompt(
-    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
-    reminder: Reminder | None = None,
-) -> str:
+def user_prompt(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+                reminder: Reminder | None = None) -> str:
     """The user message, in the configured layout."""
     cot = config.cot(question_type)
     if config.layout == "reference":
@@ -224,19 +166,15 @@ def user_prompt(
     return f"{INSTRUCTION}\n\nStory: {story}\n\n{block}Question: {question}\n{_options(choices, _NL)}\n\n{ASK} {final}"
 
 
-def build_messages(
-    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
-    reminder: Reminder | None = None,
-) -> tuple[Message, ...]:
+def build_messages(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+                   reminder: Reminder | None = None) -> tuple[Message, ...]:
     """System and user messages of one question."""
     return (Message("system", config.system(question_type)),
             Message("user", user_prompt(story, question, choices, config, question_type, reminder)))
 
 
-def build_request(
-    story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
-    reminder: Reminder | None = None,
-) -> Request:
+def build_request(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
+                  reminder: Reminder | None = None) -> Request:
     """The request of one question: temperature 0, the budget of its answer contract."""
     cot = config.cot(question_type) is not None
     return Request(

@@ -1,18 +1,6 @@
-"""The paper's ToMATO aggregation over typed records (Tables 3, 5, 10, 11), and which numbers are printed.
-
-Every number is an accuracy per run, then the mean and the standard deviation over runs (the
-paper's "mean±std over five runs"; population std, numpy's default, as the paper does not say
-which). A run's unreadable answer counts as not correct, as in the authors' code; errors are
-not answers and leave every denominator.
-
-* cells: (mental state x first / second / FB), Table 3;
-* first, second, FB: micro over questions (a selection's own "ALL" per order), and the macro
-  view over the five mental states, Table 10;
-* ALL: the micro average over every question tested, which for the whole release is Table 3's
-  ALL over the 5,401 first- and second-order questions: a false-belief question is a
-  second-order question and is counted once;
-* second_non_fb: the second-order questions outside ToMATO-FB (spec 4.3), and the FB gap;
-* Big Five: each factor's high and low halves per order (Tables 5 and 11) and their gap.
+"""The paper's ToMATO aggregation (Tables 3, 5, 10, 11): cells, micro and macro per order, ALL, the FB gap and
+the Big-Five halves. Every number is an accuracy per run, then the mean and population std over runs (the paper's
+"mean±std over five runs"); an unreadable answer is not correct. An FB question is second-order, counted once.
 """
 
 from __future__ import annotations
@@ -25,8 +13,7 @@ from pytest_tom.evals.tomato.data import FACTOR_KEYS, LEVELS, MENTAL_STATES
 from pytest_tom.framework.metric import Show
 from pytest_tom.record import Outcome, Record
 
-GROUPS = ("first", "second", "fb")
-"""Table 3's rows per mental state; fb is a subset of second."""
+GROUPS = ("first", "second", "fb")  # Table 3's rows per mental state; fb is a subset of second
 
 _HEAD = "tomato (% right; mean±std over runs)"
 _FIVE = "tomato Big Five of the asked speaker (Tables 5 and 11, per order)"
@@ -64,14 +51,9 @@ def cell(records: Sequence[Record]) -> dict[str, Any] | None:
     per_item = [run_correct(r) for r in scored]
     runs = min(len(p) for p in per_item)
     per_run = [sum(p[k] for p in per_item) / len(per_item) for k in range(runs)]
-    return {
-        "n": len(scored),
-        "correct": sum(r.outcome is Outcome.CORRECT for r in scored),
-        "unparseable": sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
-        "accuracy": sum(per_run) / runs,
-        "std": _std(per_run),
-        "runs": per_run,
-    }
+    return {"n": len(scored), "correct": sum(r.outcome is Outcome.CORRECT for r in scored),
+            "unparseable": sum(r.outcome is Outcome.UNPARSEABLE for r in scored), "accuracy": sum(per_run) / runs,
+            "std": _std(per_run), "runs": per_run}
 
 
 def in_group(r: Record, group: str) -> bool:
@@ -115,15 +97,6 @@ def aggregate(records: Sequence[Record], label: str = "") -> dict[str, Any]:
                                                   for o in ("first", "second")}}
         split["gap"] = {part: _gap(split["high"][part], split["low"][part]) for part in ("all", "first", "second")}
         personality[factor] = split
-    return {
-        "label": label,
-        "runs": runs,
-        "n": len(scored),
-        "errors": len(records) - len(scored),
-        "all": cell(scored),
-        "orders": orders,
-        "macro": {g: _macro(cells, g) for g in GROUPS},
-        "cells": cells,
-        "fb_gap": _gap(orders["second_non_fb"], orders["fb"]),
-        "personality": personality,
-    }
+    return {"label": label, "runs": runs, "n": len(scored), "errors": len(records) - len(scored), "all": cell(scored),
+            "orders": orders, "macro": {g: _macro(cells, g) for g in GROUPS}, "cells": cells,
+            "fb_gap": _gap(orders["second_non_fb"], orders["fb"]), "personality": personality}

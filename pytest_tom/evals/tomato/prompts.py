@@ -1,20 +1,7 @@
-r"""What a model is shown: the paper's prompt (App. C) verbatim, with and without a system prompt, and the requests.
+"""What a model is shown: the paper's prompt (App. C) verbatim, with and without a system prompt, and the requests.
 
-Two layouts of the same prompt:
-
-* ``paper`` (the default): the chat messages as App. C prints them (``# Transcript``, the
-  conversation, ``# Question``, ``# Options`` and ``[A]``-``[D]`` one per line, no trailing
-  newline);
-* ``reference``: the authors' `run_local_llm.py` byte for byte: a space after each header
-  (``# Transcript \n``) and a newline after the last option.
-
-Without a system prompt (the paper's treatment of Gemma-2; the authors' code also does it for
-Mistral models) the system text and the user text are joined by a blank line into one user
-message. Zero-shot chain of thought (App. D) adds "Let's think step by step." as the start of
-the assistant's answer, which the model continues (the authors' local models), or after a blank
-line at the end of the user message (their API models). Repeated runs are sampled with one seed
-each, so every run is its own cache entry; log-likelihood scoring compares the continuations
-"[A]" to "[D]" after the prompt, as the authors' `--do_mc_qa` mode does.
+Layouts: ``paper`` (App. C as printed) and ``reference`` (the authors' `run_local_llm.py`, byte for byte). Each
+sampled run has its own seed (its own cache entry); log-likelihood scoring compares "[A]".."[D]" (`--do_mc_qa`).
 """
 
 from __future__ import annotations
@@ -28,17 +15,11 @@ from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
 from pytest_tom.framework.base import BenchmarkOption, stop_at_answer_option
 from pytest_tom.request import GenerationSettings, Message, Request
 
-SYSTEM = (
-    "You are an expert at understanding human communication. Please leverage the information provided and choose "
-    "the most probable answer to the question from the options. Output your final answer by strictly following "
-    "this format: [A], [B], [C], or [D]"
-)
-"""App. C's system prompt, verbatim."""
-COT = "Let's think step by step."
-"""Zero-shot chain of thought (Kojima et al.), as in the authors' `prompts.py`."""
-DIRECT_TOKENS = 256
-"""The authors' `max_new_tokens` for local models."""
-COT_TOKENS = 512
+SYSTEM = ("You are an expert at understanding human communication. Please leverage the information provided and choose "
+          "the most probable answer to the question from the options. Output your final answer by strictly following "
+          "this format: [A], [B], [C], or [D]")  # App. C, verbatim
+COT = "Let's think step by step."  # zero-shot chain of thought, as in the authors' `prompts.py`
+DIRECT_TOKENS, COT_TOKENS = 256, 512  # the authors' `max_new_tokens` for local models
 EXTRACTIONS = ("first", "official", "last")
 PAPER_RUNS, PAPER_TEMPERATURE, PAPER_TOP_P = 5, 0.6, 0.9
 
@@ -105,14 +86,7 @@ class PromptConfig:
 
     @property
     def stops(self) -> tuple[str, ...]:
-        """Answer-contract stops of the extraction: its first match settles the answer.
-
-        `first` and `official` read the first match of a three-character
-        pattern (``[A]``-``[D]``; `official` also ``[,]``). A match in a text
-        stays the first match of every extension: an earlier one would end before
-        it, inside the text, and would have been found. So generation may stop as
-        soon as one is complete. `last` reads the last match: no stop.
-        """
+        """Stops of a first-match extraction (the first match of a text stays first in every extension); none for `last`."""
         if not self.stop_at_answer or self.extraction == "last":
             return ()
         letters = tuple(f"[{x}]" for x in LETTERS)
@@ -131,13 +105,10 @@ class PromptConfig:
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     """The typed config of a benchmark's settings; combinations that cannot mean anything are refused."""
-    c = PromptConfig(
-        system_prompt=settings["system_prompt"], layout=settings["layout"], prompt=settings["prompt"],
-        cot_placement=settings["cot_placement"], extraction=settings["extraction"], scoring=settings["scoring"],
-        runs=int(settings["runs"]), temperature=float(settings["temperature"]), top_p=float(settings["top_p"]),
-        seed=int(settings["seed"]), max_new_tokens=int(settings["max_new_tokens"]),
-        stop_at_answer=STOP.convert("tomato", settings.get("stop_at_answer", True)),
-    )
+    c = PromptConfig(settings["system_prompt"], settings["layout"], settings["prompt"], settings["cot_placement"],
+                     settings["extraction"], settings["scoring"], int(settings["runs"]), float(settings["temperature"]),
+                     float(settings["top_p"]), int(settings["seed"]), int(settings["max_new_tokens"]),
+                     STOP.convert("tomato", settings.get("stop_at_answer", True)))
     if c.runs < 1:
         raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")
     if c.temperature < 0 or not 0 < c.top_p <= 1:

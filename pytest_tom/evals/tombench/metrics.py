@@ -10,14 +10,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_tom.evals.tombench.data import (
-    ABILITIES,
-    CATEGORIES,
-    DESIRE_II,
-    DESIRE_II_SUB_LABELS,
-    HUMAN_TASK_ACCURACY_ZH,
-    TASK_ORDER,
-)
+from pytest_tom.evals.tombench.data import ABILITIES, CATEGORIES, DESIRE_II, DESIRE_II_SUB_LABELS, TASK_ORDER
+from pytest_tom.evals.tombench.data import HUMAN_TASK_ACCURACY_ZH as HUMAN
 from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import accuracy, group_by, mean, tally
 from pytest_tom.record import Outcome, Record
@@ -42,13 +36,8 @@ SHOW = (
 
 
 def aggregate(records: Sequence[Record], mode: str = "paper") -> dict[str, Any]:
-    """The paper's aggregation over records, per language.
-
-    `paper` reproduces Tables 2, 3 and 22 (Desire II as the mean of its two raw
-    sub-labels, the Desire category over five raw-label groups); `clean` pools
-    Desire II and drops FRT's two malformed story blocks from the coherent test.
-    Errors are not answers, so they are left out of every denominator.
-    """
+    """The paper's aggregation per language: `paper` reproduces Tables 2, 3 and 22 (Desire II as the mean of its
+    two raw sub-labels); `clean` pools Desire II and drops FRT's two malformed story blocks from the coherent test."""
     by_lang = group_by(records, "language")
     return {"aggregation": mode, "languages": {lang: _language(recs, mode) for lang, recs in sorted(by_lang.items())}}
 
@@ -82,22 +71,13 @@ def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
     both = [r for r in scored if "loglikelihood_answer" in r.details]
     disagreement = sum(r.parsed != r.details["loglikelihood_answer"] for r in both) / len(both) if both else None
     task_avg = mean(t["accuracy"] for t in tasks.values() if t["accuracy"] is not None)
-    human = {t: HUMAN_TASK_ACCURACY_ZH[t] - v["accuracy"] for t, v in tasks.items() if v["accuracy"] is not None}
-    return {
-        "n": len(scored),
-        "micro_accuracy": accuracy(scored),
-        "tasks": tasks,
-        "task_avg": task_avg,
-        "abilities": abilities,
-        "categories": categories,
-        "ability_avg": mean(categories.values()),
-        "coherent": coherent,
-        "coherent_avg": mean(c["accuracy"] for c in coherent.values()),
-        "human_gap": human,
-        "generate_vs_loglikelihood_disagreement": disagreement,
-        "loglikelihood_accuracy": (sum(bool(r.details["loglikelihood_correct"]) for r in both) / len(both)) if both else None,
-        "complete": set(tasks) == set(TASK_ORDER) and len(categories) == len(CATEGORIES),
-    }
+    human = {t: HUMAN[t] - v["accuracy"] for t, v in tasks.items() if v["accuracy"] is not None}
+    return {"n": len(scored), "micro_accuracy": accuracy(scored), "tasks": tasks, "task_avg": task_avg,
+            "abilities": abilities, "categories": categories, "ability_avg": mean(categories.values()),
+            "coherent": coherent, "coherent_avg": mean(c["accuracy"] for c in coherent.values()), "human_gap": human,
+            "generate_vs_loglikelihood_disagreement": disagreement,
+            "loglikelihood_accuracy": mean(float(bool(r.details["loglikelihood_correct"])) for r in both),
+            "complete": set(tasks) == set(TASK_ORDER) and len(categories) == len(CATEGORIES)}
 
 
 def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mode: str) -> dict[str, dict[str, Any]]:

@@ -1,17 +1,8 @@
-"""What a local ToMValley folder holds: every context once, each whole, and the whole of the selected set.
+"""What a local ToMValley folder holds: every `trial<N>` context once, each whole, and the whole of the selected set.
 
-A release is a set of units (the `trial<N>` contexts), and the ways a copy goes wrong without
-a JSON error are about units: one removed (fewer items, no word), one found twice (under
-`trial077/` and `trial77`, or as a duplicated key, where a JSON reader silently keeps the last
-copy), one whose story file is missing, or a whole file whose keys were renamed so that it no
-longer looks like a release file and is passed over. Each is an error here naming the file, the
-context and the field; only a file that shows no sign of being a release (a manifest, notes) is
-passed over.
-
-Which contexts a copy must hold: every one of an explicit set (`contexts=50-149`); of a named set
-(`paper`, `all`), which a local copy may hold part of, a run without gaps (the shared copy holds
-trials 50-149 of the paper's 50-1049), and every trial a release file's name declares
-(`DynToM_trials050-149.json`). `partial=true` runs a deliberately partial copy.
+A context removed, found twice (`trial077/` and `trial77`, or a doubled key), missing its story file, or a release
+file whose keys were renamed is an error naming file, context and field. A copy must hold every context of an
+explicit set, a gapless run of a named set, and every trial a file's name declares; `partial=true` waives this.
 """
 
 from __future__ import annotations
@@ -32,8 +23,7 @@ RECORD_KEYS = ("stage", "question")
 _TRIAL = re.compile(r"^trial([0-9]+)$")
 _TRIAL_LIKE = re.compile(r"^\s*trial[\s_-]?[0-9]+\s*$", re.IGNORECASE)
 _DECLARED = re.compile(r"trials?[_-]?([0-9]+)-([0-9]+)", re.IGNORECASE)
-SHOWN = 8
-"""Missing contexts (or runs of them) named in one message; the rest are counted."""
+SHOWN = 8  # missing contexts (or runs of them) named in one message; the rest are counted
 
 
 def trial_number(name: str) -> int | None:
@@ -42,16 +32,12 @@ def trial_number(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-# -- finding the contexts ------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class Found:
     """One context of a local copy: its record (`{"stage": ..., "question": ...}`) and where it was read."""
 
     number: int
-    spelling: str
-    """The context's name as the copy spells it (`trial077`); its id is always `trial<N>`."""
+    spelling: str  # as the copy spells it (`trial077`); its id is always `trial<N>`
     record: Mapping[str, Any]
     where: str
 
@@ -126,9 +112,6 @@ def find_contexts(folder: Path) -> dict[int, Found]:
             for ctx in _from_file(path, data):
                 _add(found, ctx)
     return found
-
-
-# -- the whole of the selected set ---------------------------------------------------------------------------
 
 
 def _runs(numbers: Sequence[int]) -> list[str]:

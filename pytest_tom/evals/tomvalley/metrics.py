@@ -1,15 +1,8 @@
 """ToMValley's tables as the paper computes them: micro accuracies with counts summed over contexts.
 
-* Table 3: accuracy per item x question type (11 cells: action has no influence questions, and an
-  influence question counts under its *start* state, so belief&emotion -> intention is Emotion),
-  plus AVG, the micro accuracy over every question (not a mean of cells or of contexts);
-* Tables 4/6: accuracy per item (weights 5 U / 5 I / 9 T per context fall out of the counts) and per
-  question type, transformation being T1 + T2 + T3;
-* per sub-type with its chance level (options differ: 5 for T1, 16 for T2...), per scenario
-  (understanding and influence) and per span (T1 + T2 only, the paper's "lost in the middle");
-* the four compositional statuses (paper Fig. 6), overall and per question type.
-
-Unparseable answers count as wrong, as the paper counts missing answers; errors are not answers.
+Table 3 (item x question type, 11 cells; an influence question counts under its start state) and AVG (micro over
+every question), Tables 4/6 per item and type, per sub-type with its chance level, per scenario and span (T1 + T2),
+and Fig. 6's compositional statuses. Unparseable answers count as wrong.
 """
 
 from __future__ import annotations
@@ -25,7 +18,6 @@ from pytest_tom.metrics import group_by, mean, tally
 from pytest_tom.record import Outcome, Record
 
 CELLS = tuple((item, qtype) for item in ITEMS for qtype in QTYPES if not (item == "action" and qtype == "influence"))
-"""Table 3's columns, in its order."""
 
 SHOW = (
     Show(("protocol",), "protocol", "tomvalley", "text"),
@@ -74,15 +66,10 @@ def aggregate(records: Sequence[Record], settings: Mapping[str, Any]) -> dict[st
         by_kind["all"][st] += 1
     composition = {kind: {"n": sum(c.values()), **{s: c.get(s, 0) / sum(c.values()) for s in STATUSES}}
                    for kind, c in sorted(by_kind.items())}
-    return {
-        "protocol": settings.get("protocol"), "style": settings.get("style"),
-        "contexts": len(contexts), "questions": len(records),
-        "avg": _acc(records),
-        "table3": cells,
-        "items": {item: _acc(by_item.get(item, [])) for item in ITEMS},
-        "question_types": {q: _acc(by_qtype.get(q, [])) for q in QTYPES},
-        "subtypes": {s: {**_acc(by_sub.get(s, [])), "chance": chance[s]} for s in SUBTYPES},
-        "scenarios": {k: _acc(v) for k, v in sorted(_by(records, "scenario").items(), key=lambda kv: int(kv[0]))},
-        "spans": spans,
-        "composition": composition,
-    }
+    return {"protocol": settings.get("protocol"), "style": settings.get("style"), "contexts": len(contexts),
+            "questions": len(records), "avg": _acc(records), "table3": cells,
+            "items": {item: _acc(by_item.get(item, [])) for item in ITEMS},
+            "question_types": {q: _acc(by_qtype.get(q, [])) for q in QTYPES},
+            "subtypes": {s: {**_acc(by_sub.get(s, [])), "chance": chance[s]} for s in SUBTYPES},
+            "scenarios": {k: _acc(v) for k, v in sorted(_by(records, "scenario").items(), key=lambda kv: int(kv[0]))},
+            "spans": spans, "composition": composition}

@@ -1,17 +1,8 @@
-r"""What the model is shown: the official one-request-per-context prompt, and one question per prompt.
+"""What the model is shown: the official one-request-per-context prompt, and one question per prompt.
 
-The official code (GAIR-NLP/DynToM @ 0d6c913, `llm_api/prompt.py` and `model_chat.py`) puts all of
-a context's questions into one system message and asks for one JSON object keyed by question id:
-
-    system: "{instruction}\\n{characters information}\\n{str(story)}\\n{str(questions)}\\n{instruction}"
-    user:   "answer the {N} question, and response in JSON format:{...}. for example: {...}"
-
-`str(story)` is Python's repr of the story dict with every scenario's `background` removed (it
-states the mental states outright), and `str(questions)` the repr of `{qid: {"question", "options"}}`
-in file order. Both are rebuilt here from the sample, so the bytes match the official prompt
-for an unmodified sample, and a rewritten sample (a renamed character, permuted options of its own
-question) is asked exactly as rewritten. Typos ("floowing", "answer the 71 question", the "[a, b,
-c or d]" although up to 24 letters are valid) are the official text and stay.
+The official code (GAIR-NLP/DynToM @ 0d6c913) puts a context's questions into one system message (instruction,
+characters, `str(story)` without backgrounds, `str(questions)`, instruction) and asks for one JSON object. Both reprs
+are rebuilt from the sample, so a rewritten sample is asked as rewritten; the official typos stay.
 """
 
 from __future__ import annotations
@@ -39,12 +30,11 @@ SINGLE_COT = (SINGLE + ". Please first think step by step, conduct analysis on t
               "finally output the most likely answers.")
 
 OPTIONS = (
-    BenchmarkOption(
-        "protocol", "context",
-        "context (official, the paper's tables): all questions of a social context in one request, answered as one "
-        "JSON object, so 100 contexts are 100 requests; question: one question per request (the layout of the "
-        "official CoT case study; a different protocol whose numbers do not match the paper's tables).",
-        choices=PROTOCOLS),
+    BenchmarkOption("protocol", "context",
+                    "context (official, the paper's tables): all questions of a social context in one request, "
+                    "answered as one JSON object, so 100 contexts are 100 requests; question: one question per request "
+                    "(the layout of the official CoT case study; a different protocol whose numbers do not match the "
+                    "paper's tables).", choices=PROTOCOLS),
     BenchmarkOption("style", "vanilla", "vanilla or cot: the official instruction, or its chain-of-thought variant "
                     "(\"Please first think step by step...\").", choices=STYLES),
     BenchmarkOption("backgrounds", "false",
