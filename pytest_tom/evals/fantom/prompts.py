@@ -1,10 +1,6 @@
-"""FANToM's official prompts, rendered from the sample, and the requests that ask them.
+"""FANToM's official prompts (upstream's `setup_fantom` inputs byte for byte), rendered from the sample, and requests.
 
-Templates are upstream's `setup_fantom` inputs byte for byte (eval_fantom.py).
-Every prompt is built at program time from the sample's own fields (the rendered
-conversation, the question, the option texts) so a renamed or permuted sample is
-asked exactly as rewritten; only the fact shown with list and yes/no questions
-comes from the extension, because the sample has no field for it.
+Only the fact shown with list and yes/no questions comes from the extension (the sample has no field for it).
 """
 
 from __future__ import annotations
@@ -17,10 +13,8 @@ from pytest_tom.evals.fantom.data import FantomExtra
 from pytest_tom.request import GenerationSettings, Message, Request, Response
 from pytest_tom.sample import Sample
 
-PROMPT_HEADER = (
-    "This is a theory-of-mind test. Please answer the question regarding facts or beliefs, based on the following "
-    "in-person conversation between individuals who have just met.\n\n"
-)
+PROMPT_HEADER = ("This is a theory-of-mind test. Please answer the question regarding facts or beliefs, based on the "
+                 "following in-person conversation between individuals who have just met.\n\n")
 """Defined as `FantomEvalAgent.prompt_header` upstream but never added to an input."""
 
 TEMPLATES = {

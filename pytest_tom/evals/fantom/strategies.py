@@ -1,11 +1,7 @@
 """FANToM's robustness: its question templates, the asked character as text, and the `other_character` counterfactual.
 
-`other_character` (yes/no questions) asks about another character of the same conversation
-whose access to the information is the opposite. The release's list question for the same set
-and context names exactly who knows the answer ("List all the characters who know..."), and a
-yes/no question's gold is "yes" iff its character is on that list; asking about a character on
-the other side flips the gold. Applied only where the original gold agrees with the list (so
-the flip is the release's, not ours).
+`other_character` asks a yes/no question about a character on the other side of the set's who-knows list, which
+flips the gold; only where the original gold agrees with the list (so the flip is the release's, not ours).
 """
 
 from __future__ import annotations

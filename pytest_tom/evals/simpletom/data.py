@@ -262,8 +262,7 @@ PARTIAL_ADVICE = (
 
 
 def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tuple[Path, str | None, str]]:
-    """What keeps `rel` from being whole, as (file, record, what): a config missing, a pinned row count
-    (`expect_rows`) not met, a story of story-data without its three questions (so no chain is lost)."""
+    """(file, record, what) keeps `rel` from being whole: a config missing or short, a story lacking a question."""
     out: list[tuple[Path, str | None, str]] = []
     for config in CONFIGS:
         path, found = path_of(rel.folder, config), rel.rows.get(config)

@@ -1,12 +1,6 @@
-"""SimpleToM's aggregate assertions: the per-story chain, and the constant-answerer check per question type.
-
-A chain holds when the model gets a story's mental state, behavior and judgment questions
-all right; when it does not, its message names the first broken link (the paper's
-first-failure buckets, spec 5 A) and shows the three answers. Every gold in the release is
-semantically the same ("No", the unaware action, "Reasonable"), so a model that always
-picks one answer content would score perfectly; what it cannot do is always give the same
-letter, because the release shuffles the option order. `letter_balance` flags a question
-type whose answers are (almost) all one letter while its golds are not.
+"""SimpleToM's aggregate assertions: the per-story chain (a failure names the first broken link, spec 5 A), and
+`letter_balance`: every gold has the same content, only its letter varies, so a question type answered (almost)
+always with one letter while its golds are not flags a constant answerer.
 """
 
 from __future__ import annotations
@@ -21,23 +15,14 @@ from pytest_tom.record import Outcome, Record
 
 CHAIN = "chain"
 BALANCE = "letter_balance"
-BUCKETS = ("fail_ms", "fail_behavior", "fail_judgment", "all_correct")
-"""The first-failure taxonomy (spec 5 A): every complete story falls into exactly one."""
-SAME_LETTER_THRESHOLD = 0.95
-"""`letter_balance` fails when at least this share of a type's answers is one letter (and its golds are not)."""
-MIN_BALANCE_ANSWERS = 10
-"""Below this many questions of a type, the suite gets no `letter_balance` item (too few to tell)."""
+BUCKETS = ("fail_ms", "fail_behavior", "fail_judgment", "all_correct")  # spec 5 A: each complete story in one
+SAME_LETTER_THRESHOLD = 0.95  # `letter_balance` fails at this share of one letter (its golds below it)
+MIN_BALANCE_ANSWERS = 10  # fewer questions of a type get no `letter_balance` item (too few to tell)
 
 
 def bucket(ms: bool, behavior: bool, judgment: bool) -> str:
     """The first broken link of a chain, or "all_correct"."""
-    if not ms:
-        return "fail_ms"
-    if not behavior:
-        return "fail_behavior"
-    if not judgment:
-        return "fail_judgment"
-    return "all_correct"
+    return next((b for b, ok in zip(BUCKETS, (ms, behavior, judgment), strict=False) if not ok), "all_correct")
 
 
 def chains(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> list[Derived]:
@@ -51,12 +36,10 @@ def chains(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> li
             continue
         picked = [members[t] for t in QUESTION_TYPES]
         first = picked[0]
-        out.append(Derived(
-            benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
-            marks=(benchmark, CHAIN, first.extra.scenario, first.facets["severity"]),
-            facets={"scenario": first.extra.scenario, "severity": first.facets["severity"], "story": sid},
-            params={"options": [[c.text for c in s.choices] for s in picked]},
-        ))
+        out.append(Derived(benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
+                           marks=(benchmark, CHAIN, first.extra.scenario, first.facets["severity"]),
+                           facets={"scenario": first.extra.scenario, "severity": first.facets["severity"], "story": sid},
+                           params={"options": [[c.text for c in s.choices] for s in picked]}))
     return out
 
 
@@ -66,11 +49,9 @@ def balance_checks(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMAR
     for qtype in QUESTION_TYPES:
         picked = [s for s in samples if s.extra.question_type == qtype]
         if len(picked) >= MIN_BALANCE_ANSWERS:
-            out.append(Derived(
-                benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(s.id for s in picked),
-                marks=(benchmark, BALANCE, qtype), facets={"question_type": qtype},
-                params={"threshold": SAME_LETTER_THRESHOLD},
-            ))
+            out.append(Derived(benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(s.id for s in picked),
+                               marks=(benchmark, BALANCE, qtype), facets={"question_type": qtype},
+                               params={"threshold": SAME_LETTER_THRESHOLD}))
     return out
 
 
@@ -96,10 +77,8 @@ def chain_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     ok = [r.outcome is Outcome.CORRECT for r in members]
     where = bucket(*ok)
     options: list[Sequence[str]] = list(derived.params.get("options") or [None] * len(members))
-    answers = {
-        t: {"parsed": r.parsed, "gold": r.gold, "correct": good}
-        for t, r, good in zip(QUESTION_TYPES, members, ok, strict=True)
-    }
+    answers = {t: {"parsed": r.parsed, "gold": r.gold, "correct": good}
+               for t, r, good in zip(QUESTION_TYPES, members, ok, strict=True)}
     details: dict[str, Any] = {"bucket": where, "answers": answers}
     if where == "all_correct":
         return Judgement(True, value=1.0, details=details)

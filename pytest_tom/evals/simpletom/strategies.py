@@ -1,13 +1,8 @@
 """SimpleToM's robustness: its question templates, narrative stories, and the `witness` counterfactual.
 
-A counterfactual is sound only when the release itself says what the answer becomes; `witness`
-is: the story states that the person is aware of the key information (the sentence the
-release's mental-state question quotes). SimpleToM builds every story so that the person is
-*unaware*; its mental-state options are "Yes"/"No" and its behavior options are the unaware
-action (gold) and the action the person would take if aware (the release's `answer_incorrect`).
-Made aware, the mental-state gold becomes "Yes" and the behavior gold the aware action.
-Judgment questions are left alone: whether knowingly doing the unaware action is reasonable
-depends on the severity (a dented lid vs mold), which the release does not decide.
+`witness` makes the (always unaware) person aware of the key information the mental-state question quotes: the
+release then says the answers, "Yes" and the aware action (`answer_incorrect`). Judgments are left alone: their
+gold under awareness depends on the severity, which the release does not decide.
 """
 
 from __future__ import annotations
@@ -23,8 +18,6 @@ from pytest_tom.robustness.base import Perturbable, Perturbation, StrategySpec, 
 from pytest_tom.sample import Sample, Story
 
 _AWARE_Q = re.compile(r'aware that "(.+)"\?\s*$', re.S)
-
-
 _COMMON_OPENERS = {"the", "a", "an", "his", "her", "their", "its", "this", "that", "these", "those", "some", "there",
                    "it", "one", "several", "many", "inside", "under", "behind"}
 

@@ -1,17 +1,9 @@
 """ToMATO's aggregate assertions: the false-belief gap and robustness to the speaker's personality.
 
-* `false_belief_gap`: accuracy on the second-order questions outside ToMATO-FB minus accuracy
-  on the false-belief ones, overall and per mental state. The paper compares FB with all of
-  second order (which contains FB); the complement is the clean contrast (spec 4.3: every
-  one of the paper's nine LLMs shows 9.5 to 16.2 points, the lexical-overlap baseline -1.7).
-* `personality_robustness`: per order, the high-minus-low accuracy of each Big-Five factor of
-  the asked speaker (Tables 5 and 11); the value is the largest gap in absolute terms.
-
-Both fail only when the gap is beyond the tolerance with 95% confidence: the interval must lie
-wholly outside it. Questions of one conversation are not independent, so the interval is the
-union of a bootstrap over whole conversations and Newcombe's interval for two proportions
-(which does not collapse when every answer is the same). Items count by their share of runs
-right. A check is defined only where both of its groups have questions in the suite.
+`false_belief_gap`: second-order non-FB minus FB accuracy, overall and per mental state (spec 4.3: the paper's
+LLMs show 9.5 to 16.2 points); `personality_robustness`: per order, each Big-Five factor's high-minus-low gap
+(Tables 5, 11). Both fail only when the 95% interval (a conversation bootstrap united with Newcombe's) lies
+wholly beyond the tolerance; each needs both of its groups in the suite.
 """
 
 from __future__ import annotations

@@ -36,8 +36,7 @@ SHOW = (
 
 
 def aggregate(records: Sequence[Record], mode: str = "paper") -> dict[str, Any]:
-    """The paper's aggregation per language: `paper` reproduces Tables 2, 3 and 22 (Desire II as the mean of its
-    two raw sub-labels); `clean` pools Desire II and drops FRT's two malformed story blocks from the coherent test."""
+    """Per language: `paper` = Tables 2, 3, 22 (Desire II averaged); `clean` pools it, drops FRT's broken blocks."""
     by_lang = group_by(records, "language")
     return {"aggregation": mode, "languages": {lang: _language(recs, mode) for lang, recs in sorted(by_lang.items())}}
 

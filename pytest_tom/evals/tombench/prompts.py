@@ -1,8 +1,6 @@
 """What a model is shown: the official prompts verbatim, the option shuffles, the requests of each try.
 
-The user prompt is rendered from the sample's own fields at run time (its story,
-question and choice texts), never from text kept at load time, so a renamed or
-permuted sample is asked exactly as rewritten.
+The user prompt is rendered from the sample's own fields at run time, so a rewritten sample is asked as rewritten.
 """
 
 from __future__ import annotations
@@ -57,11 +55,7 @@ class Config:
 
 
 def permutation(n: int, seed: int, item_key: str, trial: int, scheme: str) -> tuple[int, ...]:
-    """Which original option is displayed at each position in this trial.
-
-    Derived from (seed, item, trial) rather than one process-wide RNG (spec P3), so
-    deselecting other items never changes the orders an item sees.
-    """
+    """The original option shown at each position: from (seed, item, trial), so deselection changes nothing (P3)."""
     if scheme == "none":
         return tuple(range(n))
     if scheme == "cyclic":
@@ -104,10 +98,8 @@ def tries(sample: ToMBenchSample, config: Config, kind: str = "generate") -> lis
         order = permutation(n, config.shuffle_seed, item_key(sample), trial, config.permutations)
         messages = (Message("system", system), Message("user", render_user(sample, order)))
         if kind == "loglikelihood":
-            if config.ll_target == "letter":
-                choices = tuple(f"[[{LETTERS[pos]}]]" for pos in range(n))
-            else:
-                choices = tuple(sample.choices[i].text for i in order)
+            choices = (tuple(f"[[{LETTERS[pos]}]]" for pos in range(n)) if config.ll_target == "letter"
+                       else tuple(sample.choices[i].text for i in order))
             req = Request(messages=messages, settings=GenerationSettings(max_new_tokens=0), kind="loglikelihood", choices=choices)
         else:
             req = Request(messages=messages, settings=settings, answer_labels=tuple(LETTERS[:n]), answer_format="[[{}]]")

@@ -1,18 +1,9 @@
 """ToMValley's compositional check (paper 5.3): does a right answer to a composite question rest on right parts?
 
-An influence or transformation-1/2 question C is built from understanding questions D (the
-official `influence_mapping`): a transformation of item m over scenarios s -> s+1 needs U(m, s)
-and U(m, s+1); belief -> emotion in scenario s needs U(belief, s) and U(emotion, s);
-belief&emotion -> intention needs the three of them; intention -> action needs U(intention, s)
-and U(action, s). Transformation-3 has no mapping. Each C then has one of four statuses:
-fully correct (D and C right), local error (D right, C wrong), restoration error (C right
-although some D is wrong: a shortcut) and full error. "D right" means every dependency is right
-(the official `identify_error_type.py` looks at only the first two, a quirk not copied).
-Unparseable answers count as wrong, as the paper counts missing answers.
-
-One `composition` item per context holds when the context has no restoration error; its
-failure lists them. The four statuses' rates over all compositional questions are gate
-metrics of their own (`restoration_error`, ...), clustered by context.
+An influence or transformation-1/2 question depends on understanding questions (the official `influence_mapping`);
+with all of them right it is fully correct or a local error, otherwise a restoration error (right anyway: a
+shortcut) or a full error (all dependencies count, not the official script's first two). One `composition` item
+per context fails on any restoration error.
 """
 
 from __future__ import annotations
