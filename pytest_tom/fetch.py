@@ -1,15 +1,12 @@
 """Fetching official benchmark data at a pinned revision, verified by sha256, extracted safely.
 
-The project never ships benchmark data (licenses differ); users point
-`--tom-data-dir` at a local copy or let `--tom-download` fetch the official files
-into their cache. Every file is checked against the checksum published for the
-pinned revision, so a moved tag or a tampered mirror fails loudly instead of
-silently changing scores. A download is bounded (bytes and an overall deadline)
-so a hostile or stalled server cannot fill the disk or hang a run, and an
-archive is bounded by the total size it expands to. A copy in the cache is
-checked again before each use (its pins, or a manifest written after a verified
-download), because a file damaged since it was fetched would change scores as
-silently as a tampered mirror.
+The project never ships benchmark data (licenses differ); users point `--tom-data-dir` at a local copy or let
+`--tom-download` fetch the official files into their cache. Every file is checked against the checksum published for the
+pinned revision, so a moved tag or a tampered mirror fails loudly instead of silently changing scores. A download is
+bounded (bytes and an overall deadline) so a hostile or stalled server cannot fill the disk or hang a run, and an
+archive is bounded by the total size it expands to. A copy in the cache is checked again before each use (its pins, or a
+manifest written after a verified download), because a file damaged since it was fetched would change scores as silently
+as a tampered mirror.
 """
 
 from __future__ import annotations
@@ -77,13 +74,12 @@ def download_verified(
 ) -> str:
     """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
 
-    Returns the sha256 of what was received. `expected_sha256=None` is for a release whose official
-    checksums are not known (SimpleToM): the caller must then verify the file otherwise (its structure)
-    and record the returned digest, as the other bounds still apply.
+    Returns the sha256 of what was received. `expected_sha256=None` is for a release whose official checksums are not
+    known (SimpleToM): the caller must then verify the file otherwise (its structure) and record the returned digest, as
+    the other bounds still apply.
 
-    The download stops with an error past `limits.max_bytes` (announced or
-    received) or `limits.deadline_s`: each read waits at most what is left of the
-    deadline, so a server trickling one byte at a time cannot keep it alive.
+    The download stops with an error past `limits.max_bytes` (announced or received) or `limits.deadline_s`: each read
+    waits at most what is left of the deadline, so a server trickling one byte at a time cannot keep it alive.
     """
     lim = limits or LIMITS
     h = hashlib.sha256()
@@ -236,9 +232,8 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipInfo, str, in
 def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
     """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members.
 
-    Every member is checked before anything is written (absolute paths, `..`,
-    links, devices, and the total size the archive expands to), and only the one
-    data file is written, to a fixed name, via a temporary file: nothing in the
+    Every member is checked before anything is written (absolute paths, `..`, links, devices, and the total size the
+    archive expands to), and only the one data file is written, to a fixed name, via a temporary file: nothing in the
     archive decides where bytes land or how many.
     """
     cap = (limits or LIMITS).max_expanded
@@ -274,9 +269,8 @@ def _pick(found: Sequence[str], archive: Path, member: str) -> str:
 def check_extracted(dest: Path, member: str, sha256: str) -> Path:
     """The extracted `member` in `dest`, after checking it against the manifest its verified download wrote.
 
-    Fails, naming the file and what to do, when the manifest is absent (a copy
-    from an older pytest-tom, or one put there by hand), belongs to another
-    archive, or no longer matches the file.
+    Fails, naming the file and what to do, when the manifest is absent (a copy from an older pytest-tom, or one put
+    there by hand), belongs to another archive, or no longer matches the file.
     """
     target = dest / member
     manifest = read_manifest(dest / MANIFEST, target)

@@ -26,9 +26,8 @@ class Model(ABC):
     batch_size: int = 16
     """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
 
-    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once,
-    before the first request). It trades memory for throughput and sets how often
-    answers reach the cache, so it is never part of a fingerprint.
+    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once, before the first request). It
+    trades memory for throughput and sets how often answers reach the cache, so it is never part of a fingerprint.
     """
 
     @abstractmethod
@@ -117,10 +116,9 @@ def source_digest(target: object, label: str) -> str:
 class CallableModel(Model):
     """Wraps a user's Python callable.
 
-    A batched callable (the default, so users can batch on their own GPU) is called as
-    ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one
-    marked `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and
-    returns one ``str``. Each call sees one settings dict. The signature and every return
+    A batched callable (the default, so users can batch on their own GPU) is called as ``fn(conversations, settings)``
+    and returns one ``str`` per conversation, in order; one marked `pytest_tom.per_prompt` as ``fn(messages)`` or
+    ``fn(messages, settings)`` and returns one ``str``. Each call sees one settings dict. The signature and every return
     value are checked, so a slip is one clear error, never a run scored on a string's characters.
     """
 

@@ -15,22 +15,9 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import (
-    ChoiceScores,
-    Option,
-    Spec,
-    combine,
-    cut_at_stops,
-    parse_spec,
-    require_existing,
-)
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, cut_at_stops, parse_spec, require_existing
 from pytest_tom.models._prefix import sharing_order
-from pytest_tom.models._tokenized import (
-    TokenizedChat,
-    fingerprint_parts,
-    hub_fingerprint,
-    local_fingerprint,
-)
+from pytest_tom.models._tokenized import TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import GenerationSettings, Request, Response
 

@@ -17,15 +17,7 @@ from typing import Any
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import (
-    ChoiceScores,
-    Option,
-    Spec,
-    combine,
-    dtype_kwarg,
-    parse_spec,
-    require_existing,
-)
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
@@ -35,9 +27,7 @@ from pytest_tom.models._tokenized import (
     local_fingerprint,
 )
 from pytest_tom.models.base import StreamingModel
-from pytest_tom.models.hf.batching import AdaptiveBatches, Failed
-from pytest_tom.models.hf.capacity import CPU_BATCH, GPU_START, CapacityProbe
-from pytest_tom.models.hf.decode import decode_rows
+from pytest_tom.models.hf.batching import CPU_BATCH, GPU_START, AdaptiveBatches, CapacityProbe, Failed, decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
