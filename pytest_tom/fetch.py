@@ -32,8 +32,7 @@ from pytest_tom.errors import TomDataError
 
 _BLOCK = 1 << 20
 M = TypeVar("M")
-MANIFEST = ".pytest-tom-manifest.json"
-"""Written next to files extracted from a verified archive: their sha256s, for re-checking later."""
+MANIFEST = ".pytest-tom-manifest.json"  # beside files from a verified download: their sha256s, for re-checking later
 REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
 
 
@@ -41,19 +40,15 @@ REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
 class Limits:
     """Bounds of one download and one extraction; the defaults leave the real releases ample room."""
 
-    timeout_s: float = 60.0
-    """Longest wait for any single network read."""
-    deadline_s: float = 900.0
-    """Longest a whole download may take (ToMBench's 20 files and FANToM's archive take seconds)."""
-    max_bytes: int = 256 << 20
-    """Largest file a download may bring (the real files are a few MB each)."""
+    timeout_s: float = 60.0  # longest wait for any single network read
+    deadline_s: float = 900.0  # longest a whole download may take (ToMBench's 20 files and FANToM's archive: seconds)
+    max_bytes: int = 256 << 20  # largest file a download may bring (the real files are a few MB each)
+    # Largest total an archive may expand to: JSON compresses about 5:1 (FANToM's few-MB archive expands to tens of
+    # MB), while a 522 KB archive of zeros can claim 512 MiB.
     max_expanded: int = 256 << 20
-    """Largest total an archive may expand to: JSON compresses about 5:1, so FANToM's few-MB archive expands to
-    tens of MB, while a 522 KB archive of zeros can claim 512 MiB."""
 
 
-LIMITS = Limits()
-"""The limits used when a caller gives none; tests substitute small ones."""
+LIMITS = Limits()  # used when a caller gives none; tests substitute small ones
 
 
 def sha256_file(path: Path) -> str:
@@ -74,12 +69,9 @@ def download_verified(
 ) -> str:
     """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
 
-    Returns the sha256 of what was received. `expected_sha256=None` is for a release whose official checksums are not
-    known (SimpleToM): the caller must then verify the file otherwise (its structure) and record the returned digest, as
-    the other bounds still apply.
-
-    The download stops with an error past `limits.max_bytes` (announced or received) or `limits.deadline_s`: each read
-    waits at most what is left of the deadline, so a server trickling one byte at a time cannot keep it alive.
+    Returns the received file's sha256: with `expected_sha256=None` (SimpleToM publishes none) the caller verifies the
+    structure and records it. Past `limits.max_bytes` or `limits.deadline_s` it fails; each read waits at most what is
+    left of the deadline, so a server trickling one byte at a time cannot keep it alive.
     """
     lim = limits or LIMITS
     h = hashlib.sha256()
@@ -147,11 +139,7 @@ def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits:
 
 
 def check_pinned(folder: Path, files: Mapping[str, str]) -> None:
-    """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum.
-
-    Used on a download cache before each run: a file damaged or edited since it
-    was verified is named, with what to do, instead of being scored.
-    """
+    """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum: a damaged one is named."""
     missing = sorted(n for n in files if not (folder / n).is_file())
     if missing:
         raise TomDataError(
@@ -199,9 +187,8 @@ def _copy_capped(src: IO[bytes], out: IO[bytes], archive: Path, cap: int) -> Non
 
 
 def _scan(members: Iterable[tuple[M, str, int, str | None, bool]], archive: Path, member: str, cap: int) -> M:
-    """Check every (entry, name, size, why its kind is unsafe, is a file) before anything is written; the data file's entry.
-
-    A tar's members come one header at a time, so a bomb is refused before its bytes are inflated.
+    """Check every (entry, name, size, why unsafe, is a file) before anything is written; the data file's entry
+    (a tar's members come one header at a time, so a bomb is refused before its bytes are inflated).
     """
     found: dict[str, M] = {}
     total = 0
@@ -214,7 +201,9 @@ def _scan(members: Iterable[tuple[M, str, int, str | None, bool]], archive: Path
             raise _too_big(archive, total, cap)
         if is_file and PurePosixPath(name).name == member:
             found[name] = entry
-    return found[_pick(list(found), archive, member)]
+    if not found:
+        raise TomDataError(f"no {member} in the archive", path=archive)
+    return found[min(found, key=lambda n: (len(PurePosixPath(n).parts), n))]
 
 
 def _tar_members(tar: tarfile.TarFile) -> Iterator[tuple[tarfile.TarInfo, str, int, str | None, bool]]:
@@ -230,18 +219,16 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipInfo, str, in
 
 
 def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members.
-
-    Every member is checked before anything is written (absolute paths, `..`, links, devices, and the total size the
-    archive expands to), and only the one data file is written, to a fixed name, via a temporary file: nothing in the
-    archive decides where bytes land or how many.
+    """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members:
+    all are checked first (absolute paths, `..`, links, devices, expanded size), and only the data file is written,
+    to a fixed name: nothing in the archive decides where bytes land or how many.
     """
     cap = (limits or LIMITS).max_expanded
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / member
-    fd, tmp_name = tempfile.mkstemp(dir=dest, prefix=".part-")
+    tmp = _temp_in(dest, ".part-")
     try:
-        with os.fdopen(fd, "wb") as out:
+        with tmp.open("wb") as out:
             if tarfile.is_tarfile(archive):
                 with tarfile.open(archive) as tar:
                     src = tar.extractfile(_scan(_tar_members(tar), archive, member, cap))
@@ -253,25 +240,14 @@ def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | Non
                         _copy_capped(zsrc, out, archive, cap)
             else:
                 raise TomDataError("not a tar or zip archive", path=archive)
-        os.replace(tmp_name, target)
+        os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
+        tmp.unlink(missing_ok=True)
     return target
 
 
-def _pick(found: Sequence[str], archive: Path, member: str) -> str:
-    if not found:
-        raise TomDataError(f"no {member} in the archive", path=archive)
-    return min(found, key=lambda n: (len(PurePosixPath(n).parts), n))
-
-
 def check_extracted(dest: Path, member: str, sha256: str) -> Path:
-    """The extracted `member` in `dest`, after checking it against the manifest its verified download wrote.
-
-    Fails, naming the file and what to do, when the manifest is absent (a copy from an older pytest-tom, or one put
-    there by hand), belongs to another archive, or no longer matches the file.
-    """
+    """The extracted `member` in `dest`, checked against its manifest (absent, another archive's, or not matching: fails)."""
     target = dest / member
     manifest = read_manifest(dest / MANIFEST, target)
     archive = manifest.get("archive_sha256")
@@ -284,11 +260,7 @@ def check_extracted(dest: Path, member: str, sha256: str) -> Path:
 
 
 def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Download an archive once, check its sha256, and extract the one file `member` into `dest`.
-
-    A copy already in `dest` is reused only if it still matches the manifest of
-    its verified download; otherwise it is fetched again.
-    """
+    """Download an archive once, check its sha256, and extract `member` into `dest` (a copy is reused while it checks)."""
     target = dest / member
     if target.exists():
         try:
@@ -304,8 +276,7 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
                                          "files": {member: sha256_file(target)}})
         return target
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
 
 
 # --- several files, and the manifest of a verified download --------------------------------------------------------------
@@ -313,10 +284,8 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
 
 def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, limits: Limits | None = None,
                 workers: int = 1) -> dict[str, str]:
-    """Download each relative path of `files` from `base_url` into `dest`, checked against its sha256 when given.
-
-    Returns each file's sha256. Each file lands via a temporary file and `os.replace`, so an
-    interrupted download never leaves a file that looks whole.
+    """Download each relative path of `files` into `dest`, checked against its sha256 when given; their sha256s;
+    each lands via a temporary file and `os.replace`: an interrupted download never leaves a file that looks whole.
     """
     base = base_url.rstrip("/") + "/"
 

@@ -1,7 +1,5 @@
-"""Model backends, resolved from `--tom-model` URIs by scheme.
-
-Factories are "module:function" strings imported only when their scheme is used, so
-`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
+"""Model backends, resolved from `--tom-model` URIs by scheme. Factories are "module:function" strings imported only
+when their scheme is used, so `import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
 the `pytest_tom.models` entry points, the `pytest_tom_add_backends` hook or `pytest_tom_make_model`.
 """
 
@@ -55,9 +53,8 @@ class SchemeRegistry(LazyRegistry[Factory]):
         super().add(scheme, factory)
 
     def check(self, uri: str) -> None:
-        """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
-
-        Only schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
+        """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo). Only
+        schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
         """
         scheme, _, spec = uri.partition(":")
         if scheme in CHECKS and self.is_builtin(scheme):

@@ -44,9 +44,8 @@ def read_template_file(path: str | Path) -> str:
 
 
 def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) -> Renderer:
-    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses.
-
-    The environment mirrors transformers', so one template file renders the same text in both.
+    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses. The
+    environment mirrors transformers', so one template file renders the same text in both.
     """
     try:
         import jinja2

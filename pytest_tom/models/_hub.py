@@ -125,10 +125,9 @@ def folder_candidates(target: str) -> list[str]:
 
 
 def ask_hub(repo_id: str) -> tuple[str, str]:
-    """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try).
-
-    A name lookup that hangs is not covered by an HTTP timeout, so the request runs in a
-    daemon thread that gets `HUB_TIMEOUT` seconds in all.
+    """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try). A
+    name lookup that hangs is not covered by an HTTP timeout, so the request runs in a daemon thread that gets
+    `HUB_TIMEOUT` seconds in all.
     """
     answer: list[tuple[str, str]] = []
     thread = threading.Thread(target=lambda: answer.append(_ask_hub(repo_id)), name="pytest-tom-hub-check", daemon=True)

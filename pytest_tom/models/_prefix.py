@@ -35,11 +35,9 @@ class Plan:
 
 
 def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
-    """An order that puts rows sharing long prefixes next to each other, longest clusters first.
-
-    A cluster is a run (in lexicographic order) of rows sharing at least half their tokens
-    with the previous row; longest first keeps batches of similar lengths (less padding)
-    and makes the first batch the one most likely to run out of memory.
+    """An order that puts rows sharing long prefixes next to each other, longest clusters first. A cluster is a run (in
+    lexicographic order) of rows sharing at least half their tokens with the previous row; longest first keeps batches
+    of similar lengths (less padding) and makes the first batch the one most likely to run out of memory.
     """
     lex = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
     clusters: list[list[int]] = []
@@ -56,10 +54,9 @@ def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
 
 
 def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
-    """The cheapest sharing plan for a batch whose rows are in `sharing_order`, or None when plain is as cheap.
-
-    Groups are runs of adjacent rows sharing at least a threshold; every threshold between
-    neighbours is tried and the one computing the fewest (padded) positions wins.
+    """The cheapest sharing plan for a batch whose rows are in `sharing_order`, or None when plain is as cheap. Groups
+    are runs of adjacent rows sharing at least a threshold; every threshold between neighbours is tried and the one
+    computing the fewest (padded) positions wins.
     """
     n = len(seqs)
     width = max((len(s) for s in seqs), default=0)
@@ -94,10 +91,9 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
 
 
 def cache_argument(model: Any) -> str:
-    """The keyword a model's forward pass and `generate` take a key/value cache by.
-
-    transformers 5.x renamed `past_key_values` to `cache` and warns on the old name; 4.x
-    knows only the old one. The forward signature (past any deprecation decorator) says which.
+    """The keyword a model's forward pass and `generate` take a key/value cache by. transformers 5.x renamed
+    `past_key_values` to `cache` and warns on the old name; 4.x knows only the old one. The forward signature (past any
+    deprecation decorator) says which.
     """
     try:
         params = inspect.signature(model.forward).parameters
@@ -107,18 +103,16 @@ def cache_argument(model: Any) -> str:
 
 
 def takes_cache_objects(model: Any) -> bool:
-    """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one).
-
-    transformers 4.x marks legacy-tuple-only architectures `_supports_cache_class = False` (GPT-2 in 4.47).
+    """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one). transformers 4.x
+    marks legacy-tuple-only architectures `_supports_cache_class = False` (GPT-2 in 4.47).
     """
     return bool(getattr(model, "_supports_cache_class", True))
 
 
 def output_cache(out: Any) -> Any:
-    """The cache a forward pass returned, as a `Cache` object that can be reordered.
-
-    transformers 5.x returns `out.cache`; 4.x `out.past_key_values`, for some architectures
-    a legacy tuple of per-layer tensors, which is wrapped in a `DynamicCache` here.
+    """The cache a forward pass returned, as a `Cache` object that can be reordered. transformers 5.x returns
+    `out.cache`; 4.x `out.past_key_values`, for some architectures a legacy tuple of per-layer tensors, which is wrapped
+    in a `DynamicCache` here.
     """
     fields = out.keys() if hasattr(out, "keys") else ()
     if "cache" in fields:

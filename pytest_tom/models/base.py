@@ -17,15 +17,13 @@ from pytest_tom.request import Request, Response
 
 
 class Model(ABC):
-    """A model the engine can send batches of requests to.
-
-    A failure is a `Response(error=...)`, never an exception escaping `generate`: one bad request cannot sink a run.
+    """A model the engine can send batches of requests to. A failure is a `Response(error=...)`, never an exception
+    escaping `generate`: one bad request cannot sink a run.
     """
 
     uri: str = ""
     batch_size: int = 16
     """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
-
     A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once, before the first request). It
     trades memory for throughput and sets how often answers reach the cache, so it is never part of a fingerprint.
     """
@@ -55,16 +53,14 @@ class Model(ABC):
 
     def secrets(self) -> tuple[str, ...]:
         """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
-
-        The engine replaces each one by `[redacted]` in every answer and error before it is
-        stored anywhere: a server that echoes the key back must not get it stored.
+        The engine replaces each one by `[redacted]` in every answer and error before it is stored anywhere: a server
+        that echoes the key back must not get it stored.
         """
         return ()
 
     def user_traceback(self, message: str) -> str | None:
-        """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
-
-        A failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
+        """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept. A
+        failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
         """
         return None
 
@@ -238,10 +234,9 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
 
 
 def format_user_frames(exc: BaseException) -> str:
-    """The user's own frames of `exc` and its message, as Python prints a traceback.
-
-    pytest-tom's, pytest's and pluggy's frames (and `__tracebackhide__` ones) are left out:
-    a user needs where their model code raised, not the machinery that called it.
+    """The user's own frames of `exc` and its message, as Python prints a traceback. pytest-tom's, pytest's and pluggy's
+    frames (and `__tracebackhide__` ones) are left out: a user needs where their model code raised, not the machinery
+    that called it.
     """
     lines = ["Traceback (your code only, most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

@@ -93,9 +93,8 @@ def _missing_message(what: str) -> str:
 
 
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
-    """Decide which embedder `spec` means, checking that it can be loaded offline.
-
-    Raises `TomDependencyError` if nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
+    """Decide which embedder `spec` means, checking that it can be loaded offline. Raises `TomDependencyError` if
+    nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
     """
     spec = (spec or AUTO).strip()
     if spec == NONE:
@@ -201,10 +200,9 @@ def _python_embedder(target: str, name: str) -> Embedder:
 
 
 def display_name(choice: EmbedderChoice) -> str:
-    """The name results give the embedder: what `load(choice).name` is, without loading anything heavy.
-
-    Only the user's module is imported (nothing instantiated, no weights read); an import
-    failure falls back to `choice.name` and is reported when the engine loads the embedder.
+    """The name results give the embedder: what `load(choice).name` is, without loading anything heavy. Only the user's
+    module is imported (nothing instantiated, no weights read); an import failure falls back to `choice.name` and is
+    reported when the engine loads the embedder.
     """
     if choice.kind != "python":
         return choice.name
@@ -217,9 +215,8 @@ def display_name(choice: EmbedderChoice) -> str:
 
 
 def load(choice: EmbedderChoice) -> Embedder:
-    """The embedder `choice` names; a sentence-transformers model is loaded once per process.
-
-    Python targets are imported afresh: they are cheap, and the user may have edited them between two runs.
+    """The embedder `choice` names; a sentence-transformers model is loaded once per process. Python targets are
+    imported afresh: they are cheap, and the user may have edited them between two runs.
     """
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)

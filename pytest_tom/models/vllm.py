@@ -1,7 +1,6 @@
-"""`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
-
-Prompts are tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts;
-`data_parallel_size=M` spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
+"""`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism. Prompts are
+tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts; `data_parallel_size=M`
+spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
 """
 
 from __future__ import annotations

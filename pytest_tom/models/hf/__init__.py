@@ -349,10 +349,9 @@ class HFModel(StreamingModel):
                 for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
-        """Summed log-probabilities of each row's continuation, left-padded like generation.
-
-        Explicit position ids make a padded row compute what the unpadded one would; keeping
-        only the last k+1 logits avoids a batch x length x vocabulary tensor.
+        """Summed log-probabilities of each row's continuation, left-padded like generation. Explicit position ids make
+        a padded row compute what the unpadded one would; keeping only the last k+1 logits avoids a batch x length x
+        vocabulary tensor.
         """
         torch = self._torch
         ids, mask = self._pad_left([row.ctx + row.cont for row in rows])

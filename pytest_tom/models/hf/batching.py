@@ -53,10 +53,9 @@ class AdaptiveBatches:
 
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]],
             force: int | None = None) -> Iterator[tuple[T, Any]]:
-        """Yield `(item, result)` for every item; a result is `Failed` when its item could not be answered.
-
-        `force` fixes the batch size. A batch that fails for another reason than memory is
-        retried one item at a time, so one poisonous prompt costs one error, not a batch of them.
+        """Yield `(item, result)` for every item; a result is `Failed` when its item could not be answered. `force`
+        fixes the batch size. A batch that fails for another reason than memory is retried one item at a time, so one
+        poisonous prompt costs one error, not a batch of them.
         """
         pos = 0
         while pos < len(items):
@@ -93,10 +92,9 @@ class AdaptiveBatches:
 
 def fitting_batch(size: int, *, rows: int, peak: int, base: int, width: int, generated: int, max_new: int,
                   available: int, cap: int = MAX_AUTO, headroom: float = HEADROOM) -> int:
-    """The batch size to continue with after a measured batch (never smaller than `size`: out-of-memory shrinks).
-
-    `peak` and `base` are bytes allocated at the batch's peak and before it; `width` its padded prompt length,
-    `generated` the steps it ran, `max_new` the token budget; `available` bytes the process may still allocate.
+    """The batch size to continue with after a measured batch (never smaller than `size`: out-of-memory shrinks). `peak`
+    and `base` are bytes allocated at the batch's peak and before it; `width` its padded prompt length, `generated` the
+    steps it ran, `max_new` the token budget; `available` bytes the process may still allocate.
     """
     if rows < 1 or peak <= base or available <= 0:
         return size
@@ -155,10 +153,9 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
 
 def decode_rows(tokenizer: Any, rows: Sequence[Sequence[int]], s: GenerationSettings, *, eos: set[int],
                 pad_id: int) -> list[tuple[str, int]]:
-    """(answer text, completion tokens) of each row of new tokens: end at EOS, apply the stop strings.
-
-    A row that a stop string ended is padded with the pad id, which is not part of the answer;
-    excluded stops are cut with what follows, answer-contract stops are kept (`cut_at_stops`).
+    """(answer text, completion tokens) of each row of new tokens: end at EOS, apply the stop strings. A row that a stop
+    string ended is padded with the pad id, which is not part of the answer; excluded stops are cut with what follows,
+    answer-contract stops are kept (`cut_at_stops`).
     """
     out = []
     for tokens in rows:

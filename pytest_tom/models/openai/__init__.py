@@ -362,9 +362,8 @@ class OpenAIModel(StreamingModel):
         return Response(text=text, usage=_usage(resp))
 
     async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
-        """Score choices with prompt log-probabilities (`echo=True`), one call per request.
-
-        Needs endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
+        """Score choices with prompt log-probabilities (`echo=True`), one call per request. Needs endpoint=completions
+        on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
         """
         if self.endpoint != "completions":
             raise Permanent(

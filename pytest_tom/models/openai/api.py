@@ -40,10 +40,9 @@ def snippet(text: str, limit: int = 160) -> str:
 
 
 def answer_text(parsed: Any, *, endpoint: str, content_type: str, max_tokens: int, source: str) -> str:
-    """The text of the first choice of a 200 response from `source`, or why it holds no answer.
-
-    Raises `BadAnswer` (malformed, retried) when the body is not a completion at
-    all, `Withheld` or `Empty` (not retried) when it is one without visible text.
+    """The text of the first choice of a 200 response from `source`, or why it holds no answer. Raises `BadAnswer`
+    (malformed, retried) when the body is not a completion at all, `Withheld` or `Empty` (not retried) when it is one
+    without visible text.
     """
     want = f"expected JSON with {EXPECTED[endpoint]}"
     got = content_type.split(";")[0].strip() or "no Content-Type"
@@ -99,9 +98,8 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
 
 
 def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
-    """The wait after failed attempt `attempt` (0-based) when the server named none.
-
-    Capped exponential, scaled to 50-100% by `jitter`: clients that failed together do not retry at once.
+    """The wait after failed attempt `attempt` (0-based) when the server named none. Capped exponential, scaled to
+    50-100% by `jitter`: clients that failed together do not retry at once.
     """
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 
@@ -109,9 +107,8 @@ def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> f
 def echoed_logprobs(choices: Sequence[Any], prompts: Sequence[str], ctx: str, labels: Sequence[str], *,
                     source: str) -> tuple[list[float], list[int], int]:
     """(log-probability sums, token counts) of each choice, and the context's tokens, from echoed prompt logprobs.
-
-    `choices` are a completions response's choices for `prompts` (`ctx` + each of
-    `labels`); a token belongs to a choice when its character span reaches past `ctx`.
+    `choices` are a completions response's choices for `prompts` (`ctx` + each of `labels`); a token belongs to a choice
+    when its character span reaches past `ctx`.
     """
     by_index = {int(c.index): c for c in choices}
     if len(by_index) != len(prompts):

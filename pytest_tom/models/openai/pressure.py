@@ -73,10 +73,9 @@ class Pressure:
 
 
 class Slots:
-    """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served.
-
-    Unlike a semaphore its size changes while requests wait; waiters are woken one at a time,
-    so thousands of queued requests cost nothing per answer. A retry may go to the front.
+    """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served. Unlike a
+    semaphore its size changes while requests wait; waiters are woken one at a time, so thousands of queued requests
+    cost nothing per answer. A retry may go to the front.
     """
 
     def __init__(self, pressure: Pressure) -> None:
