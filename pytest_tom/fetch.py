@@ -68,7 +68,6 @@ def download_verified(
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
     """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
-
     Returns the received file's sha256: with `expected_sha256=None` (SimpleToM publishes none) the caller verifies the
     structure and records it. Past `limits.max_bytes` or `limits.deadline_s` it fails; each read waits at most what is
     left of the deadline, so a server trickling one byte at a time cannot keep it alive.

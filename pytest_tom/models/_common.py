@@ -120,11 +120,10 @@ def models_root() -> Path:
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
-    """A content hash of one file that does not depend on its mtime or name.
-
-    Sampled mode (the default) hashes the size plus the first, middle and last MiB: milliseconds for a 16 GB checkpoint,
-    where a full hash takes a minute. Retraining or re-export changes the header (tensor metadata comes first) or the
-    samples; a same-size edit elsewhere is missed unless `full=True` (``fingerprint=full``).
+    """A content hash of one file that does not depend on its mtime or name. Sampled mode (the default) hashes the size
+    plus the first, middle and last MiB: milliseconds for a 16 GB checkpoint, where a full hash takes a minute.
+    Retraining or re-export changes the header (tensor metadata comes first) or the samples; a same-size edit elsewhere
+    is missed unless `full=True` (``fingerprint=full``).
     """
     size = path.stat().st_size
     h = hashlib.sha256()

@@ -1,8 +1,7 @@
-"""Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs.
-
-transformers resolves a name that is no folder by asking the hub with retries: a typo offline cost ~50 s and a
-traceback per item. So a target that is no folder, file, alias or cached model is checked here (offline, or with one
-short hub request) and fails as one `TomConfigError` naming the nearest candidates.
+"""Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs. transformers resolves a
+name that is no folder by asking the hub with retries: a typo offline cost ~50 s and a traceback per item. So a target
+that is no folder, file, alias or cached model is checked here (offline, or with one short hub request) and fails as one
+`TomConfigError` naming the nearest candidates.
 """
 
 from __future__ import annotations

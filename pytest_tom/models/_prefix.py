@@ -1,5 +1,4 @@
 """Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
-
 Prompts share long prefixes (a system prompt, a story, a question's tries). A batch runs in up to three levels (the
 prefix all rows share, each group's prefix, each row's suffix), each on the previous level's cache, padded inside the
 sequence with position ids counted from the mask, so greedy outputs equal the plain path's. The planner is pure.
@@ -16,11 +15,7 @@ MIN_SHARED = 16  # A prefix shorter than this is not worth an extra forward pass
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 @dataclass(frozen=True, slots=True)

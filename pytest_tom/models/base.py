@@ -110,12 +110,11 @@ def source_digest(target: object, label: str) -> str:
 
 
 class CallableModel(Model):
-    """Wraps a user's Python callable.
-
-    A batched callable (the default, so users can batch on their own GPU) is called as ``fn(conversations, settings)``
-    and returns one ``str`` per conversation, in order; one marked `pytest_tom.per_prompt` as ``fn(messages)`` or
-    ``fn(messages, settings)`` and returns one ``str``. Each call sees one settings dict. The signature and every return
-    value are checked, so a slip is one clear error, never a run scored on a string's characters.
+    """Wraps a user's Python callable. A batched callable (the default, so users can batch on their own GPU) is called
+    as ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one marked
+    `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and returns one ``str``. Each call sees
+    one settings dict. The signature and every return value are checked, so a slip is one clear error, never a run
+    scored on a string's characters.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:
@@ -176,8 +175,8 @@ class CallableModel(Model):
 
 
 _MAX_TRACEBACKS = 8
+# pytest-tom's own folder: its frames are never the user's (nor are pytest's and pluggy's, matched by name).
 _FRAMEWORK = (Path(__file__).resolve().parents[1],)
-"""pytest-tom's own folder: its frames are never the user's (nor are pytest's and pluggy's, matched by name)."""
 _FRAMEWORK_PARTS = frozenset({"_pytest", "pluggy"})
 
 

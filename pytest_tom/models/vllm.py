@@ -129,8 +129,7 @@ def _worker_main(conn: Any, llm_kwargs: dict[str, Any], devices: str) -> None:
 class VLLMModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
-        o = dict(spec.options)
-        self.options = o
+        self.options = o = dict(spec.options)
         if not spec.target:
             raise TomConfigError("--tom-model vllm:PATH_OR_ID needs a model folder or hub id")
         require_existing(spec.target, uri=uri)  # before the vLLM import: a missing folder is one usage error

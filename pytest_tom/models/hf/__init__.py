@@ -1,8 +1,7 @@
-"""`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
-
-Batches are left-padded, longest first, and halve on out-of-memory; decoding uses a fresh generation config (a
-checkpoint's sampling defaults never leak in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint
-hashes weights, config, tokenizer and template. torch and transformers are imported only when a model is built.
+"""`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process. Batches are left-padded, longest
+first, and halve on out-of-memory; decoding uses a fresh generation config (a checkpoint's sampling defaults never leak
+in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint hashes weights, config, tokenizer and
+template. torch and transformers are imported only when a model is built.
 """
 
 from __future__ import annotations

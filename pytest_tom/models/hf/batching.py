@@ -1,9 +1,8 @@
-"""Batches for `hf:`: sized to fill the GPU, halved on out-of-memory, decoded into answers.
-
-`hf:` runs the forward passes itself, so it must find the largest batch that fits. A fixed size wastes the
-accelerator (64 rows of a 7B model on an H100: 88.8 s; 128 rows: 63.1 s) or runs out of memory: with
-`batch_size=auto` on a GPU the first (most demanding) batch is measured and the size grows once to the largest power
-of two whose estimated peak fits (`CapacityProbe`); out-of-memory still halves it (`AdaptiveBatches`).
+"""Batches for `hf:`: sized to fill the GPU, halved on out-of-memory, decoded into answers. `hf:` runs the forward
+passes itself, so it must find the largest batch that fits. A fixed size wastes the accelerator (64 rows of a 7B model
+on an H100: 88.8 s; 128 rows: 63.1 s) or runs out of memory: with `batch_size=auto` on a GPU the first (most demanding)
+batch is measured and the size grows once to the largest power of two whose estimated peak fits (`CapacityProbe`);
+out-of-memory still halves it (`AdaptiveBatches`).
 """
 
 from __future__ import annotations

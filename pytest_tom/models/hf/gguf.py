@@ -92,8 +92,7 @@ def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None 
                 shutil.rmtree(target, ignore_errors=True)
                 os.replace(tmp, target)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -1,5 +1,4 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
-
 Requests run concurrently on an asyncio loop in a helper thread; each answer reaches the engine (and its cache) as it
 arrives. In-flight requests adapt to the server (`pressure.py`). Retries are ours, not the client's, because what is
 retried, the Retry-After wait, the report's counters and the scrubbed message depend on classifying each failure
@@ -88,8 +87,7 @@ class OpenAIModel(StreamingModel):
         self.model_name = spec.target
         if not self.model_name:
             raise TomConfigError("--tom-model openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
-        o = dict(spec.options)
-        self.options = o
+        self.options = o = dict(spec.options)
         self.endpoint: str = o["endpoint"]
         if int(o["concurrency"]) < 1 or int(o["concurrency_start"]) < 1:
             raise TomConfigError(f"--tom-model {uri}: concurrency and concurrency_start must be at least 1")
@@ -98,8 +96,7 @@ class OpenAIModel(StreamingModel):
         self.batch_size = int(o["concurrency"])
         env_base = os.environ.get("OPENAI_BASE_URL")
         self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
-        key_var = o["api_key_env"] or "OPENAI_API_KEY"
-        self.api_key_env = key_var
+        self.api_key_env = key_var = o["api_key_env"] or "OPENAI_API_KEY"
         key = os.environ.get(key_var)
         if not key:
             if o["api_key_env"] or self.base_url == DEFAULT_BASE_URL:

@@ -1,8 +1,7 @@
-"""What an OpenAI-compatible API's answers mean: retry timing, and whether a 200 holds an answer.
-
-Pure functions and exception types, no SDK import, so they are tested without a server.
-`BadAnswer` (not a completion) is retried and counted as malformed; `Permanent` and its
-kinds `Withheld` (content filter) and `Empty` (no visible text) are not retried.
+"""What an OpenAI-compatible API's answers mean: retry timing, and whether a 200 holds an answer. Pure functions and
+exception types, no SDK import, so they are tested without a server. `BadAnswer` (not a completion) is retried and
+counted as malformed; `Permanent` and its kinds `Withheld` (content filter) and `Empty` (no visible text) are not
+retried.
 """
 
 from __future__ import annotations

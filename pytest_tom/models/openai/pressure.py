@@ -1,9 +1,8 @@
-"""Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
-
-A fixed number floods a CPU inference server (a retry storm) or wastes a hosted API. `Pressure` adjusts the limit as
-TCP does its window (additive increase, multiplicative decrease) with a Vegas-style latency signal, since a queueing
-server answers late long before it fails (README, *Adaptive concurrency*). It is pure (latencies are passed in);
-`Slots` is the asyncio gate that holds requests back until the limit lets them go.
+"""Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server. A fixed
+number floods a CPU inference server (a retry storm) or wastes a hosted API. `Pressure` adjusts the limit as TCP does
+its window (additive increase, multiplicative decrease) with a Vegas-style latency signal, since a queueing server
+answers late long before it fails (README, *Adaptive concurrency*). It is pure (latencies are passed in); `Slots` is the
+asyncio gate that holds requests back until the limit lets them go.
 """
 
 from __future__ import annotations
