@@ -1,12 +1,7 @@
-"""Fetching official benchmark data at a pinned revision, verified by sha256, extracted safely.
-
-The project never ships benchmark data (licenses differ); users point `--tom-data-dir` at a local copy or let
-`--tom-download` fetch the official files into their cache. Every file is checked against the checksum published for the
-pinned revision, so a moved tag or a tampered mirror fails loudly instead of silently changing scores. A download is
-bounded (bytes and an overall deadline) so a hostile or stalled server cannot fill the disk or hang a run, and an
-archive is bounded by the total size it expands to. A copy in the cache is checked again before each use (its pins, or a
-manifest written after a verified download), because a file damaged since it was fetched would change scores as silently
-as a tampered mirror.
+"""Fetching official benchmark data (never shipped: licenses differ) at a pinned revision, verified, extracted safely.
+Every file is checked against the pinned sha256, so a moved tag or tampered mirror fails loudly instead of changing
+scores; downloads are bounded in bytes and time, archives in expanded size, so a hostile or stalled server cannot fill
+the disk or hang a run; a cached copy is checked again before each use (its pins, or a manifest of the verified download).
 """
 
 from __future__ import annotations
@@ -67,10 +62,8 @@ def download_verified(
     url: str, expected_sha256: str | None, tmp: Path, target: Path, *, limits: Limits | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
-    """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
-    Returns the received file's sha256: with `expected_sha256=None` (SimpleToM publishes none) the caller verifies the
-    structure and records it. Past `limits.max_bytes` or `limits.deadline_s` it fails; each read waits at most what is
-    left of the deadline, so a server trickling one byte at a time cannot keep it alive.
+    """Stream `url` into `tmp`; fails unless its sha256 is `expected_sha256` (None: the caller checks it otherwise) or
+    past `max_bytes` or `deadline_s` (a read waits only what is left: no trickle keeps it alive); the received sha256.
     """
     lim = limits or LIMITS
     h = hashlib.sha256()
@@ -218,9 +211,8 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipInfo, str, in
 
 
 def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members:
-    all are checked first (absolute paths, `..`, links, devices, expanded size), and only the data file is written,
-    to a fixed name: nothing in the archive decides where bytes land or how many.
+    """Copy `member` out of a .tar(.gz) or .zip: every member is checked first (absolute paths, `..`, links, devices,
+    expanded size), and only the data file is written, to a fixed name; nothing in the archive decides where bytes land.
     """
     cap = (limits or LIMITS).max_expanded
     dest.mkdir(parents=True, exist_ok=True)

@@ -1,7 +1,6 @@
-"""Turning a request's chat messages into the exact text a model sees. A wrong template is the commonest way numbers
-stop matching the papers, so the formatter uses the model's own template (or a Jinja file, or none), folds the system
-message into the first user turn when the template drops or rejects it, and hashes the template with a probe rendering,
-so a changed template changes the cache fingerprint.
+"""Turning chat messages into the exact text a model sees: a wrong template is the commonest way numbers stop matching
+the papers. The model's own template (or a Jinja file, or none); system folded into the first user turn when the
+template drops or rejects it; a hash with a probe rendering, so a changed template changes the cache fingerprint.
 """
 
 from __future__ import annotations

@@ -86,9 +86,8 @@ _DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 
 
 def looks_local(target: str) -> bool:
-    """True when `target` can only be a path on disk, never a hub id (NAME or ORG/NAME, no leading '.', no backslash).
-    So a missing one is a usage error instead of a hub lookup that fails on every item; a bare 'dir/sub' stays a hub id,
-    as it cannot be told from ORG/NAME ('./dir/sub' can).
+    """True when `target` can only be a path on disk (a missing one is then a usage error, not a hub lookup per item);
+    a bare 'dir/sub' stays a hub id, as it cannot be told from ORG/NAME ('./dir/sub' can).
     """
     t = target.strip()
     return (t.startswith(("/", "~", ".", "\\")) or bool(_DRIVE.match(t)) or "\\" in t or t.count("/") > 1)
@@ -120,10 +119,8 @@ def models_root() -> Path:
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
-    """A content hash of one file that does not depend on its mtime or name. Sampled mode (the default) hashes the size
-    plus the first, middle and last MiB: milliseconds for a 16 GB checkpoint, where a full hash takes a minute.
-    Retraining or re-export changes the header (tensor metadata comes first) or the samples; a same-size edit elsewhere
-    is missed unless `full=True` (``fingerprint=full``).
+    """A content hash of one file, independent of its mtime and name. Sampled (default): size and first, middle, last
+    MiB, milliseconds for 16 GB (retraining alters the header or samples); a same-size edit elsewhere needs `full=True`.
     """
     size = path.stat().st_size
     h = hashlib.sha256()
@@ -151,9 +148,8 @@ def combine(parts: Mapping[str, Any]) -> str:
 
 def loglikelihood_response(choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *,
                            prompt_tokens: int, usage: Mapping[str, int] | None = None) -> Response:
-    """The answer to a log-likelihood request, built the same way by every backend. `text` is the best-scoring choice
-    (the first on a tie), so reports show what the model picked; `choice_tokens` allows a per-token normalised score;
-    `usage` holds spend only.
+    """The answer to a log-likelihood request, the same from every backend: `text` the best choice (the first on a tie),
+    `choice_tokens` for a per-token normalised score, `usage` spend only.
     """
     scores = tuple(float(lp) for lp in logprobs)
     best = max(range(len(scores)), key=scores.__getitem__)
@@ -193,9 +189,8 @@ def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
 
 
 def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] = ()) -> str:
-    """The answer as a backend that halts at the first stop string it completes returns it. `stop` strings are cut with
-    what follows (OpenAI semantics), `stop_after` strings (answer-contract stops) are kept; the one completed first
-    decides. Backends that stop per token and APIs that cannot keep a stop string thus all return the same text.
+    """The answer as a backend that halts at the first stop string it completes returns it: `stop` strings are cut with
+    what follows (OpenAI), `stop_after` ones kept; so per-token backends and APIs return the same text.
     """
     best: tuple[int, int] | None = None  # (end of the first completed stop string, cut position)
     for strings, keep in ((stop, False), (stop_after, True)):

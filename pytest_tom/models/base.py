@@ -23,9 +23,8 @@ class Model(ABC):
 
     uri: str = ""
     batch_size: int = 16
-    """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
-    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once, before the first request). It
-    trades memory for throughput and sets how often answers reach the cache, so it is never part of a fingerprint.
+    """Requests worked on at once (`hf:` sequences per forward pass, `openai:` requests in flight), set by a URI option
+    or `--tom-batch-size`; it trades memory for throughput and never changes answers, so no fingerprint holds it.
     """
 
     @abstractmethod
@@ -52,9 +51,8 @@ class Model(ABC):
         """Release GPU memory, sockets, subprocesses."""
 
     def secrets(self) -> tuple[str, ...]:
-        """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
-        The engine replaces each one by `[redacted]` in every answer and error before it is stored anywhere: a server
-        that echoes the key back must not get it stored.
+        """The secret strings this backend knows (an API key, values the user named): the engine replaces each by
+        `[redacted]` in every answer and error before storing it, as a server may echo the key back.
         """
         return ()
 
@@ -110,11 +108,8 @@ def source_digest(target: object, label: str) -> str:
 
 
 class CallableModel(Model):
-    """Wraps a user's Python callable. A batched callable (the default, so users can batch on their own GPU) is called
-    as ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one marked
-    `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and returns one ``str``. Each call sees
-    one settings dict. The signature and every return value are checked, so a slip is one clear error, never a run
-    scored on a string's characters.
+    """A user's callable: batched ``fn(conversations, settings) -> [str, ...]`` (they can batch on their own GPU), or
+    `per_prompt` ``fn(messages[, settings]) -> str``; signature and answers are checked, so a slip is one clear error.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:
@@ -233,9 +228,8 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
 
 
 def format_user_frames(exc: BaseException) -> str:
-    """The user's own frames of `exc` and its message, as Python prints a traceback. pytest-tom's, pytest's and pluggy's
-    frames (and `__tracebackhide__` ones) are left out: a user needs where their model code raised, not the machinery
-    that called it.
+    """The user's own frames of `exc` and its message, as Python prints a traceback: pytest-tom's, pytest's, pluggy's
+    and `__tracebackhide__` frames are left out, since a user needs where their model code raised.
     """
     lines = ["Traceback (your code only, most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

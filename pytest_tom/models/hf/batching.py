@@ -1,8 +1,6 @@
-"""Batches for `hf:`: sized to fill the GPU, halved on out-of-memory, decoded into answers. `hf:` runs the forward
-passes itself, so it must find the largest batch that fits. A fixed size wastes the accelerator (64 rows of a 7B model
-on an H100: 88.8 s; 128 rows: 63.1 s) or runs out of memory: with `batch_size=auto` on a GPU the first (most demanding)
-batch is measured and the size grows once to the largest power of two whose estimated peak fits (`CapacityProbe`);
-out-of-memory still halves it (`AdaptiveBatches`).
+"""Batches for `hf:`, decoded into answers. A fixed size wastes the GPU (7B on an H100: 64 rows 88.8 s, 128 rows 63.1 s)
+or runs out of memory, so with `batch_size=auto` the first batch is measured and the size grows once to the largest power
+of two that fits (`CapacityProbe`); out-of-memory halves it (`AdaptiveBatches`).
 """
 
 from __future__ import annotations
@@ -52,9 +50,8 @@ class AdaptiveBatches:
 
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]],
             force: int | None = None) -> Iterator[tuple[T, Any]]:
-        """Yield `(item, result)` for every item; a result is `Failed` when its item could not be answered. `force`
-        fixes the batch size. A batch that fails for another reason than memory is retried one item at a time, so one
-        poisonous prompt costs one error, not a batch of them.
+        """Yield `(item, result)` for every item (`Failed` if unanswerable); `force` fixes the size. A batch failing for
+        another reason than memory is retried item by item: one poisonous prompt costs one error.
         """
         pos = 0
         while pos < len(items):
@@ -91,9 +88,8 @@ class AdaptiveBatches:
 
 def fitting_batch(size: int, *, rows: int, peak: int, base: int, width: int, generated: int, max_new: int,
                   available: int, cap: int = MAX_AUTO, headroom: float = HEADROOM) -> int:
-    """The batch size to continue with after a measured batch (never smaller than `size`: out-of-memory shrinks). `peak`
-    and `base` are bytes allocated at the batch's peak and before it; `width` its padded prompt length, `generated` the
-    steps it ran, `max_new` the token budget; `available` bytes the process may still allocate.
+    """The size to continue with after a measured batch (never smaller: out-of-memory shrinks); `peak`/`base`: bytes at
+    its peak and before, `width` its prompt length, `generated` steps run, `available` bytes still allocatable.
     """
     if rows < 1 or peak <= base or available <= 0:
         return size
@@ -152,9 +148,8 @@ def truncate_at_stop(text: str, stop: Sequence[str]) -> str:
 
 def decode_rows(tokenizer: Any, rows: Sequence[Sequence[int]], s: GenerationSettings, *, eos: set[int],
                 pad_id: int) -> list[tuple[str, int]]:
-    """(answer text, completion tokens) of each row of new tokens: end at EOS, apply the stop strings. A row that a stop
-    string ended is padded with the pad id, which is not part of the answer; excluded stops are cut with what follows,
-    answer-contract stops are kept (`cut_at_stops`).
+    """(answer text, completion tokens) of each row of new tokens: end at EOS (a row a stop string ended is padded with
+    the pad id, not part of the answer), then the stop strings.
     """
     out = []
     for tokens in rows:

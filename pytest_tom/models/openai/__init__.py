@@ -1,9 +1,7 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
-Requests run concurrently on an asyncio loop in a helper thread; each answer reaches the engine (and its cache) as it
-arrives. In-flight requests adapt to the server (`pressure.py`). Retries are ours, not the client's, because what is
-retried, the Retry-After wait, the report's counters and the scrubbed message depend on classifying each failure
-(`api.py`); their clock (`sleep`, `random`, `now`) is injectable for tests. The API key comes from the environment,
-never the URI or the fingerprint, and with the `secret_env=` values is scrubbed from every error (`secrets()`).
+Requests run on an asyncio loop in a helper thread, each answer cached as it arrives; concurrency adapts to the server
+(`pressure.py`). Retries are ours, not the client's: what is retried, the wait and the counters depend on classifying
+each failure (`api.py`). The API key comes from the environment, never the URI, and is scrubbed from every error.
 """
 
 from __future__ import annotations
