@@ -275,9 +275,7 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
 
 def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, limits: Limits | None = None,
                 workers: int = 1) -> dict[str, str]:
-    """Download each relative path of `files` into `dest`, checked against its sha256 when given; their sha256s;
-    each lands via a temporary file and `os.replace`: an interrupted download never leaves a file that looks whole.
-    """
+    """Download `files` into `dest` (checked if a sha256 is given), each via a temp file and `os.replace`; sha256s."""
     base = base_url.rstrip("/") + "/"
 
     def one(rel: str) -> tuple[str, str]:

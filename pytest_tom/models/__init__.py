@@ -53,9 +53,7 @@ class SchemeRegistry(LazyRegistry[Factory]):
         super().add(scheme, factory)
 
     def check(self, uri: str) -> None:
-        """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo). Only
-        schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
-        """
+        """Fail now, not after a minute, on a bad URI (a typo) of a scheme still bound to its built-in factory."""
         scheme, _, spec = uri.partition(":")
         if scheme in CHECKS and self.is_builtin(scheme):
             check = load_target(CHECKS[scheme])

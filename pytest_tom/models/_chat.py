@@ -42,9 +42,7 @@ def read_template_file(path: str | Path) -> str:
 
 
 def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) -> Renderer:
-    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses. The
-    environment mirrors transformers', so one template file renders the same text in both.
-    """
+    """Render a chat template without a tokenizer (completions endpoint) in an environment mirroring transformers'."""
     try:
         import jinja2
         from jinja2.sandbox import ImmutableSandboxedEnvironment

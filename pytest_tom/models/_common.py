@@ -64,9 +64,7 @@ class Spec:
 
 
 def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: Mapping[str, str] | None = None) -> Spec:
-    """Split the part after `scheme:` into its target (before the first ``?``) and typed, URL-decoded options. An
-    unknown option is an error listing the known ones: a typo must never silently fall back to a default.
-    """
+    """Split `spec` into target and typed, URL-decoded options; an unknown option fails (never a silent default)."""
     target, sep, query = spec.partition("?")
     known = {o.name: o for o in options}
     values: dict[str, Any] = {o.name: o.default for o in options}
@@ -148,9 +146,7 @@ def combine(parts: Mapping[str, Any]) -> str:
 
 def loglikelihood_response(choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *,
                            prompt_tokens: int, usage: Mapping[str, int] | None = None) -> Response:
-    """The answer to a log-likelihood request, the same from every backend: `text` the best choice (the first on a tie),
-    `choice_tokens` for a per-token normalised score, `usage` spend only.
-    """
+    """The answer to a log-likelihood request, alike in every backend: `text` is the best choice (first on a tie)."""
     scores = tuple(float(lp) for lp in logprobs)
     best = max(range(len(scores)), key=scores.__getitem__)
     spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}

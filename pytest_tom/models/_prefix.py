@@ -83,9 +83,7 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
 
 
 def cache_argument(model: Any) -> str:
-    """The keyword the forward pass and `generate` take a cache by: transformers 5.x renamed `past_key_values` to
-    `cache` (warning on the old name), 4.x knows only the old one; the forward signature says which.
-    """
+    """The keyword a model takes a cache by: `cache` (transformers 5.x warns on the old name) or `past_key_values`."""
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError, AttributeError):
@@ -94,16 +92,12 @@ def cache_argument(model: Any) -> str:
 
 
 def takes_cache_objects(model: Any) -> bool:
-    """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one). transformers 4.x
-    marks legacy-tuple-only architectures `_supports_cache_class = False` (GPT-2 in 4.47).
-    """
+    """Whether `model` continues from a reorderable `Cache`, as prefix reuse needs (not GPT-2 in transformers 4.47)."""
     return bool(getattr(model, "_supports_cache_class", True))
 
 
 def output_cache(out: Any) -> Any:
-    """The cache a forward pass returned, as a reorderable `Cache`: 5.x returns `out.cache`, 4.x `out.past_key_values`,
-    for some architectures a legacy tuple of per-layer tensors, wrapped in a `DynamicCache` here.
-    """
+    """The cache a forward pass returned, as a reorderable `Cache` (4.x may give a tuple: wrapped in `DynamicCache`)."""
     fields = out.keys() if hasattr(out, "keys") else ()
     if "cache" in fields:
         return out["cache"]

@@ -17,9 +17,7 @@ from pytest_tom.request import Request, Response
 
 
 class Model(ABC):
-    """A model the engine can send batches of requests to. A failure is a `Response(error=...)`, never an exception
-    escaping `generate`: one bad request cannot sink a run.
-    """
+    """A model the engine sends batches to; a failure is a `Response(error=...)`, never an exception sinking a run."""
 
     uri: str = ""
     batch_size: int = 16
@@ -51,15 +49,11 @@ class Model(ABC):
         """Release GPU memory, sockets, subprocesses."""
 
     def secrets(self) -> tuple[str, ...]:
-        """The secret strings this backend knows (an API key, values the user named): the engine replaces each by
-        `[redacted]` in every answer and error before storing it, as a server may echo the key back.
-        """
+        """Secrets this backend knows (API key, named values): redacted from answers and errors (servers echo them)."""
         return ()
 
     def user_traceback(self, message: str) -> str | None:
-        """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept. A
-        failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
-        """
+        """The user's own traceback behind an error this backend answered (`message` holds its text), if kept."""
         return None
 
 

@@ -91,9 +91,7 @@ def _missing_message(what: str) -> str:
 
 
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
-    """Decide which embedder `spec` means, checking that it can be loaded offline. Raises `TomDependencyError` if
-    nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
-    """
+    """The embedder `spec` means, checked loadable offline (else `TomDependencyError`; a bad spec: `TomConfigError`)."""
     spec = (spec or AUTO).strip()
     if spec == NONE:
         raise TomConfigError("embedder 'none' means no embedder; the caller must not resolve it")
@@ -198,9 +196,7 @@ def _python_embedder(target: str, name: str) -> Embedder:
 
 
 def display_name(choice: EmbedderChoice) -> str:
-    """The name results give the embedder (`load(choice).name`) without loading anything heavy: only the user's module
-    is imported; an import failure falls back to `choice.name` and is reported when the engine loads the embedder.
-    """
+    """The embedder's name in results, loading no weights (only the user's module is imported, else `choice.name`)."""
     if choice.kind != "python":
         return choice.name
     try:
@@ -212,9 +208,7 @@ def display_name(choice: EmbedderChoice) -> str:
 
 
 def load(choice: EmbedderChoice) -> Embedder:
-    """The embedder `choice` names; a sentence-transformers model is loaded once per process. Python targets are
-    imported afresh: they are cheap, and the user may have edited them between two runs.
-    """
+    """The embedder `choice` names: sentence-transformers loaded once per process, Python targets anew (edits count)."""
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)
     key = (choice.kind, choice.location)

@@ -347,9 +347,7 @@ class HFModel(StreamingModel):
                 for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
-        """Summed log-probabilities of each row's continuation, left-padded: explicit position ids make a padded row
-        compute what the unpadded one would; the last k+1 logits only: no batch x length x vocabulary tensor.
-        """
+        """Log-prob sums of each row's continuation (position ids neutralise padding; logits_to_keep spares memory)."""
         torch = self._torch
         ids, mask = self._pad_left([row.ctx + row.cont for row in rows])
         positions = (mask.cumsum(-1) - 1).clamp(min=0)

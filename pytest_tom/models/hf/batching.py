@@ -50,9 +50,7 @@ class AdaptiveBatches:
 
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]],
             force: int | None = None) -> Iterator[tuple[T, Any]]:
-        """Yield `(item, result)` for every item (`Failed` if unanswerable); `force` fixes the size. A batch failing for
-        another reason than memory is retried item by item: one poisonous prompt costs one error.
-        """
+        """Yield `(item, result)` (`Failed`: unanswerable); a non-memory failure is retried item by item."""
         pos = 0
         while pos < len(items):
             size = min(force or self.size, len(items) - pos)

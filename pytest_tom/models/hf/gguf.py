@@ -38,9 +38,7 @@ def smollm2_gguf() -> Path:
 
 
 def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri: str) -> tuple[str, str | None, str | None]:
-    """(folder or hub id, GGUF file inside it, alias) for an `hf:` target. The SmolLM2 alias and `convert=true` give a
-    converted folder; a `.gguf` path is split as `gguf_file=` wants.
-    """
+    """(folder or hub id, GGUF file in it, alias) of an `hf:` target; the SmolLM2 alias and `convert=true` convert."""
     if not target:
         raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
     p = Path(target).expanduser()

@@ -357,9 +357,7 @@ class OpenAIModel(StreamingModel):
         return Response(text=text, usage=_usage(resp))
 
     async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
-        """Score choices with prompt log-probabilities (`echo=True`), one call per request. Needs endpoint=completions
-        on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
-        """
+        """Score choices by echoed prompt logprobs, one call a request (endpoint=completions: vLLM, llama.cpp, TGI)."""
         if self.endpoint != "completions":
             raise Permanent(
                 "loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")

@@ -94,9 +94,7 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
 
 
 def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
-    """The wait after failed attempt `attempt` (0-based) when the server named none. Capped exponential, scaled to
-    50-100% by `jitter`: clients that failed together do not retry at once.
-    """
+    """Capped exponential wait after failed attempt `attempt` (0-based), scaled 50-100% by `jitter` (clients spread)."""
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 
 

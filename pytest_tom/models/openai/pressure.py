@@ -70,9 +70,7 @@ class Pressure:
 
 
 class Slots:
-    """An asyncio gate letting at most `pressure.limit` requests through, first come first served (a retry may go
-    first); unlike a semaphore its size changes while requests wait; waiters are woken one at a time.
-    """
+    """An asyncio gate of `pressure.limit` slots (a number that changes while requests wait); FIFO, retries first."""
 
     def __init__(self, pressure: Pressure) -> None:
         self.pressure = pressure
