@@ -1,7 +1,7 @@
 """Fetching official benchmark data (never shipped: licenses differ) at a pinned revision, verified, extracted safely.
 Every file is checked against the pinned sha256, so a moved tag or tampered mirror fails loudly instead of changing
 scores; downloads are bounded in bytes and time, archives in expanded size, so a hostile or stalled server cannot fill
-the disk or hang a run; a cached copy is checked again before each use (its pins, or a manifest of the verified download).
+the disk or hang a run; a cached copy is checked again before each use (its pins, or its verified download's manifest).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | Non
 
 
 def check_extracted(dest: Path, member: str, sha256: str) -> Path:
-    """The extracted `member` in `dest`, checked against its manifest (absent, another archive's, or not matching: fails)."""
+    """The extracted `member` in `dest`, checked against its manifest (fails: none, another archive's, not matching)."""
     target = dest / member
     manifest = read_manifest(dest / MANIFEST, target)
     archive = manifest.get("archive_sha256")
@@ -251,7 +251,7 @@ def check_extracted(dest: Path, member: str, sha256: str) -> Path:
 
 
 def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Download an archive once, check its sha256, and extract `member` into `dest` (a copy is reused while it checks)."""
+    """Download an archive once, check its sha256, extract `member` into `dest` (a copy is reused while it checks)."""
     target = dest / member
     if target.exists():
         try:

@@ -30,14 +30,9 @@ _SCHEMES: dict[str, tuple[str, str]] = {
 }
 BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make")
            for scheme, (target, _) in _SCHEMES.items()}
-USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}
-"""How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
-
-CHECKS: dict[str, str] = {
-    "hf": "pytest_tom.models._hub:check_hf",
-    "vllm": "pytest_tom.models._hub:check_vllm",
-}
-"""Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item)."""
+USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}  # for `--tom-model`'s help (tested against BUILTIN)
+# Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item).
+CHECKS: dict[str, str] = {scheme: f"pytest_tom.models._hub:check_{scheme}" for scheme in ("hf", "vllm")}
 
 
 class SchemeRegistry(LazyRegistry[Factory]):

@@ -38,7 +38,6 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """Embed `texts` in one batch."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,8 +72,8 @@ def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
     return kw
 
 
+# prompt_logprobs=1: vLLM always includes the actual prompt token besides the top-1.
 LOGLIK_KWARGS: dict[str, Any] = {"n": 1, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
-"""prompt_logprobs=1: vLLM always includes the actual prompt token besides the top-1."""
 
 
 def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

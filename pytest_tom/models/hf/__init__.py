@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +153,6 @@ class HFModel(StreamingModel):
         """Load the weights on first use: a fully cached run never pays for it."""
         if self.model is not None:
             return
-        import time
-
         torch = self._torch
         start = time.perf_counter()
         kw = self._common_kwargs()
@@ -218,8 +217,7 @@ class HFModel(StreamingModel):
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
-        parts = self.fingerprint_parts()
-        files = parts["files"]
+        files = self.fingerprint_parts()["files"]
         info: dict[str, Any] = {
             **super().describe(),
             "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,

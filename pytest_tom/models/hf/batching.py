@@ -1,6 +1,6 @@
 """Batches for `hf:`, decoded into answers. A fixed size wastes the GPU (7B on an H100: 64 rows 88.8 s, 128 rows 63.1 s)
-or runs out of memory, so with `batch_size=auto` the first batch is measured and the size grows once to the largest power
-of two that fits (`CapacityProbe`); out-of-memory halves it (`AdaptiveBatches`).
+or runs out of memory, so with `batch_size=auto` the first batch is measured and the size grows once to the largest
+power of two that fits (`CapacityProbe`); out-of-memory halves it (`AdaptiveBatches`).
 """
 
 from __future__ import annotations
