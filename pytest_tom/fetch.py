@@ -1,15 +1,7 @@
-"""Fetching official benchmark data at a pinned revision, verified by sha256, extracted safely.
-
-The project never ships benchmark data (licenses differ); users point
-`--tom-data-dir` at a local copy or let `--tom-download` fetch the official files
-into their cache. Every file is checked against the checksum published for the
-pinned revision, so a moved tag or a tampered mirror fails loudly instead of
-silently changing scores. A download is bounded (bytes and an overall deadline)
-so a hostile or stalled server cannot fill the disk or hang a run, and an
-archive is bounded by the total size it expands to. A copy in the cache is
-checked again before each use (its pins, or a manifest written after a verified
-download), because a file damaged since it was fetched would change scores as
-silently as a tampered mirror.
+"""Fetching official benchmark data (never shipped: licenses differ) at a pinned revision, verified, extracted safely.
+Every file is checked against the pinned sha256, so a moved tag or tampered mirror fails loudly instead of changing
+scores; downloads are bounded in bytes and time, archives in expanded size, so a hostile or stalled server cannot fill
+the disk or hang a run; a cached copy is checked again before each use (its pins, or its verified download's manifest).
 """
 
 from __future__ import annotations
@@ -35,8 +27,7 @@ from pytest_tom.errors import TomDataError
 
 _BLOCK = 1 << 20
 M = TypeVar("M")
-MANIFEST = ".pytest-tom-manifest.json"
-"""Written next to files extracted from a verified archive: their sha256s, for re-checking later."""
+MANIFEST = ".pytest-tom-manifest.json"  # beside files from a verified download: their sha256s, for re-checking later
 REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
 
 
@@ -44,19 +35,15 @@ REFETCH = "delete it, or pass --tom-download to fetch a verified copy again"
 class Limits:
     """Bounds of one download and one extraction; the defaults leave the real releases ample room."""
 
-    timeout_s: float = 60.0
-    """Longest wait for any single network read."""
-    deadline_s: float = 900.0
-    """Longest a whole download may take (ToMBench's 20 files and FANToM's archive take seconds)."""
-    max_bytes: int = 256 << 20
-    """Largest file a download may bring (the real files are a few MB each)."""
+    timeout_s: float = 60.0  # longest wait for any single network read
+    deadline_s: float = 900.0  # longest a whole download may take (ToMBench's 20 files and FANToM's archive: seconds)
+    max_bytes: int = 256 << 20  # largest file a download may bring (the real files are a few MB each)
+    # Largest total an archive may expand to: JSON compresses about 5:1 (FANToM's few-MB archive expands to tens of
+    # MB), while a 522 KB archive of zeros can claim 512 MiB.
     max_expanded: int = 256 << 20
-    """Largest total an archive may expand to: JSON compresses about 5:1, so FANToM's few-MB archive expands to
-    tens of MB, while a 522 KB archive of zeros can claim 512 MiB."""
 
 
-LIMITS = Limits()
-"""The limits used when a caller gives none; tests substitute small ones."""
+LIMITS = Limits()  # used when a caller gives none; tests substitute small ones
 
 
 def sha256_file(path: Path) -> str:
@@ -75,15 +62,8 @@ def download_verified(
     url: str, expected_sha256: str | None, tmp: Path, target: Path, *, limits: Limits | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
-    """Stream `url` into `tmp`, failing unless its sha256 is `expected_sha256`; `target` names the file in errors.
-
-    Returns the sha256 of what was received. `expected_sha256=None` is for a release whose official
-    checksums are not known (SimpleToM): the caller must then verify the file otherwise (its structure)
-    and record the returned digest, as the other bounds still apply.
-
-    The download stops with an error past `limits.max_bytes` (announced or
-    received) or `limits.deadline_s`: each read waits at most what is left of the
-    deadline, so a server trickling one byte at a time cannot keep it alive.
+    """Stream `url` into `tmp`; fails unless its sha256 is `expected_sha256` (None: the caller checks it otherwise) or
+    past `max_bytes` or `deadline_s` (a read waits only what is left: no trickle keeps it alive); the received sha256.
     """
     lim = limits or LIMITS
     h = hashlib.sha256()
@@ -151,11 +131,7 @@ def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits:
 
 
 def check_pinned(folder: Path, files: Mapping[str, str]) -> None:
-    """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum.
-
-    Used on a download cache before each run: a file damaged or edited since it
-    was verified is named, with what to do, instead of being scored.
-    """
+    """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum: a damaged one is named."""
     missing = sorted(n for n in files if not (folder / n).is_file())
     if missing:
         raise TomDataError(
@@ -203,9 +179,8 @@ def _copy_capped(src: IO[bytes], out: IO[bytes], archive: Path, cap: int) -> Non
 
 
 def _scan(members: Iterable[tuple[M, str, int, str | None, bool]], archive: Path, member: str, cap: int) -> M:
-    """Check every (entry, name, size, why its kind is unsafe, is a file) before anything is written; the data file's entry.
-
-    A tar's members come one header at a time, so a bomb is refused before its bytes are inflated.
+    """Check every (entry, name, size, why unsafe, is a file) before anything is written; the data file's entry
+    (a tar's members come one header at a time, so a bomb is refused before its bytes are inflated).
     """
     found: dict[str, M] = {}
     total = 0
@@ -218,7 +193,9 @@ def _scan(members: Iterable[tuple[M, str, int, str | None, bool]], archive: Path
             raise _too_big(archive, total, cap)
         if is_file and PurePosixPath(name).name == member:
             found[name] = entry
-    return found[_pick(list(found), archive, member)]
+    if not found:
+        raise TomDataError(f"no {member} in the archive", path=archive)
+    return found[min(found, key=lambda n: (len(PurePosixPath(n).parts), n))]
 
 
 def _tar_members(tar: tarfile.TarFile) -> Iterator[tuple[tarfile.TarInfo, str, int, str | None, bool]]:
@@ -234,19 +211,15 @@ def _zip_members(zf: zipfile.ZipFile) -> Iterator[tuple[zipfile.ZipInfo, str, in
 
 
 def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Copy the file named `member` out of a .tar(.gz) or .zip, refusing archives with unsafe members.
-
-    Every member is checked before anything is written (absolute paths, `..`,
-    links, devices, and the total size the archive expands to), and only the one
-    data file is written, to a fixed name, via a temporary file: nothing in the
-    archive decides where bytes land or how many.
+    """Copy `member` out of a .tar(.gz) or .zip: every member is checked first (absolute paths, `..`, links, devices,
+    expanded size), and only the data file is written, to a fixed name; nothing in the archive decides where bytes land.
     """
     cap = (limits or LIMITS).max_expanded
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / member
-    fd, tmp_name = tempfile.mkstemp(dir=dest, prefix=".part-")
+    tmp = _temp_in(dest, ".part-")
     try:
-        with os.fdopen(fd, "wb") as out:
+        with tmp.open("wb") as out:
             if tarfile.is_tarfile(archive):
                 with tarfile.open(archive) as tar:
                     src = tar.extractfile(_scan(_tar_members(tar), archive, member, cap))
@@ -258,26 +231,14 @@ def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | Non
                         _copy_capped(zsrc, out, archive, cap)
             else:
                 raise TomDataError("not a tar or zip archive", path=archive)
-        os.replace(tmp_name, target)
+        os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp_name):
-            os.unlink(tmp_name)
+        tmp.unlink(missing_ok=True)
     return target
 
 
-def _pick(found: Sequence[str], archive: Path, member: str) -> str:
-    if not found:
-        raise TomDataError(f"no {member} in the archive", path=archive)
-    return min(found, key=lambda n: (len(PurePosixPath(n).parts), n))
-
-
 def check_extracted(dest: Path, member: str, sha256: str) -> Path:
-    """The extracted `member` in `dest`, after checking it against the manifest its verified download wrote.
-
-    Fails, naming the file and what to do, when the manifest is absent (a copy
-    from an older pytest-tom, or one put there by hand), belongs to another
-    archive, or no longer matches the file.
-    """
+    """The extracted `member` in `dest`, checked against its manifest (fails: none, another archive's, not matching)."""
     target = dest / member
     manifest = read_manifest(dest / MANIFEST, target)
     archive = manifest.get("archive_sha256")
@@ -290,11 +251,7 @@ def check_extracted(dest: Path, member: str, sha256: str) -> Path:
 
 
 def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Limits | None = None) -> Path:
-    """Download an archive once, check its sha256, and extract the one file `member` into `dest`.
-
-    A copy already in `dest` is reused only if it still matches the manifest of
-    its verified download; otherwise it is fetched again.
-    """
+    """Download an archive once, check its sha256, extract `member` into `dest` (a copy is reused while it checks)."""
     target = dest / member
     if target.exists():
         try:
@@ -310,8 +267,7 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
                                          "files": {member: sha256_file(target)}})
         return target
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
 
 
 # --- several files, and the manifest of a verified download --------------------------------------------------------------
@@ -319,11 +275,7 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
 
 def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, limits: Limits | None = None,
                 workers: int = 1) -> dict[str, str]:
-    """Download each relative path of `files` from `base_url` into `dest`, checked against its sha256 when given.
-
-    Returns each file's sha256. Each file lands via a temporary file and `os.replace`, so an
-    interrupted download never leaves a file that looks whole.
-    """
+    """Download `files` into `dest` (checked if a sha256 is given), each via a temp file and `os.replace`; sha256s."""
     base = base_url.rstrip("/") + "/"
 
     def one(rel: str) -> tuple[str, str]:

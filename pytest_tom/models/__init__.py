@@ -1,7 +1,5 @@
-"""Model backends, resolved from `--tom-model` URIs by scheme.
-
-Factories are "module:function" strings imported only when their scheme is used, so
-`import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
+"""Model backends, resolved from `--tom-model` URIs by scheme. Factories are "module:function" strings imported only
+when their scheme is used, so `import pytest_tom` never loads torch, openai or vllm. Third parties add schemes through
 the `pytest_tom.models` entry points, the `pytest_tom_add_backends` hook or `pytest_tom_make_model`.
 """
 
@@ -32,14 +30,9 @@ _SCHEMES: dict[str, tuple[str, str]] = {
 }
 BUILTIN = {scheme: f"pytest_tom.models.{target}" + ("" if ":" in target else ":make")
            for scheme, (target, _) in _SCHEMES.items()}
-USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}
-"""How to write a URI of each built-in scheme, for `--tom-model`'s help (a test keeps it in step with BUILTIN)."""
-
-CHECKS: dict[str, str] = {
-    "hf": "pytest_tom.models._hub:check_hf",
-    "vllm": "pytest_tom.models._hub:check_vllm",
-}
-"""Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item)."""
+USAGE = {scheme: usage for scheme, (_, usage) in _SCHEMES.items()}  # for `--tom-model`'s help (tested against BUILTIN)
+# Cheap checks of a built-in scheme's URI, run once before any item (a typo fails in a second, not per item).
+CHECKS: dict[str, str] = {scheme: f"pytest_tom.models._hub:check_{scheme}" for scheme in ("hf", "vllm")}
 
 
 class SchemeRegistry(LazyRegistry[Factory]):
@@ -55,10 +48,7 @@ class SchemeRegistry(LazyRegistry[Factory]):
         super().add(scheme, factory)
 
     def check(self, uri: str) -> None:
-        """Raise a `TomConfigError` now for a URI the built-in backend would reject only after a minute (a typo).
-
-        Only schemes still bound to their built-in factory are checked (a re-registered one is its owner's to judge).
-        """
+        """Fail now, not after a minute, on a bad URI (a typo) of a scheme still bound to its built-in factory."""
         scheme, _, spec = uri.partition(":")
         if scheme in CHECKS and self.is_builtin(scheme):
             check = load_target(CHECKS[scheme])

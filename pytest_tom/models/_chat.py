@@ -1,8 +1,6 @@
-"""Turning a request's chat messages into the exact text a model sees.
-
-A wrong template is the commonest way numbers stop matching the papers, so the formatter uses the model's own template
-(or a Jinja file, or none), folds the system message into the first user turn when the template drops or rejects it,
-and hashes the template with a probe rendering, so a changed template changes the cache fingerprint.
+"""Turning chat messages into the exact text a model sees: a wrong template is the commonest way numbers stop matching
+the papers. The model's own template (or a Jinja file, or none); system folded into the first user turn when the
+template drops or rejects it; a hash with a probe rendering, so a changed template changes the cache fingerprint.
 """
 
 from __future__ import annotations
@@ -44,10 +42,7 @@ def read_template_file(path: str | Path) -> str:
 
 
 def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) -> Renderer:
-    """Render a chat template without a tokenizer (an API's completions endpoint), in the sandbox transformers uses.
-
-    The environment mirrors transformers', so one template file renders the same text in both.
-    """
+    """Render a chat template without a tokenizer (completions endpoint) in an environment mirroring transformers'."""
     try:
         import jinja2
         from jinja2.sandbox import ImmutableSandboxedEnvironment

@@ -1,7 +1,6 @@
-"""Shared plumbing of the real backends: URI options, file fingerprints, cache folders.
-
-Only the standard library is imported here, so `import pytest_tom` stays free of torch,
-transformers, openai and vllm until a scheme that needs them is used.
+"""Shared plumbing of the real backends: URI options, file fingerprints, cache folders. Only the standard library is
+imported here, so `import pytest_tom` stays free of torch, transformers, openai and vllm until a scheme that needs them
+is used.
 """
 
 from __future__ import annotations
@@ -65,10 +64,7 @@ class Spec:
 
 
 def parse_spec(scheme: str, spec: str, options: Sequence[Option], *, forbidden: Mapping[str, str] | None = None) -> Spec:
-    """Split the part after `scheme:` into its target (before the first ``?``) and typed, URL-decoded options.
-
-    An unknown option is an error listing the known ones: a typo must never silently fall back to a default.
-    """
+    """Split `spec` into target and typed, URL-decoded options; an unknown option fails (never a silent default)."""
     target, sep, query = spec.partition("?")
     known = {o.name: o for o in options}
     values: dict[str, Any] = {o.name: o.default for o in options}
@@ -88,9 +84,7 @@ _DRIVE = re.compile(r"^[A-Za-z]:([\\/]|$)")
 
 
 def looks_local(target: str) -> bool:
-    """True when `target` can only be a path on disk, never a hub id (NAME or ORG/NAME, no leading '.', no backslash).
-
-    So a missing one is a usage error instead of a hub lookup that fails on every item;
+    """True when `target` can only be a path on disk (a missing one is then a usage error, not a hub lookup per item);
     a bare 'dir/sub' stays a hub id, as it cannot be told from ORG/NAME ('./dir/sub' can).
     """
     t = target.strip()
@@ -123,12 +117,8 @@ def models_root() -> Path:
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:
-    """A content hash of one file that does not depend on its mtime or name.
-
-    Sampled mode (the default) hashes the size plus the first, middle and last MiB:
-    milliseconds for a 16 GB checkpoint, where a full hash takes a minute. Retraining or
-    re-export changes the header (tensor metadata comes first) or the samples; a
-    same-size edit elsewhere is missed unless `full=True` (``fingerprint=full``).
+    """A content hash of one file, independent of its mtime and name. Sampled (default): size and first, middle, last
+    MiB, milliseconds for 16 GB (retraining alters the header or samples); a same-size edit elsewhere needs `full=True`.
     """
     size = path.stat().st_size
     h = hashlib.sha256()
@@ -156,11 +146,7 @@ def combine(parts: Mapping[str, Any]) -> str:
 
 def loglikelihood_response(choices: Sequence[str], logprobs: Sequence[float], counts: Sequence[int], *,
                            prompt_tokens: int, usage: Mapping[str, int] | None = None) -> Response:
-    """The answer to a log-likelihood request, built the same way by every backend.
-
-    `text` is the best-scoring choice (the first on a tie), so reports show what the model
-    picked; `choice_tokens` allows a per-token normalised score; `usage` holds spend only.
-    """
+    """The answer to a log-likelihood request, alike in every backend: `text` is the best choice (first on a tie)."""
     scores = tuple(float(lp) for lp in logprobs)
     best = max(range(len(scores)), key=scores.__getitem__)
     spend = {"prompt_tokens": int(prompt_tokens), "scored_tokens": int(sum(counts))}
@@ -199,11 +185,8 @@ def too_long(prompt_tokens: int, new_tokens: int, limit: int) -> str:
 
 
 def cut_at_stops(text: str, stop: Sequence[str] = (), stop_after: Sequence[str] = ()) -> str:
-    """The answer as a backend that halts at the first stop string it completes returns it.
-
-    `stop` strings are cut with what follows (OpenAI semantics), `stop_after` strings
-    (answer-contract stops) are kept; the one completed first decides. Backends that stop
-    per token and APIs that cannot keep a stop string thus all return the same text.
+    """The answer as a backend that halts at the first stop string it completes returns it: `stop` strings are cut with
+    what follows (OpenAI), `stop_after` ones kept; so per-token backends and APIs return the same text.
     """
     best: tuple[int, int] | None = None  # (end of the first completed stop string, cut position)
     for strings, keep in ((stop, False), (stop_after, True)):

@@ -1,8 +1,6 @@
-"""Is an `hf:` / `vllm:` target a model at all? Decided once, in a second, before any item runs.
-
-transformers resolves a name that is no folder by asking the hub with retries: a typo offline cost ~50 s and a
-traceback per item. So a target that is no folder, file, alias or cached model is checked here (offline, or with one
-short hub request) and fails as one `TomConfigError` naming the nearest candidates.
+"""Is an `hf:` / `vllm:` target a model at all? Decided once, before any item: transformers asks the hub with retries
+(a typo offline cost ~50 s and a traceback per item), so a target that is no folder, file, alias or cached model is
+checked here (offline, or one short hub request) and fails as one `TomConfigError` naming the nearest candidates.
 """
 
 from __future__ import annotations
@@ -125,10 +123,8 @@ def folder_candidates(target: str) -> list[str]:
 
 
 def ask_hub(repo_id: str) -> tuple[str, str]:
-    """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try).
-
-    A name lookup that hangs is not covered by an HTTP timeout, so the request runs in a
-    daemon thread that gets `HUB_TIMEOUT` seconds in all.
+    """(verdict, words) after one hub request: "exists", "missing", "unreachable" or "unknown" (let the backend try);
+    run in a daemon thread given `HUB_TIMEOUT` s in all, since a hanging name lookup escapes the HTTP timeout.
     """
     answer: list[tuple[str, str]] = []
     thread = threading.Thread(target=lambda: answer.append(_ask_hub(repo_id)), name="pytest-tom-hub-check", daemon=True)

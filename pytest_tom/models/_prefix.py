@@ -1,8 +1,6 @@
-"""Shared-prefix reuse for `hf:`: compute each shared prefix once, continue every member from its keys and values.
-
-Prompts share long prefixes (a system prompt, a story, a question's tries). A batch runs in up to three levels (the
-prefix all rows share, each group's prefix, each row's suffix), each on the previous level's cache, padded inside the
-sequence with position ids counted from the mask, so greedy outputs equal the plain path's. The planner is pure.
+"""Shared-prefix reuse for `hf:`: each prefix shared by prompts (system prompt, story) is computed once. A batch runs in
+up to three levels (shared by all, per group, per row), each on the previous level's cache with position ids counted
+from the mask, so greedy outputs equal the plain path's. The planner is pure.
 """
 
 from __future__ import annotations
@@ -16,11 +14,7 @@ MIN_SHARED = 16  # A prefix shorter than this is not worth an extra forward pass
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +29,8 @@ class Plan:
 
 
 def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
-    """An order that puts rows sharing long prefixes next to each other, longest clusters first.
-
-    A cluster is a run (in lexicographic order) of rows sharing at least half their tokens
-    with the previous row; longest first keeps batches of similar lengths (less padding)
-    and makes the first batch the one most likely to run out of memory.
+    """An order putting rows that share long prefixes together: clusters (lexicographic runs sharing half their tokens),
+    longest first, so batches have similar lengths and the first is the likeliest to run out of memory.
     """
     lex = sorted(range(len(seqs)), key=lambda i: tuple(seqs[i]))
     clusters: list[list[int]] = []
@@ -56,10 +47,8 @@ def sharing_order(seqs: Sequence[Sequence[int]]) -> list[int]:
 
 
 def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
-    """The cheapest sharing plan for a batch whose rows are in `sharing_order`, or None when plain is as cheap.
-
-    Groups are runs of adjacent rows sharing at least a threshold; every threshold between
-    neighbours is tried and the one computing the fewest (padded) positions wins.
+    """The cheapest plan for a batch in `sharing_order` (groups: runs sharing at least a threshold; every threshold is
+    tried, fewest padded positions wins), or None when plain is as cheap.
     """
     n = len(seqs)
     width = max((len(s) for s in seqs), default=0)
@@ -94,11 +83,7 @@ def plan(seqs: Sequence[Sequence[int]]) -> Plan | None:
 
 
 def cache_argument(model: Any) -> str:
-    """The keyword a model's forward pass and `generate` take a key/value cache by.
-
-    transformers 5.x renamed `past_key_values` to `cache` and warns on the old name; 4.x
-    knows only the old one. The forward signature (past any deprecation decorator) says which.
-    """
+    """The keyword a model takes a cache by: `cache` (transformers 5.x warns on the old name) or `past_key_values`."""
     try:
         params = inspect.signature(model.forward).parameters
     except (TypeError, ValueError, AttributeError):
@@ -107,19 +92,12 @@ def cache_argument(model: Any) -> str:
 
 
 def takes_cache_objects(model: Any) -> bool:
-    """Whether `model` continues from a `Cache` object, which prefix reuse needs (it reorders one).
-
-    transformers 4.x marks legacy-tuple-only architectures `_supports_cache_class = False` (GPT-2 in 4.47).
-    """
+    """Whether `model` continues from a reorderable `Cache`, as prefix reuse needs (not GPT-2 in transformers 4.47)."""
     return bool(getattr(model, "_supports_cache_class", True))
 
 
 def output_cache(out: Any) -> Any:
-    """The cache a forward pass returned, as a `Cache` object that can be reordered.
-
-    transformers 5.x returns `out.cache`; 4.x `out.past_key_values`, for some architectures
-    a legacy tuple of per-layer tensors, which is wrapped in a `DynamicCache` here.
-    """
+    """The cache a forward pass returned, as a reorderable `Cache` (4.x may give a tuple: wrapped in `DynamicCache`)."""
     fields = out.keys() if hasattr(out, "keys") else ()
     if "cache" in fields:
         return out["cache"]

@@ -1,8 +1,6 @@
-"""What `hf:` and `vllm:` share: turning chat messages into token ids, and a checkpoint's identity.
-
-Both must send byte-identical prompts for one checkpoint, so that a `vllm:` run
-reproduces an `hf:` run and the template hash means the same in both reports; that
-holds only if the code exists once. No torch or transformers import here.
+"""What `hf:` and `vllm:` share: turning chat messages into token ids, and a checkpoint's identity. Both must send
+byte-identical prompts for one checkpoint, so that a `vllm:` run reproduces an `hf:` run and the template hash means the
+same in both reports; that holds only if the code exists once. No torch or transformers import here.
 """
 
 from __future__ import annotations

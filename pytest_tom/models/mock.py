@@ -1,8 +1,6 @@
-"""`mock[:strategy]`: a scripted model for your own tests, deterministic and instant.
-
-It answers from a table (request key or prompt substring -> answer), else by a strategy
-(`first`/`last` well-formed answer the request allows, `echo`, `fixed=TEXT`), and keeps
-every request in `calls`. A request it has no answer for is an error, never a guess.
+"""`mock[:strategy]`: a scripted model for your own tests, deterministic and instant. It answers from a table (request
+key or prompt substring -> answer), else by a strategy (`first`/`last` well-formed answer the request allows, `echo`,
+`fixed=TEXT`), and keeps every request in `calls`. A request it has no answer for is an error, never a guess.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""`python:package.module:callable`: the user's own model code.
-
-The target may be a batched callable, a `pytest_tom.per_prompt` callable, a
-`Model` subclass instance, or a zero-argument factory (class or function) that
+"""`python:package.module:callable`: the user's own model code. The target may be a batched callable, a
+`pytest_tom.per_prompt` callable, a `Model` subclass instance, or a zero-argument factory (class or function) that
 returns either.
 """
 

@@ -1,8 +1,6 @@
-"""`random[:seed]`: a seeded chance baseline that needs no model at all.
-
-Each answer is one of the request's labels, chosen by a hash of the seed and the request,
-so a run is reproducible and sits at chance level: the harness's own smoke test (a chance
-baseline far from chance means shuffling, mapping or scoring is wired wrong).
+"""`random[:seed]`: a seeded chance baseline that needs no model at all. Each answer is one of the request's labels,
+chosen by a hash of the seed and the request, so a run is reproducible and sits at chance level: the harness's own smoke
+test (a chance baseline far from chance means shuffling, mapping or scoring is wired wrong).
 """
 
 from __future__ import annotations

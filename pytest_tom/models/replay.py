@@ -1,5 +1,4 @@
 """`replay:PATH`: answers recorded earlier (a `--tom-report` JSON or a JSONL of key/text lines), for CI without a model.
-
 A request that was not recorded is an error, never a guess: a stale recording must fail loudly.
 """
 

@@ -1,7 +1,6 @@
-"""`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism.
-
-Prompts are tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts;
-`data_parallel_size=M` spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
+"""`vllm:PATH_OR_ID?options`: an in-process vLLM engine (`vllm.LLM`), with tensor and data parallelism. Prompts are
+tokenised by the `TokenizedChat` of `hf:` and sent as ids, so both see byte-identical prompts; `data_parallel_size=M`
+spawns M engines on their own GPU slices. Tested with a stand-in `vllm` module only.
 """
 
 from __future__ import annotations
@@ -15,22 +14,9 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import (
-    ChoiceScores,
-    Option,
-    Spec,
-    combine,
-    cut_at_stops,
-    parse_spec,
-    require_existing,
-)
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, cut_at_stops, parse_spec, require_existing
 from pytest_tom.models._prefix import sharing_order
-from pytest_tom.models._tokenized import (
-    TokenizedChat,
-    fingerprint_parts,
-    hub_fingerprint,
-    local_fingerprint,
-)
+from pytest_tom.models._tokenized import TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import GenerationSettings, Request, Response
 
@@ -86,8 +72,8 @@ def sampling_kwargs(settings: GenerationSettings) -> dict[str, Any]:
     return kw
 
 
+# prompt_logprobs=1: vLLM always includes the actual prompt token besides the top-1.
 LOGLIK_KWARGS: dict[str, Any] = {"n": 1, "max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1, "detokenize": False}
-"""prompt_logprobs=1: vLLM always includes the actual prompt token besides the top-1."""
 
 
 def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -143,8 +129,7 @@ def _worker_main(conn: Any, llm_kwargs: dict[str, Any], devices: str) -> None:
 class VLLMModel(StreamingModel):
     def __init__(self, spec: Spec, *, uri: str) -> None:
         self.uri = uri
-        o = dict(spec.options)
-        self.options = o
+        self.options = o = dict(spec.options)
         if not spec.target:
             raise TomConfigError("--tom-model vllm:PATH_OR_ID needs a model folder or hub id")
         require_existing(spec.target, uri=uri)  # before the vLLM import: a missing folder is one usage error

@@ -1,14 +1,13 @@
-"""`hf:PATH_OR_ID?options`: a Hugging Face transformers model run in this process.
-
-Batches are left-padded, longest first, and halve on out-of-memory; decoding uses a fresh generation config (a
-checkpoint's sampling defaults never leak in); prompts come from `TokenizedChat`, shared with `vllm:`; the fingerprint
-hashes weights, config, tokenizer and template. torch and transformers are imported only when a model is built.
+"""`hf:PATH_OR_ID?options`: a transformers model in this process (torch imported only when one is built). Batches are
+left-padded and halve on out-of-memory; a fresh generation config keeps a checkpoint's sampling defaults out; prompts
+come from `TokenizedChat`, shared with `vllm:`; the fingerprint hashes weights, config, tokenizer and template.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +16,7 @@ from typing import Any
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import (
-    ChoiceScores,
-    Option,
-    Spec,
-    combine,
-    dtype_kwarg,
-    parse_spec,
-    require_existing,
-)
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
 from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models._tokenized import (
     TokenizedChat,
@@ -35,9 +26,7 @@ from pytest_tom.models._tokenized import (
     local_fingerprint,
 )
 from pytest_tom.models.base import StreamingModel
-from pytest_tom.models.hf.batching import AdaptiveBatches, Failed
-from pytest_tom.models.hf.capacity import CPU_BATCH, GPU_START, CapacityProbe
-from pytest_tom.models.hf.decode import decode_rows
+from pytest_tom.models.hf.batching import CPU_BATCH, GPU_START, AdaptiveBatches, CapacityProbe, Failed, decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
@@ -164,8 +153,6 @@ class HFModel(StreamingModel):
         """Load the weights on first use: a fully cached run never pays for it."""
         if self.model is not None:
             return
-        import time
-
         torch = self._torch
         start = time.perf_counter()
         kw = self._common_kwargs()
@@ -230,8 +217,7 @@ class HFModel(StreamingModel):
         return self._fingerprint
 
     def describe(self) -> dict[str, Any]:
-        parts = self.fingerprint_parts()
-        files = parts["files"]
+        files = self.fingerprint_parts()["files"]
         info: dict[str, Any] = {
             **super().describe(),
             "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,
@@ -359,11 +345,7 @@ class HFModel(StreamingModel):
                 for item, (text, used) in zip(items, rows, strict=True)]
 
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
-        """Summed log-probabilities of each row's continuation, left-padded like generation.
-
-        Explicit position ids make a padded row compute what the unpadded one would; keeping
-        only the last k+1 logits avoids a batch x length x vocabulary tensor.
-        """
+        """Log-prob sums of each row's continuation (position ids neutralise padding; logits_to_keep spares memory)."""
         torch = self._torch
         ids, mask = self._pad_left([row.ctx + row.cont for row in rows])
         positions = (mask.cumsum(-1) - 1).clamp(min=0)

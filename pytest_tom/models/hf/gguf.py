@@ -1,7 +1,6 @@
-"""GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2.
-
-transformers de-quantises a GGUF on every load, so it is converted once under `models_root()` (a folder named by its
-digest and the converter version), written to a temporary folder and renamed into place for concurrent workers.
+"""GGUF checkpoints: one-time conversion to safetensors, and the offline default SmolLM2. transformers de-quantises a
+GGUF on every load, so it is converted once under `models_root()` (a folder named by its digest and the converter
+version), written to a temporary folder and renamed into place for concurrent workers.
 """
 
 from __future__ import annotations
@@ -39,10 +38,7 @@ def smollm2_gguf() -> Path:
 
 
 def resolve_checkpoint(target: str, *, gguf_file: str | None, convert: bool, uri: str) -> tuple[str, str | None, str | None]:
-    """(folder or hub id, GGUF file inside it, alias) for an `hf:` target.
-
-    The SmolLM2 alias and `convert=true` give a converted folder; a `.gguf` path is split as `gguf_file=` wants.
-    """
+    """(folder or hub id, GGUF file in it, alias) of an `hf:` target; the SmolLM2 alias and `convert=true` convert."""
     if not target:
         raise TomConfigError(f"--tom-model {uri}: give a model folder, a .gguf file or a hub id after 'hf:'")
     p = Path(target).expanduser()
@@ -94,8 +90,7 @@ def ensure_converted(gguf: Path, *, what: str | None = None, expect: str | None 
                 shutil.rmtree(target, ignore_errors=True)
                 os.replace(tmp, target)
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

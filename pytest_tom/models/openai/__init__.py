@@ -1,10 +1,7 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
-
-Requests run concurrently on an asyncio loop in a helper thread; each answer reaches the engine (and its cache) as it
-arrives. In-flight requests adapt to the server (`pressure.py`). Retries are ours, not the client's, because what is
-retried, the Retry-After wait, the report's counters and the scrubbed message depend on classifying each failure
-(`api.py`); their clock (`sleep`, `random`, `now`) is injectable for tests. The API key comes from the environment,
-never the URI or the fingerprint, and with the `secret_env=` values is scrubbed from every error (`secrets()`).
+Requests run on an asyncio loop in a helper thread, each answer cached as it arrives; concurrency adapts to the server
+(`pressure.py`). Retries are ours, not the client's: what is retried, the wait and the counters depend on classifying
+each failure (`api.py`). The API key comes from the environment, never the URI, and is scrubbed from every error.
 """
 
 from __future__ import annotations
@@ -88,8 +85,7 @@ class OpenAIModel(StreamingModel):
         self.model_name = spec.target
         if not self.model_name:
             raise TomConfigError("--tom-model openai:MODEL needs a model name, e.g. openai:gpt-4o-mini")
-        o = dict(spec.options)
-        self.options = o
+        self.options = o = dict(spec.options)
         self.endpoint: str = o["endpoint"]
         if int(o["concurrency"]) < 1 or int(o["concurrency_start"]) < 1:
             raise TomConfigError(f"--tom-model {uri}: concurrency and concurrency_start must be at least 1")
@@ -98,8 +94,7 @@ class OpenAIModel(StreamingModel):
         self.batch_size = int(o["concurrency"])
         env_base = os.environ.get("OPENAI_BASE_URL")
         self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
-        key_var = o["api_key_env"] or "OPENAI_API_KEY"
-        self.api_key_env = key_var
+        self.api_key_env = key_var = o["api_key_env"] or "OPENAI_API_KEY"
         key = os.environ.get(key_var)
         if not key:
             if o["api_key_env"] or self.base_url == DEFAULT_BASE_URL:
@@ -362,10 +357,7 @@ class OpenAIModel(StreamingModel):
         return Response(text=text, usage=_usage(resp))
 
     async def _loglikelihood(self, client: Any, request: Request, timeout: float) -> Response:
-        """Score choices with prompt log-probabilities (`echo=True`), one call per request.
-
-        Needs endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp, TGI; not OpenAI's).
-        """
+        """Score choices by echoed prompt logprobs, one call a request (endpoint=completions: vLLM, llama.cpp, TGI)."""
         if self.endpoint != "completions":
             raise Permanent(
                 "loglikelihood requests need endpoint=completions on a server that echoes prompt logprobs (vLLM, llama.cpp...)")

@@ -1,8 +1,5 @@
-"""What an OpenAI-compatible API's answers mean: retry timing, and whether a 200 holds an answer.
-
-Pure functions and exception types, no SDK import, so they are tested without a server.
-`BadAnswer` (not a completion) is retried and counted as malformed; `Permanent` and its
-kinds `Withheld` (content filter) and `Empty` (no visible text) are not retried.
+"""What an OpenAI-compatible API's answers mean: retry timing, whether a 200 holds an answer (pure, no SDK import).
+`BadAnswer` (not a completion) is retried, counted as malformed; `Permanent`, `Withheld`, `Empty` are not retried.
 """
 
 from __future__ import annotations
@@ -40,10 +37,8 @@ def snippet(text: str, limit: int = 160) -> str:
 
 
 def answer_text(parsed: Any, *, endpoint: str, content_type: str, max_tokens: int, source: str) -> str:
-    """The text of the first choice of a 200 response from `source`, or why it holds no answer.
-
-    Raises `BadAnswer` (malformed, retried) when the body is not a completion at
-    all, `Withheld` or `Empty` (not retried) when it is one without visible text.
+    """The text of the first choice of a 200 response from `source`; raises `BadAnswer` (retried) when the body is no
+    completion, `Withheld` or `Empty` (not retried) when it is one without visible text.
     """
     want = f"expected JSON with {EXPECTED[endpoint]}"
     got = content_type.split(";")[0].strip() or "no Content-Type"
@@ -99,19 +94,14 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
 
 
 def backoff_delay(attempt: int, *, first: float, cap: float, jitter: float) -> float:
-    """The wait after failed attempt `attempt` (0-based) when the server named none.
-
-    Capped exponential, scaled to 50-100% by `jitter`: clients that failed together do not retry at once.
-    """
+    """Capped exponential wait after failed attempt `attempt` (0-based), scaled 50-100% by `jitter` (clients spread)."""
     return min(cap, first * float(2**attempt)) * (0.5 + jitter / 2)
 
 
 def echoed_logprobs(choices: Sequence[Any], prompts: Sequence[str], ctx: str, labels: Sequence[str], *,
                     source: str) -> tuple[list[float], list[int], int]:
-    """(log-probability sums, token counts) of each choice, and the context's tokens, from echoed prompt logprobs.
-
-    `choices` are a completions response's choices for `prompts` (`ctx` + each of
-    `labels`); a token belongs to a choice when its character span reaches past `ctx`.
+    """(log-probability sums, token counts) per choice, and the context's tokens, from echoed prompt logprobs of
+    `prompts` (`ctx` + each label); a token belongs to a choice when its character span reaches past `ctx`.
     """
     by_index = {int(c.index): c for c in choices}
     if len(by_index) != len(prompts):

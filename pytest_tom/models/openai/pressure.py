@@ -1,9 +1,6 @@
-"""Adaptive concurrency for HTTP backends: how many requests may be in flight at once, learnt from the server.
-
-A fixed number floods a CPU inference server (a retry storm) or wastes a hosted API. `Pressure` adjusts the limit as
-TCP does its window (additive increase, multiplicative decrease) with a Vegas-style latency signal, since a queueing
-server answers late long before it fails (README, *Adaptive concurrency*). It is pure (latencies are passed in);
-`Slots` is the asyncio gate that holds requests back until the limit lets them go.
+"""Adaptive concurrency for HTTP backends: a fixed number floods a CPU server (a retry storm) or wastes a hosted API.
+`Pressure` (pure) adjusts the limit as TCP its window (AIMD) plus a Vegas-style latency signal, since a queueing server
+answers late long before it fails (README, *Adaptive concurrency*); `Slots` is the asyncio gate that enforces it.
 """
 
 from __future__ import annotations
@@ -73,11 +70,7 @@ class Pressure:
 
 
 class Slots:
-    """An asyncio gate letting at most `pressure.limit` requests through at once, first come first served.
-
-    Unlike a semaphore its size changes while requests wait; waiters are woken one at a time,
-    so thousands of queued requests cost nothing per answer. A retry may go to the front.
-    """
+    """An asyncio gate of `pressure.limit` slots (a number that changes while requests wait); FIFO, retries first."""
 
     def __init__(self, pressure: Pressure) -> None:
         self.pressure = pressure

@@ -22,8 +22,7 @@ from pytest_tom.evals.tomato.prompts import PromptConfig as ToMATOConfig
 from pytest_tom.evals.tomato.scoring import extract
 from pytest_tom.models._common import cut_at_stops
 from pytest_tom.models._prefix import plan, sharing_order
-from pytest_tom.models.hf.batching import AdaptiveBatches
-from pytest_tom.models.hf.capacity import CapacityProbe, fitting_batch
+from pytest_tom.models.hf.batching import AdaptiveBatches, CapacityProbe, fitting_batch
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.scoring.choice import bracketed_label, bracketed_stops
 
