@@ -21,6 +21,11 @@ class Outcome(str, enum.Enum):
     UNPARSEABLE = "unparseable"
     ERROR = "error"
 
+    @classmethod
+    def judge(cls, parsed: Any, gold: Any) -> Outcome:
+        """UNPARSEABLE when nothing was read (`parsed` is None), else CORRECT or INCORRECT against `gold`."""
+        return cls.UNPARSEABLE if parsed is None else cls.CORRECT if parsed == gold else cls.INCORRECT
+
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -58,6 +63,11 @@ class Record:
     def scored(self) -> bool:
         """An answer was judged (correct, incorrect or unparseable): errors are not answers."""
         return self.outcome is not Outcome.ERROR
+
+    @classmethod
+    def of(cls, sample: Any, outcome: Outcome, **fields: Any) -> Record:
+        """The record of `sample` (a `Sample`): its benchmark, id and facets filled in."""
+        return cls(benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), **fields)
 
     def replace(self, **changes: Any) -> Record:
         return dataclasses.replace(self, **changes)

@@ -23,13 +23,32 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.fetch import sha256_file
-from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.base import BenchmarkOption, DataSource
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-# --- the sha256 setting -------------------------------------------------------------------------
+# --- the settings -------------------------------------------------------------------------------
+
+
+def partial_option(copy: str) -> BenchmarkOption:
+    """The `partial` setting; `copy` ends "true runs a deliberately ...": what such a copy lacks, what is checked."""
+    return BenchmarkOption("partial", "false", f"true runs a deliberately {copy}", kind=bool)
+
+
+def partial_advice(benchmark: str, restore: str = "restore it from the official release", fresh: str = "verified",
+                   copy: str = "partial") -> str:
+    """How to get past a failed whole-release check: restore the copy, fetch a checked one, or declare it partial."""
+    return (f"{restore} (or remove the local copy and pass --tom-download for a {fresh} one), or pass --tom-set "
+            f"{benchmark}.partial=true (suite keyword partial=True) to run a deliberately {copy} copy")
+
+
+def release_options(url: str, fetches: str, sha256: str, partial: str) -> tuple[BenchmarkOption, ...]:
+    """The `source_url` (where --tom-download `fetches`), `sha256` and `partial` settings of a release."""
+    return (BenchmarkOption("source_url", url, f"Where --tom-download fetches {fetches}."),
+            BenchmarkOption("sha256", "", sha256), partial_option(partial))
+
 
 
 def parse_sha256(value: str, what: str) -> str:

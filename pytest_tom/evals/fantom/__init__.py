@@ -46,7 +46,7 @@ from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_sha256
+from pytest_tom.framework.release import parse_sha256, release_options
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request
@@ -80,12 +80,11 @@ class FANToM(Benchmark[FantomExtra]):
         BenchmarkOption("choice_seed", str(CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
                         kind=int),
         BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
-        BenchmarkOption("source_url", OFFICIAL_URL, "Where --tom-download fetches the official archive "
-                        "(sha256-checked)."),
-        BenchmarkOption("sha256", "", "sha256 of the archive --tom-download fetches, for a mirror or a new release; "
-                        f"empty means the official one ({_data.OFFICIAL_SHA256[:12]}...)."),
-        BenchmarkOption("partial", "false", "true runs a deliberately trimmed copy (sets without belief, yes/no or "
-                        "who-knows answers); by default every set of a local copy must be whole.", kind=bool),
+        *release_options(OFFICIAL_URL, "the official archive (sha256-checked)",
+                         "sha256 of the archive --tom-download fetches, for a mirror or a new release; empty means "
+                         f"the official one ({_data.OFFICIAL_SHA256[:12]}...).",
+                         "trimmed copy (sets without belief, yes/no or who-knows answers); by default every set of a "
+                         "local copy must be whole."),
     )
     facets = (
         Facet("context", {
@@ -262,5 +261,4 @@ class FANToM(Benchmark[FantomExtra]):
 
 def _error(sample: Sample[FantomExtra], raws: Sequence[str], message: str) -> Record:
     """A scoring-side failure: an error, never a wrong answer."""
-    return Record(benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
-                  responses=tuple(raws), parse_rate=0.0, message=message)
+    return Record.of(sample, Outcome.ERROR, responses=tuple(raws), parse_rate=0.0, message=message)

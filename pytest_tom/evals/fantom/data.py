@@ -19,7 +19,7 @@ from pytest_tom.fetch import check_extracted, fetch_archive
 from pytest_tom.framework import fields
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import distinct_options, read_json
-from pytest_tom.framework.release import Release
+from pytest_tom.framework.release import Release, partial_advice
 
 # --- official constants ----------------------------------------------------------------------
 
@@ -311,10 +311,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
     return out
 
 
-PARTIAL_ADVICE = (
-    "restore the official file (or remove the local copy and pass --tom-download for a verified one), or pass "
-    "--tom-set fantom.partial=true (suite keyword partial=True) to run a deliberately trimmed copy"
-)
+PARTIAL_ADVICE = partial_advice("fantom", "restore the official file", copy="trimmed")
 
 
 def check_whole(sets: Sequence[FantomSet], path: Path) -> None:

@@ -136,20 +136,17 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
     cot = config.cot(x.question_type) is not None
     letter = parse_answer(text, cot)
     labels = [c.label for c in sample.choices]
-    if letter is None or letter not in labels:
-        outcome, parsed = Outcome.UNPARSEABLE, None
-    else:
-        outcome, parsed = (Outcome.CORRECT if letter == sample.gold_label else Outcome.INCORRECT), letter
+    parsed = letter if letter in labels else None
+    outcome = Outcome.judge(parsed, sample.gold_label)
     details: dict[str, Any] = {"story": x.story_id, "question_type": x.question_type,
                                "intervention": applied(config, x.question_type), "persona": config.persona,
                                "layout": config.layout, "cot": cot, "read": letter}
     if reminder is not None:
         details["reminder"] = dict(reminder)
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=parsed,
-        gold=sample.gold, responses=(text,), parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder),
-    )
+    return Record.of(
+        sample, outcome, parsed=parsed, gold=sample.gold, responses=(text,),
+        parse_rate=0.0 if parsed is None else 1.0, details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder))
 
 
 def _option(sample: SimpleToMSample, label: str) -> str:

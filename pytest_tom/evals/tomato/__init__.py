@@ -32,7 +32,7 @@ from pytest_tom.evals.tomato.data import (
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
@@ -58,16 +58,11 @@ class ToMATO(Benchmark[ToMATOExtra]):
         BenchmarkOption("personality_max_gap", "0.05",
                         "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
                         "(a share) in absolute terms, with 95 percent confidence.", kind=float),
-        BenchmarkOption("source_url", OFFICIAL_BASE_URL,
-                        "Where --tom-download fetches dataset/tomato*.json (pinned revision, checked against the "
-                        "git blob ids of its tree)."),
-        BenchmarkOption("sha256", "",
-                        "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a local copy is "
-                        f"then checked against them instead of by Table 8's counts. Empty: revision "
-                        f"{OFFICIAL_REVISION[:12]}."),
-        BenchmarkOption("partial", "false",
-                        "true runs a deliberately partial copy (fewer questions than Table 8 counts); by default a "
-                        "local copy must be the whole file.", kind=bool),
+        *release_options(OFFICIAL_BASE_URL, "dataset/tomato*.json (pinned revision, checked against the git blob ids "
+                         "of its tree)", "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a "
+                         "local copy is then checked against them instead of by Table 8's counts. Empty: revision "
+                         f"{OFFICIAL_REVISION[:12]}.", "partial copy (fewer questions than Table 8 counts); by "
+                         "default a local copy must be the whole file."),
     )
     facets = (
         # a row of its own, so that the order x false-belief table leads the summary as it always has

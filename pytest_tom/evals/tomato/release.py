@@ -32,12 +32,9 @@ from pytest_tom.evals.tomato.data import (
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
-from pytest_tom.framework.release import Release
+from pytest_tom.framework.release import Release, partial_advice
 
-PARTIAL_ADVICE = (
-    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-set tomato.partial=true (suite keyword partial=True) to run a deliberately partial copy"
-)
+PARTIAL_ADVICE = partial_advice("tomato")
 
 
 def git_blob_id(path: Path) -> str:

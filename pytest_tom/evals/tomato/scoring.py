@@ -73,16 +73,12 @@ def score(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | None
     gold = sample.gold_label
     readable = [p for p in picks if p is not None]
     final = majority(readable) if readable else None
-    if final is None:
-        outcome = Outcome.UNPARSEABLE
-    else:
-        outcome = Outcome.CORRECT if final == gold else Outcome.INCORRECT
+    outcome = Outcome.judge(final, gold)
     right = [p == gold for p in picks]
     details: dict[str, Any] = {"runs": list(picks), "run_correct": right, "scoring": config.scoring,
                                "extraction": config.extraction}
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets),
-        score=sum(right) / len(right) if right else None, parsed=final, gold=gold, responses=tuple(texts),
+    return Record.of(
+        sample, outcome, score=sum(right) / len(right) if right else None, parsed=final, gold=gold, responses=tuple(texts),
         request_keys=tuple(keys), parse_rate=len(readable) / len(picks) if picks else 0.0, details=details,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, texts, picks, final, outcome),
     )

@@ -41,7 +41,7 @@ from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, slug, stop_at_answer_option
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -84,17 +84,12 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         ),
         stop_at_answer_option("[[A]]: upstream reads [[A]] before any other answer (strict extraction never stops)"),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
-        BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
-        BenchmarkOption(
-            "sha256", "",
-            f"Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
+        *release_options(
+            OFFICIAL_BASE_URL, "data/*.jsonl (pinned revision)",
+            "Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
             f"'name=sha256,...'; empty means the pinned revision {OFFICIAL_REVISION[:12]}.",
-        ),
-        BenchmarkOption(
-            "partial", "false",
-            "true runs a deliberately partial copy (missing files or rows); by default a local copy must be the "
-            "whole release (every file, every row).", kind=bool,
-        ),
+            "partial copy (missing files or rows); by default a local copy must be the whole release (every file, "
+            "every row)."),
     )
     facets = (
         Facet("language", {"tombench": "ToMBench items (Chen et al., 2024).", "en": "English version of an item.",

@@ -21,12 +21,9 @@ from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, sha256_file
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import Release as Where
-from pytest_tom.framework.release import pins_key, pins_setting
+from pytest_tom.framework.release import partial_advice, pins_key, pins_setting
 
-PARTIAL_ADVICE = (
-    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-set tombench.partial=true (suite keyword partial=True) to run a deliberately partial copy"
-)
+PARTIAL_ADVICE = partial_advice("tombench")
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,22 +86,16 @@ def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]
             votes.append(original)
         trials.append({"order": "".join(LETTERS[i] for i in order), "shown": shown, "original": original})
     parse_rate = len(votes) / len(texts) if texts else 0.0
-    final: str | None
-    if not votes:
-        outcome, final = Outcome.UNPARSEABLE, None
-    else:
-        final = majority(votes)
-        outcome = Outcome.CORRECT if final == sample.gold_label else Outcome.INCORRECT
+    final = majority(votes) if votes else None
+    outcome = Outcome.judge(final, sample.gold_label)
     details: dict[str, Any] = {"trials": trials, "votes": votes, "first_try": trials[0]["original"] if trials else None}
     if sample.extra.story_id:
         details["story_size"] = sample.extra.story_size
     if sample.defect:
         details["defect"] = sample.defect
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=final,
-        gold=sample.gold, responses=tuple(texts), parse_rate=parse_rate, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, config, orders, texts, trials, final, outcome),
-    )
+    return Record.of(
+        sample, outcome, parsed=final, gold=sample.gold, responses=tuple(texts), parse_rate=parse_rate, details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, orders, texts, trials, final, outcome))
 
 
 def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],

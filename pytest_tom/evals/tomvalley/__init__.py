@@ -21,6 +21,7 @@ from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra
 from pytest_tom.evals.tomvalley.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import partial_option
 from pytest_tom.record import MetricData, Record
 
 __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
@@ -48,9 +49,8 @@ class ToMValley(Benchmark[ToMValleyExtra]):
                         "Which contexts (trial numbers) to run: paper (50-1049, the 1,000 of the paper's main tables), "
                         "all (50-1210), or numbers and ranges such as 50-149,200. A local copy must hold every context "
                         "of a range it is asked for; of paper or all it may hold a run without gaps."),
-        BenchmarkOption("partial", "false",
-                        "true runs a deliberately partial copy (contexts missing from the selected set); by default a "
-                        "missing context is an error naming it.", kind=bool),
+        partial_option("partial copy (contexts missing from the selected set); by default a missing context is an "
+                       "error naming it."),
         BenchmarkOption("source_url", release.OFFICIAL_BASE_URL,
                         "Where --tom-download fetches trial<N>/story.json and question_new.json (GAIR-NLP/DynToM at "
                         f"the pinned revision {release.OFFICIAL_REVISION[:12]}; the paper and all sets are checked "

@@ -118,16 +118,11 @@ def score(sample: ToMValleySample, config: PromptConfig, response: Response, key
         details["read"] = how
         why = "" if parsed is not None else f"no letter a-{letter(n - 1)} could be read from the reply"
     if parsed is None:
-        outcome = Outcome.UNPARSEABLE
         details["why"] = why
-    else:
-        outcome = Outcome.CORRECT if parsed == sample.gold else Outcome.INCORRECT
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=parsed,
-        gold=sample.gold, responses=(response.text,), request_keys=(key,) if key else (),
-        parse_rate=0.0 if parsed is None else 1.0, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, parsed, text, why),
-    )
+    outcome = Outcome.judge(parsed, sample.gold)
+    return Record.of(sample, outcome, parsed=parsed, gold=sample.gold, responses=(response.text,),
+                     request_keys=(key,) if key else (), parse_rate=0.0 if parsed is None else 1.0, details=details,
+                     message="" if outcome is Outcome.CORRECT else explain(sample, parsed, text, why))
 
 
 def explain(sample: ToMValleySample, parsed: str | None, text: str, why: str) -> str:
