@@ -31,9 +31,8 @@ class Outcome(str, enum.Enum):
 class Record:
     """The scored result of one sample.
 
-    `details` is the benchmark's own JSON-serialisable extension (its tries and
-    votes, the parsed yes/no, the similarity scores...); everything a generic
-    consumer needs (outcome, parsed answer, gold, score) is a field of its own.
+    `details` is the benchmark's own JSON-serialisable extension (tries, votes, similarities); what a
+    generic consumer needs (outcome, parsed answer, gold, score) has a field of its own.
     """
 
     benchmark: str

@@ -1,24 +1,11 @@
 """FANToM (Kim et al., EMNLP 2023): theory of mind in multi-party conversations with information asymmetry.
 
-Faithful to the official evaluator (skywalker023/fantom, `eval_fantom.py`) where the
-paper is silent, and explicit where we depart from it (docs/fantom.md):
-
-* prompts byte for byte; the official header string is defined upstream but never
-  sent, so it is off by default (`header=official` adds it);
-* the two-option belief choice in upstream's order: `random.seed(99)`, then one
-  `random.choice([True, False])` per belief question in file order, so the order of
-  an item never depends on what else is selected;
-* `official` answer handling reproduces upstream's decisions (yes/no patterns,
-  name substrings for lists, the choice-letter patterns), so the metrics equal the
-  official report on the same responses; `strict` fixes its known misreadings;
-* the short context drops `no:long` yes/no questions, and the full context
-  re-tags list and yes/no questions as inaccessible, both as upstream does;
-* free-response beliefs are judged by sentence-embedding similarity: the program
-  asks the engine for the vectors, so they are batched and cached like answers;
-* every question set (or part, or conversation) becomes aggregate assertions (ALL*,
-  ALL, per family), and each character gets an all-correct check and a
-  list/yes-no consistency check, for the missed (inaccessible) information and,
-  separately, for the control (accessible) questions.
+Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md):
+prompts byte for byte (upstream's unused header is off by default); the belief choice order from
+`random.seed(99)` in file order, so a selection never changes it; `official` parsing reproduces
+upstream's decisions, `strict` fixes its misreadings; free-response beliefs are judged by embedding
+similarity, requested from the engine so vectors are batched and cached; every set becomes ALL*/ALL/
+family assertions, and each character all-correct and list/yes-no consistency checks.
 """
 
 from __future__ import annotations

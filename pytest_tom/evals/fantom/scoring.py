@@ -135,8 +135,7 @@ def score_free(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mo
                vectors: Sequence[Sequence[float]] | None) -> Record:
     """Upstream's `evaluate_belief_q`: closer to PersonX-centric than omniscient (ties are wrong), plus token F1.
 
-    `vectors` are the embeddings of [answer, PersonX-centric, omniscient-view]; None for an empty answer,
-    which is never embedded.
+    `vectors`: embeddings of [answer, PersonX-centric, omniscient-view]; None for an empty answer.
     """
     correct, wrong = str(sample.gold), sample.extra.belief_wrong
     details: dict[str, Any] = {"answer": answer, "parsing": mode, "personx_centric": correct, "omniscient_view": wrong}

@@ -1,11 +1,8 @@
 """SimpleToM (Gu et al., 2024): explicit ToM inference vs its application, as per-story chains.
 
-1,147 two-sentence stories, each with three two-option questions: is the character aware of
-the key information (mental state), what will they do next (behavior), and was what they did
-reasonable (judgment). Models answer the first well and the other two badly; here that gap is
-a pytest assertion per story (`chain`: mental state => behavior => judgment), next to the
-paper's prompts and interventions (`prompts`, `scoring`), its metrics and the spec's
-arithmetic self-checks (`metrics`), and a flag for constant answerers (`letter_balance`).
+1,147 stories, each with a mental-state, a behavior and a judgment question; models answer the first
+well and the others badly, so each story is a `chain` assertion (mental state => behavior =>
+judgment), next to the paper's prompts, interventions, metrics and a constant-answerer flag.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """ToMATO (Shinoda et al., AAAI 2025): multiple-choice questions on the verbalised thoughts of role-playing LLMs.
 
-Two Llama-3-70B agents with hidden goals and Big-Five personalities talk; before each line
-each verbalises a thought, which becomes the gold answer to a question about a first-order
-("what does A think / want / ...") or second-order ("what does B think that A ...") mental
-state; ToMATO-FB is the subset of second-order questions where B misreads A. Here each
-question is a pytest item with marks for its mental state, order, false belief and the asked
-speaker's five factor levels; the paper's prompt and first-match extraction decide it; the
-metrics follow Tables 3, 5, 10 and 11 (mean and std over sampled runs); and two aggregate
-assertions ask whether false beliefs and personality cost the model accuracy.
+Each question (first- or second-order mental state, false belief, the speaker's Big-Five levels as
+marks) is an item decided by the paper's prompt and first-match extraction; metrics follow Tables 3,
+5, 10 and 11; two assertions ask whether false beliefs and personality cost accuracy.
 """
 
 from __future__ import annotations

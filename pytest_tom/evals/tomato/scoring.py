@@ -63,12 +63,9 @@ def solve(sample: ToMATOSample, config: PromptConfig) -> Program:
 
 def score(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | None], picks: Sequence[str | None],
           keys: Sequence[str] = ()) -> Record:
-    """Record of one question over its runs.
+    """Record of one question over its runs: the majority letter of the readable runs (ties to the earlier) decides.
 
-    The verdict is the majority letter of the readable runs (ties to the earlier run): a
-    regression test needs one pass or fail per question. `score` is the share of runs right,
-    and `details["runs"]` keeps every run's letter, from which the metrics take the paper's
-    mean and standard deviation over runs.
+    `score` is the share of runs right; `details["runs"]` feeds the paper's mean and std over runs.
     """
     gold = sample.gold_label
     readable = [p for p in picks if p is not None]

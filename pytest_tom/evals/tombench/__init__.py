@@ -1,21 +1,9 @@
 """ToMBench (Chen et al., ACL 2024): loader, official prompts, parsing, metrics, story coherence.
 
-Faithful to the official repository (zhchen18/ToMBench) where it is well defined,
-and explicit where it is not (see docs in README, "ToMBench"):
-
-* official system/user prompts, byte for byte, vanilla and CoT, Chinese and English;
-* several shuffled tries per item with a majority vote (default 5, as upstream),
-  permutations derived from (seed, file, row, try) so a selection (-m, -k,
-  sampling) never changes which orders an item sees;
-* the official answer extraction, plus a lenient mode (the default: official
-  rules, but an answer with no letter is "unparseable" instead of silently "A")
-  and a strict mode;
-* the paper's aggregation (task micro accuracy, ability accuracy pooled across
-  files, unweighted category/AVG means, the Desire sub-label weighting) or a clean
-  variant, and the coherent test (a story passes only if all its questions pass).
-
-The modules: `data` (release, taxonomy, samples, stories), `prompts` (what the
-model is shown), `scoring` (answers to records), `metrics` (the paper's tables).
+Faithful to zhchen18/ToMBench where it is well defined, explicit where not (README, "ToMBench"):
+official prompts byte for byte; shuffled tries majority-voted, permutations derived from (seed, file,
+row, try) so a selection never changes them; official, lenient (default: no letter is unparseable,
+not "A") or strict extraction; the paper's aggregation or a clean one; the coherent story test.
 """
 
 from __future__ import annotations

@@ -20,11 +20,7 @@ from pytest_tom.scoring import bracketed_label, majority
 
 
 def solve(sample: ToMBenchSample, config: Config) -> Program:
-    """Ask every try at once (one engine wave) and score the answers.
-
-    In "both" mode the record is the generation's, with the log-likelihood
-    answer alongside in `details`, so the report can say how often they disagree.
-    """
+    """Ask every try in one engine wave and score; under "both" the log-likelihood answer goes in `details`."""
     mode = config.scoring
     gen = tries(sample, config) if mode in ("generate", "both") else []
     ll = tries(sample, config, "loglikelihood") if mode in ("loglikelihood", "both") else []
@@ -49,10 +45,9 @@ def _by_loglikelihood(sample: ToMBenchSample, config: Config, planned: Sequence[
 
 
 def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise: str = "none") -> list[str | None]:
-    """The displayed letter with the highest (optionally byte-normalised) log-probability per try.
+    """Per try, the displayed letter with the highest (optionally byte-normalised) log-probability; ties to the earlier.
 
-    A response without one score per choice picks nothing (that try is unreadable);
-    ties go to the earlier letter.
+    A response without one score per choice picks nothing (that try is unreadable).
     """
     out: list[str | None] = []
     for t, resp in zip(planned, responses, strict=False):

@@ -1,12 +1,9 @@
 """ToMValley (DynToM): dynamic, intradependent mental states in realistic social contexts.
 
-Each social context (two character profiles, a dialogue in 4 to 7 scenarios) carries 15n-4
-questions (71 for five scenarios) about the main character's belief, emotion, intention and
-action: understanding, influence and three kinds of transformation. The benchmark is the one
-whose requests are not items: under the official protocol every question of a context yields
-the same request (all questions in one prompt, answered as one JSON object), so the engine
-sends it once and 71 items read their answers from one reply. Its compositional check asks
-whether right answers to composite questions rest on right answers to their parts.
+Each context carries 15n-4 questions (71 for five scenarios) on the main character's belief, emotion,
+intention and action. Officially all of a context's questions are one request answered as one JSON
+object: the engine sends it once and 71 items read one reply. The compositional check asks whether
+right answers to composite questions rest on right answers to their parts.
 """
 
 from __future__ import annotations
