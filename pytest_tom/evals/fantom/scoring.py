@@ -1,10 +1,7 @@
 """Scoring FANToM answers into records, with failure messages a user can act on without the data file.
 
-The decisions are the shared scorers' (`pytest_tom.scoring`): upstream's yes/no
-patterns, name substrings for lists and choice-letter patterns in `official`
-parsing, their documented fixes in `strict`. What this module adds is FANToM's
-reading of them: which answer is the gold (the PersonX-centric belief, the full
-fact answer), why a wrong answer is wrong, and the explanation shown on failure.
+The decisions are the shared scorers' (`pytest_tom.scoring`, `official` or `strict`); this module adds
+FANToM's reading of them: which answer is the gold, why a wrong answer is wrong, the explanation.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 r"""From answers to a record: the official first-match extraction, each run's answer, the item's verdict.
 
-The authors read an answer with ``re.search(r'\[[A,B,C,D]\]', response)`` and take its
-second character. The comma in that character class is a slip (a class needs no separators),
-so ``[,]`` matches too and, found first, becomes the answer ",", always wrong. By default
-(`first`) the rule is read as intended: the first ``[A]``-``[D]``, with a ``[,]`` skipped like
-any other text. `official` keeps the regex byte for byte, and a ``[,]`` found first makes the
-answer unreadable (it can never be right, as upstream; it is reported as unparseable rather
-than as a wrong letter). The two differ only when ``[,]`` comes before a letter. No match at
-all is "unparseable", never "wrong"; the paper's accuracies still count it as not correct.
+The authors take the second character of ``re.search(r'\[[A,B,C,D]\]', response)``; the comma is a slip,
+so ``[,]`` matches too and, found first, reads as ",". By default (`first`) the rule is read as intended
+(a ``[,]`` is skipped); `official` keeps the regex and makes such an answer unparseable. No match at all
+is unparseable, never wrong; the paper's accuracies still count it as not correct.
 """
 
 from __future__ import annotations

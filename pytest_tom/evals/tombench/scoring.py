@@ -1,9 +1,7 @@
 """From answers to a record: read each try's letter, map it back through the shuffle, majority-vote.
 
-Every try shows the options in its own order, so a displayed letter means
-nothing until it is mapped back to the original option; the vote is over
-original letters. An answer no try could read is "unparseable", never "wrong",
-unless the official extraction (which silently reads "A") is asked for.
+The vote is over original letters (a displayed one means nothing until mapped back). An answer no try
+could read is "unparseable", never "wrong", unless the official extraction (which reads "A") is asked for.
 """
 
 from __future__ import annotations
