@@ -65,7 +65,8 @@ class Record:
 
     @classmethod
     def of(cls, sample: Any, outcome: Outcome, **fields: Any) -> Record:
-        """The record of `sample` (a `Sample`): its benchmark, id and facets filled in."""
+        """The record of `sample` (a `Sample`); `parse_rate` defaults to 0 for an unparseable answer, else 1."""
+        fields.setdefault("parse_rate", 0.0 if outcome is Outcome.UNPARSEABLE else 1.0)
         return cls(benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), **fields)
 
     def replace(self, **changes: Any) -> Record:

@@ -43,7 +43,7 @@ def result(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, p
         if why:
             details["why"] = why
     return Record.of(sample, outcome, score=score, parsed=parsed, gold=record_gold(sample), responses=tuple(raws),
-                     parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0, details=details, message=message)
+                     details=details, message=message)
 
 
 def score(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, threshold: float) -> Record:

@@ -64,4 +64,4 @@ def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Re
             f"first line of the answer: {first[:200]!r} -> {got or 'unparseable'}",
         ])
     return Record.of(sample, outcome, parsed=got, gold=want, responses=(text,), request_keys=(key,) if key else (),
-                     parse_rate=0.0 if got is None else 1.0, details={"gold_setting": gold}, message=message)
+                     details={"gold_setting": gold}, message=message)

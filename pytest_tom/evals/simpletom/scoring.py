@@ -124,8 +124,7 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
     if reminder is not None:
         details["reminder"] = dict(reminder)
     return Record.of(
-        sample, outcome, parsed=parsed, gold=sample.gold, responses=(text,),
-        parse_rate=0.0 if parsed is None else 1.0, details=details,
+        sample, outcome, parsed=parsed, gold=sample.gold, responses=(text,), details=details,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder))
 
 

@@ -69,10 +69,8 @@ def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]
     trials: list[dict[str, Any]] = []
     for k, (order, text) in enumerate(zip(orders, texts, strict=False)):
         shown = ll_choice[k] if ll_choice is not None else bracketed_label(text, config.extraction, n, LETTERS)
-        original: str | None
-        if shown is None:
-            original = None
-        else:
+        original: str | None = None
+        if shown is not None:
             pos = LETTERS.index(shown)
             # A C/D answer on a binary item maps to "" upstream: a vote that is always wrong.
             original = sample.choices[order[pos]].label if pos < n else ""
@@ -112,8 +110,7 @@ def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[in
     for k, (order, text, trial) in enumerate(zip(orders, texts, trials, strict=False)):
         shown = " ".join(f"{LETTERS[pos]}={LETTERS[i]}" for pos, i in enumerate(order))
         raw = (text or "").strip().replace("\n", " ")
-        if len(raw) > 200:
-            raw = raw[:200] + " [...]"
+        raw = raw if len(raw) <= 200 else raw[:200] + " [...]"
         parsed = "unparseable" if trial["shown"] is None else f"{trial['shown']} -> {trial['original'] or 'invalid'}"
         lines.append(f"  try {k + 1} [shown {shown}]: {raw!r} -> {parsed}")
     if sample.defect:

@@ -109,7 +109,7 @@ def score(sample: ToMValleySample, config: PromptConfig, response: Response, key
         details["why"] = why
     outcome = Outcome.judge(parsed, sample.gold)
     return Record.of(sample, outcome, parsed=parsed, gold=sample.gold, responses=(response.text,),
-                     request_keys=(key,) if key else (), parse_rate=0.0 if parsed is None else 1.0, details=details,
+                     request_keys=(key,) if key else (), details=details,
                      message="" if outcome is Outcome.CORRECT else explain(sample, parsed, text, why))
 
 
