@@ -28,9 +28,8 @@ E = TypeVar("E")
 Program = Generator[Sequence[Request], Sequence[Response], Record]
 """A sample's conversation with the engine: yield requests, receive their responses, return the record.
 
-Each `yield` is one engine wave: every program's requests of a wave are planned,
-deduplicated, answered from the cache or batched to the model together. A
-program may yield an empty list to wait one wave.
+Each `yield` is one engine wave (all programs' requests deduplicated, cached or batched together); an
+empty list waits one wave.
 """
 
 
