@@ -21,14 +21,18 @@ class Outcome(str, enum.Enum):
     UNPARSEABLE = "unparseable"
     ERROR = "error"
 
+    @classmethod
+    def judge(cls, parsed: Any, gold: Any) -> Outcome:
+        """UNPARSEABLE when nothing was read (`parsed` is None), else CORRECT or INCORRECT against `gold`."""
+        return cls.UNPARSEABLE if parsed is None else cls.CORRECT if parsed == gold else cls.INCORRECT
+
 
 @dataclass(frozen=True, slots=True)
 class Record:
     """The scored result of one sample.
 
-    `details` is the benchmark's own JSON-serialisable extension (its tries and
-    votes, the parsed yes/no, the similarity scores...); everything a generic
-    consumer needs (outcome, parsed answer, gold, score) is a field of its own.
+    `details` is the benchmark's own JSON-serialisable extension (tries, votes, similarities); what a
+    generic consumer needs (outcome, parsed answer, gold, score) has a field of its own.
     """
 
     benchmark: str
@@ -58,6 +62,12 @@ class Record:
     def scored(self) -> bool:
         """An answer was judged (correct, incorrect or unparseable): errors are not answers."""
         return self.outcome is not Outcome.ERROR
+
+    @classmethod
+    def of(cls, sample: Any, outcome: Outcome, **fields: Any) -> Record:
+        """The record of `sample` (a `Sample`); `parse_rate` defaults to 0 for an unparseable answer, else 1."""
+        fields.setdefault("parse_rate", 0.0 if outcome is Outcome.UNPARSEABLE else 1.0)
+        return cls(benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), **fields)
 
     def replace(self, **changes: Any) -> Record:
         return dataclasses.replace(self, **changes)

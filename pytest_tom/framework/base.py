@@ -1,12 +1,8 @@
 """The contract every benchmark fulfils: load samples, turn a sample into a program.
 
-A benchmark reads its official data into typed `Sample`s (`load`), and turns one
-sample into a `Program` (`program`): a generator that yields the model requests
-the sample needs (several tries, a dependent follow-up) and returns its scored
-`Record`. It declares its aggregate assertions as `Derived` definitions with the
-rules that judge them, and aggregates records the way its paper does
-(`metrics`, typed `Metric`s). It never imports pytest, never calls a model and never writes
-output: the engine owns every model call and the run layer owns pytest.
+A benchmark reads its official data into typed `Sample`s (`load`), turns one into a `Program` that
+yields model requests and returns its scored `Record`, declares `Derived` assertions and typed
+`metrics`. It never imports pytest, calls a model or writes output: the engine and run layer do.
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ E = TypeVar("E")
 Program = Generator[Sequence[Request], Sequence[Response], Record]
 """A sample's conversation with the engine: yield requests, receive their responses, return the record.
 
-Each `yield` is one engine wave: every program's requests of a wave are planned,
-deduplicated, answered from the cache or batched to the model together. A
-program may yield an empty list to wait one wave.
+Each `yield` is one engine wave (all programs' requests deduplicated, cached or batched together); an
+empty list waits one wave.
 """
 
 
@@ -43,11 +38,10 @@ FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark-specific setting, set as `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword.
+    """A benchmark setting: `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword.
 
-    `kind` is `str`, `int`, `float` or `bool`; the benchmark reads the converted value
-    (`self.settings["partial"]` is a bool) and `render` gives the text the report
-    records, so a bool is recorded as `"true"`/`"false"` exactly as before it was typed.
+    `kind` is `str`, `int`, `float` or `bool`; the benchmark reads the converted value and `render` gives
+    what the report records (a bool as `"true"`/`"false"`, as before it was typed).
     """
 
     name: str
@@ -89,19 +83,12 @@ class BenchmarkOption:
 
 @dataclass(frozen=True, slots=True)
 class Facet:
-    """One row of a benchmark's facet table: what a facet of its samples is used for.
+    """One row of a benchmark's facet table: everything the framework does with one key of `Sample.facets`.
 
-    A facet is a key of `Sample.facets` (`language`, `ability`, `order`...). One row
-    says everything the framework does with it, instead of five parallel lists:
-
-    * `marks`: the pytest marks its values put on items, each with its `--markers` text
-      (a row may hold marks that are not values of a facet, such as derived-check kinds);
-    * `stratum`: `--tom-sample` draws within each combination of the stratum facets;
-    * `tables`: terminal/report tables led by this facet: `()` is the facet alone,
-      `("task",)` tabulates it crossed with `task`;
-    * `gate`: each value gets a gateable accuracy (`ability.faux_pas`);
-    * `cluster`: the facet names the story or conversation a unit belongs to, so
-      intervals and paired comparisons resample whole clusters.
+    `marks`: pytest marks with their `--markers` text (may include non-values, such as derived kinds);
+    `stratum`: `--tom-sample` draws within each combination of strata; `tables`: summary tables led by it
+    (`()` alone, `("task",)` crossed with task); `gate`: each value gets a gateable accuracy;
+    `cluster`: it names the story or conversation, so intervals resample whole clusters.
     """
 
     name: str
@@ -188,8 +175,7 @@ class Benchmark(ABC, Generic[E]):
     def check_ready(self, samples: Sequence[Sample[E]]) -> None:
         """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder).
 
-        The run layer calls it before the first model request, never when loading or for
-        `--collect-only`, so data and collection need none of it. Nothing by default.
+        Called before the first model request, never when loading or collecting: data needs none of it.
         """
 
     def derived(self, samples: Sequence[Sample[E]]) -> list[Derived]:
@@ -201,19 +187,14 @@ class Benchmark(ABC, Generic[E]):
         return self.rules.get(kind, all_pass)
 
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """The story or conversation a question or assertion belongs to: units of one are not independent.
+        """The story or conversation a unit belongs to (its facet table's cluster facet; else the unit alone).
 
-        Gate intervals and paired comparisons resample whole clusters; by default the facet table's
-        cluster facet names it, and a unit without one stands alone.
+        Units of one cluster are not independent: intervals and paired comparisons resample whole clusters.
         """
         return (facets.get(self.cluster_facet) if self.cluster_facet else None) or unit_id
 
     def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
-        """Gateable rates beyond accuracies and derived kinds (ToMValley's compositional statuses); none by default.
-
-        Each is a list of units with a value in [0, 1] and a cluster, so thresholds get clustered
-        intervals and baselines pair units by id, as for every other gate metric.
-        """
+        """Gateable rates beyond accuracies and derived kinds (ToMValley's statuses), with clustered units; none by default."""
         return []
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:

@@ -1,13 +1,8 @@
-"""Whole-release checks every benchmark loader shares: strict JSON, ids, options, gold, pinned checksums.
+"""Whole-release checks every loader shares: strict JSON, ids, options, gold, pinned checksums.
 
-A release gate is only as good as what it reads, and the ways a release file goes wrong
-are the same in every benchmark: a duplicated JSON key (Python keeps the last copy, so a
-doubled `answerKey` flips the gold without a word), a record split at a character
-`str.splitlines` treats as a line end (U+2028 is valid inside a JSON string), two records
-with one id, a gold that is not among the options or whose text is also another option's,
-a file edited since it was pinned. Each check here raises a `TomDataError` naming the file,
-the record and the field, and runs while the suite loads, before any model request. Pure:
-no pytest, no output.
+A release file goes wrong the same way in every benchmark (a doubled JSON key flips a gold
+silently, U+2028 splits a JSONL record, two records share an id, a file was edited since it was
+pinned); each check raises a `TomDataError` naming file, record and field, before any model call.
 """
 
 from __future__ import annotations
@@ -64,8 +59,7 @@ def field_path(trail: Sequence[str | int]) -> str:
 def loads(text: str, path: Path, *, record: str | None = None) -> Any:
     """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice.
 
-    A whole-file list names the record by its index (and id field, when it has one) and the
-    field by its path within the record; a JSONL line is its own record.
+    A whole-file list names the record by index (and id field) and the field by its path in the record.
     """
     pairs = _Pairs()
     try:
@@ -111,10 +105,7 @@ def read_json(path: Path) -> Any:
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
 
-    Records are split at "\n" only, never by `str.splitlines`, which also splits at U+2028,
-    U+2029 and U+0085 (valid, raw, inside a JSON string) and so cuts a record in two; a BOM
-    and CRLF line ends are accepted. Invalid JSON, a non-object or a key given twice names
-    its line.
+    Split at "\n" only: `str.splitlines` also splits at U+2028/U+2029/U+0085, valid raw inside a JSON string.
     """
     out = []
     for no, line in enumerate(read_text(path).split("\n"), 1):
@@ -132,11 +123,10 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
                      gold_only: bool = False) -> None:
-    """Options of one question must differ in text: with a doubled text the right answer is ambiguous.
+    """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous.
 
-    Texts are compared after trimming whitespace. `gold_only` refuses only a gold whose text is
-    also another option's (the model cannot tell them apart, and picking the twin scores as
-    wrong); ToMBench's real release has two questions with a doubled distractor, which stay.
+    `gold_only` refuses only a gold whose text is another option's: ToMBench's release has two questions
+    with a doubled distractor, which stay.
     """
     first: dict[str, int] = {}
     for i, text in enumerate(texts):
@@ -152,10 +142,9 @@ def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, f
 
 
 def check_sha256(path: Path, expected: str | None, *, benchmark: str, given: bool, partial: bool) -> None:
-    """A local file must have its pinned sha256 (or the one the user `given` for it), unless the copy is `partial`.
+    """A local file must have its pinned sha256 (or the one the user `given`), unless the copy is `partial`.
 
-    Record counts catch a file cut short; only the checksum catches one edited in place (a
-    gold flipped, an option rewritten) with its counts intact.
+    Counts catch a file cut short; only the checksum catches one edited in place with its counts intact.
     """
     if partial or expected is None:
         return

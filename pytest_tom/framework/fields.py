@@ -1,10 +1,7 @@
 """Typed readers of one field of a JSON release record, each failing with the file, the record and the field.
 
-Every loader reads text, numbers, name lists and closed vocabularies out of records a user
-may have edited; a wrong value must stop the run with a message that says exactly where it
-is (`file x.jsonl, record line 2, field 'OPTION-B': wrong type: expected text, got int 7`),
-never become a silently different item. These are the one copy of those checks; `where`
-prefixes the field with its path inside the record (`beliefQAs[0]`). Pure: no I/O.
+A value a user edited wrongly must stop the run saying where it is (`file x.jsonl, record line 2,
+field 'OPTION-B': wrong type: expected text, got int 7`), never become a different item. Pure.
 """
 
 from __future__ import annotations

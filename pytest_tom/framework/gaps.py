@@ -1,13 +1,8 @@
 """The difference of two groups' accuracies with an interval that holds when items come in clusters.
 
-Benchmarks check claims such as "deception costs accuracy" or "false beliefs are harder":
-a gap between two groups of items, where items of one story or conversation are not
-independent and one cluster may hold items of both groups. Such a check must fail only when
-the gap is beyond its tolerance with 95% confidence, so its interval must neither ignore
-the clustering (too narrow) nor collapse when every answer is the same (a bootstrap alone
-reads 10/10 as [1, 1]). Hence the union of two intervals: Newcombe's hybrid score interval
-for two proportions and the percentile interval of a bootstrap that resamples whole
-clusters, both groups together. Pure and deterministic for a given seed.
+A gap check ("deception costs accuracy") must fail only when the gap is beyond its tolerance with
+95% confidence, though items of one story are not independent and 10/10 is no certainty: hence the
+union of Newcombe's hybrid score interval and a cluster bootstrap. Pure, deterministic per seed.
 """
 
 from __future__ import annotations
@@ -39,10 +34,9 @@ class Gap:
 
 def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
                  *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
-    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap percentile one.
+    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap one.
 
-    Both groups are resampled together, cluster by cluster, because one cluster may hold items
-    of both groups. With one cluster there is nothing to resample: Newcombe's interval alone.
+    Both groups are resampled together (a cluster may hold items of both); one cluster: Newcombe's alone.
     """
     import numpy as np
 

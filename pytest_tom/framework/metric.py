@@ -1,13 +1,8 @@
 """Typed metrics: what a benchmark reports, as values one renderer can print, serialise and gate.
 
-A benchmark's `metrics(records)` returns `Metric`s instead of formatting text: the
-terminal summary, the JSON report and Markdown are all produced from these by the
-shared renderer (`pytest_tom.output`), so no benchmark writes formatting code.
-
-A benchmark whose paper tables are easiest computed as a nested dict (the five
-ported ones) declares how to show it with `Show` rows and calls `from_tree`: every
-leaf becomes a `Metric` keyed by its path, so the JSON report keeps its shape
-exactly, and only the leaves a `Show` row names are printed.
+A benchmark computing its paper tables as a nested dict declares `Show` rows and calls `from_tree`:
+every leaf becomes a `Metric` keyed by its path (the JSON report keeps its shape), and only the
+leaves a row names are printed. No benchmark writes formatting code.
 """
 
 from __future__ import annotations
@@ -30,10 +25,8 @@ Value = float | int | str | bool | tuple[Any, ...] | None
 class Metric:
     """One reported number (or label) with what it needs to be shown and compared.
 
-    `key` is the metric's place in the report's nested `metrics` object
-    (`("languages", "en", "task_avg")`), so the JSON report keeps its shape; `label`
-    is what the terminal and Markdown print (empty: recorded in JSON only); `table`
-    names the paper table the value reproduces, which groups the printed lines.
+    `key`: its place in the report's nested `metrics` object; `label`: what terminal and Markdown print
+    (empty: JSON only); `table`: the paper table it reproduces, grouping the printed lines.
     """
 
     key: tuple[str, ...]
@@ -56,12 +49,10 @@ class Metric:
 
 @dataclass(frozen=True, slots=True)
 class Show:
-    """Which leaves of a metrics tree are printed, and how: one row of a benchmark's display table.
+    """One row of a benchmark's display table: which leaves of a metrics tree are printed, and how.
 
-    `pattern` matches a leaf's key part by part, each part a shell glob (`("tasks", "*",
-    "accuracy")`); `label` and `table` are `str.format` templates whose `{0}`, `{1}`... are
-    the key parts matched by the pattern's globs, so one row labels a whole family of cells,
-    and whose named fields are the tree's top-level settings.
+    `pattern` matches a key part by part, each part a shell glob; `label` and `table` are `str.format`
+    templates of the globbed parts (`{0}`...) and the tree's top-level settings (`{aggregation}`).
     """
 
     pattern: tuple[str, ...]
@@ -85,12 +76,10 @@ def _unit(value: Any) -> Unit:
 
 
 def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = ()) -> list[Metric]:
-    """Every leaf of a nested metrics dict as a `Metric`, in the dict's order; `shows` say which are printed.
+    """Every leaf of a nested metrics dict as a `Metric`, in order; `shows` say which are printed.
 
-    A leaf is a value that is not a non-empty dict; a list becomes a tuple and an empty dict a
-    `group`, so `pytest_tom.output.render.to_json` rebuilds the dict exactly. An `accuracy` leaf
-    takes its interval (`ci95`), `n` and `std` from the dict it sits in (a tally's fields). The
-    templates may also name the tree's top-level settings (`{aggregation}`).
+    A list becomes a tuple and an empty dict a `group`, so `to_json` rebuilds the dict exactly; an
+    `accuracy` leaf takes `ci95`, `n` and `std` from the dict it sits in.
     """
     settings = {k: v for k, v in tree.items() if not isinstance(v, Mapping)}
     return _leaves(tree, shows, (), settings)

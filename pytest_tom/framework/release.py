@@ -1,15 +1,9 @@
 """A benchmark's release: where its files are, how a copy is found, fetched and re-checked.
 
-Every benchmark takes the same steps to get its official files, and each step guards a way
-scores change without a word: a local copy under the data root comes first (checked later,
-as a whole, by the benchmark's loader: counts, pins, `partial=true`); then the download
-cache, whose copy is re-checked against what its verified download recorded (a file
-damaged since would change scores as silently as a tampered mirror); then, only with
---tom-download, a fresh download, checked against its pins before it is used. A benchmark
-declares a `Release` (where its files lie, how to check and fetch them) and `locate` does
-the rest. Checksums a user gives (`sha256=`: a `name=sha256,...` list or a sha256sum
-manifest) stand in for the pins of a mirror or another revision; they get their own cache
-folder (`pins_key`), so two sets of pins never share one copy.
+Order: a local copy under the data root (checked whole by the loader), then the download cache
+(re-checked against what its verified download recorded), then, with --tom-download only, a fresh
+download checked against its pins. Checksums a user gives (`sha256=`) stand in for the pins and get
+their own cache folder (`pins_key`), so two sets of pins never share one copy.
 """
 
 from __future__ import annotations
@@ -23,13 +17,32 @@ from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.fetch import sha256_file
-from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.base import BenchmarkOption, DataSource
 
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-# --- the sha256 setting -------------------------------------------------------------------------
+# --- the settings -------------------------------------------------------------------------------
+
+
+def partial_option(copy: str) -> BenchmarkOption:
+    """The `partial` setting; `copy` ends "true runs a deliberately ...": what such a copy lacks, what is checked."""
+    return BenchmarkOption("partial", "false", f"true runs a deliberately {copy}", kind=bool)
+
+
+def partial_advice(benchmark: str, restore: str = "restore it from the official release", fresh: str = "verified",
+                   copy: str = "partial") -> str:
+    """How to get past a failed whole-release check: restore the copy, fetch a checked one, or declare it partial."""
+    return (f"{restore} (or remove the local copy and pass --tom-download for a {fresh} one), or pass --tom-set "
+            f"{benchmark}.partial=true (suite keyword partial=True) to run a deliberately {copy} copy")
+
+
+def release_options(url: str, fetches: str, sha256: str, partial: str) -> tuple[BenchmarkOption, ...]:
+    """The `source_url` (where --tom-download `fetches`), `sha256` and `partial` settings of a release."""
+    return (BenchmarkOption("source_url", url, f"Where --tom-download fetches {fetches}."),
+            BenchmarkOption("sha256", "", sha256), partial_option(partial))
+
 
 
 def parse_sha256(value: str, what: str) -> str:
@@ -99,19 +112,14 @@ def pins_key(pins: Mapping[str, str]) -> str:
 # --- a release of many files -------------------------------------------------------------------
 
 def tree_digest(files: Mapping[str, Path]) -> str:
-    """The sha256 of the `sha256sum` manifest of `files` (name in the manifest -> file), sorted by name.
-
-    A release of many small files (a folder per story) is pinned by one digest per tree, which a
-    user can reproduce with `sha256sum` and replace with one setting for another revision.
-    """
+    """The sha256 of the sorted `sha256sum` manifest of `files` (manifest name -> file): one pin per tree of small files."""
     return hashlib.sha256("".join(f"{sha256_file(p)}  {n}\n" for n, p in sorted(files.items())).encode()).hexdigest()
 
 
 def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -> None:
-    """Every file of `files` must be there and the whole tree must have the pinned `tree_digest`.
+    """Every file of `files` must be there (a copy cut short) and the tree have the pinned digest (a file edited).
 
-    Counts catch a copy cut short, the digest a file edited in place; `advice` ends both messages
-    (how to restore the copy, pin another revision or run it deliberately partial).
+    `advice` ends both messages: how to restore the copy, pin another revision or run it deliberately partial.
     """
     missing = sum(not p.is_file() for p in files.values())
     if missing:
@@ -125,10 +133,9 @@ def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -
 
 
 def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callable[[], object], *, download: bool) -> bool:
-    """Use the download cache if its copy still checks out, else fetch when allowed; False when neither applies.
+    """Use the cached copy if it still checks out, else fetch when allowed; False when neither applies.
 
-    A cached copy that fails its check is an error offline (it changed since it was verified)
-    and is fetched again with --tom-download, never used silently.
+    A cached copy failing its check changed since it was verified: an error offline, re-fetched with --tom-download.
     """
     if present:
         try:
@@ -147,11 +154,9 @@ def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callabl
 class Release:
     """Where a benchmark's files lie and how a copy of them is checked and fetched.
 
-    `local` lists folders under the data root, most specific first (`""` is the root);
-    the first that `holds` the release is used as it is, for the loader to check whole.
-    `cache` is the download-cache folder (`<cache>/<benchmark>/<cache>`); `present` says
-    whether a copy is there, `check` re-checks it, `fetch` downloads and verifies one into it.
-    `wanted` ends the not-found message: what to put where, or what --tom-download fetches.
+    `local`: folders under the data root, most specific first (`""` is the root); the first that `holds` the
+    release is used as it is. `cache`: the folder under `<cache>/<benchmark>/`, where `present` says a copy is,
+    `check` re-checks it and `fetch` downloads one. `wanted` ends the not-found message.
     """
 
     benchmark: str

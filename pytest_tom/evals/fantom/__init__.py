@@ -1,24 +1,11 @@
 """FANToM (Kim et al., EMNLP 2023): theory of mind in multi-party conversations with information asymmetry.
 
-Faithful to the official evaluator (skywalker023/fantom, `eval_fantom.py`) where the
-paper is silent, and explicit where we depart from it (docs/fantom.md):
-
-* prompts byte for byte; the official header string is defined upstream but never
-  sent, so it is off by default (`header=official` adds it);
-* the two-option belief choice in upstream's order: `random.seed(99)`, then one
-  `random.choice([True, False])` per belief question in file order, so the order of
-  an item never depends on what else is selected;
-* `official` answer handling reproduces upstream's decisions (yes/no patterns,
-  name substrings for lists, the choice-letter patterns), so the metrics equal the
-  official report on the same responses; `strict` fixes its known misreadings;
-* the short context drops `no:long` yes/no questions, and the full context
-  re-tags list and yes/no questions as inaccessible, both as upstream does;
-* free-response beliefs are judged by sentence-embedding similarity: the program
-  asks the engine for the vectors, so they are batched and cached like answers;
-* every question set (or part, or conversation) becomes aggregate assertions (ALL*,
-  ALL, per family), and each character gets an all-correct check and a
-  list/yes-no consistency check, for the missed (inaccessible) information and,
-  separately, for the control (accessible) questions.
+Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md):
+prompts byte for byte (upstream's unused header is off by default); the belief choice order from
+`random.seed(99)` in file order, so a selection never changes it; `official` parsing reproduces
+upstream's decisions, `strict` fixes its misreadings; free-response beliefs are judged by embedding
+similarity, requested from the engine so vectors are batched and cached; every set becomes ALL*/ALL/
+family assertions, and each character all-correct and list/yes-no consistency checks.
 """
 
 from __future__ import annotations
@@ -46,7 +33,7 @@ from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_sha256
+from pytest_tom.framework.release import parse_sha256, release_options
 from pytest_tom.models import embedding
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request
@@ -80,12 +67,11 @@ class FANToM(Benchmark[FantomExtra]):
         BenchmarkOption("choice_seed", str(CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
                         kind=int),
         BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
-        BenchmarkOption("source_url", OFFICIAL_URL, "Where --tom-download fetches the official archive "
-                        "(sha256-checked)."),
-        BenchmarkOption("sha256", "", "sha256 of the archive --tom-download fetches, for a mirror or a new release; "
-                        f"empty means the official one ({_data.OFFICIAL_SHA256[:12]}...)."),
-        BenchmarkOption("partial", "false", "true runs a deliberately trimmed copy (sets without belief, yes/no or "
-                        "who-knows answers); by default every set of a local copy must be whole.", kind=bool),
+        *release_options(OFFICIAL_URL, "the official archive (sha256-checked)",
+                         "sha256 of the archive --tom-download fetches, for a mirror or a new release; empty means "
+                         f"the official one ({_data.OFFICIAL_SHA256[:12]}...).",
+                         "trimmed copy (sets without belief, yes/no or who-knows answers); by default every set of a "
+                         "local copy must be whole."),
     )
     facets = (
         Facet("context", {
@@ -262,5 +248,4 @@ class FANToM(Benchmark[FantomExtra]):
 
 def _error(sample: Sample[FantomExtra], raws: Sequence[str], message: str) -> Record:
     """A scoring-side failure: an error, never a wrong answer."""
-    return Record(benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
-                  responses=tuple(raws), parse_rate=0.0, message=message)
+    return Record.of(sample, Outcome.ERROR, responses=tuple(raws), parse_rate=0.0, message=message)

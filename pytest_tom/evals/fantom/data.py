@@ -13,7 +13,7 @@ from pytest_tom.fetch import check_extracted, fetch_archive
 from pytest_tom.framework import fields
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import distinct_options, read_json
-from pytest_tom.framework.release import Release
+from pytest_tom.framework.release import Release, partial_advice
 
 OFFICIAL_URL = "https://storage.googleapis.com/ai2-mosaic-public/projects/fantom/fantom.tar.gz"
 OFFICIAL_SHA256 = "1d08dfa0ea474c7f83b9bc7e3a7b466eab25194043489dd618b4c5223e1253a4"
@@ -252,10 +252,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
     return out
 
 
-PARTIAL_ADVICE = (
-    "restore the official file (or remove the local copy and pass --tom-download for a verified one), or pass "
-    "--tom-set fantom.partial=true (suite keyword partial=True) to run a deliberately trimmed copy"
-)
+PARTIAL_ADVICE = partial_advice("fantom", "restore the official file", copy="trimmed")
 
 
 def check_whole(sets: Sequence[FantomSet], path: Path) -> None:

@@ -1,10 +1,7 @@
 """Scoring FANToM answers into records, with failure messages a user can act on without the data file.
 
-The decisions are the shared scorers' (`pytest_tom.scoring`): upstream's yes/no
-patterns, name substrings for lists and choice-letter patterns in `official`
-parsing, their documented fixes in `strict`. What this module adds is FANToM's
-reading of them: which answer is the gold (the PersonX-centric belief, the full
-fact answer), why a wrong answer is wrong, and the explanation shown on failure.
+The decisions are the shared scorers' (`pytest_tom.scoring`, `official` or `strict`); this module adds
+FANToM's reading of them: which answer is the gold, why a wrong answer is wrong, the explanation.
 """
 
 from __future__ import annotations
@@ -45,11 +42,8 @@ def result(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, p
         message = explain(sample, raws, outcome, parsed, why, mode)
         if why:
             details["why"] = why
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), score=score,
-        parsed=parsed, gold=record_gold(sample), responses=tuple(raws),
-        parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0, details=details, message=message,
-    )
+    return Record.of(sample, outcome, score=score, parsed=parsed, gold=record_gold(sample), responses=tuple(raws),
+                     details=details, message=message)
 
 
 def score(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, threshold: float) -> Record:
@@ -138,8 +132,7 @@ def score_free(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mo
                vectors: Sequence[Sequence[float]] | None) -> Record:
     """Upstream's `evaluate_belief_q`: closer to PersonX-centric than omniscient (ties are wrong), plus token F1.
 
-    `vectors` are the embeddings of [answer, PersonX-centric, omniscient-view]; None for an empty answer,
-    which is never embedded.
+    `vectors`: embeddings of [answer, PersonX-centric, omniscient-view]; None for an empty answer.
     """
     correct, wrong = str(sample.gold), sample.extra.belief_wrong
     details: dict[str, Any] = {"answer": answer, "parsing": mode, "personx_centric": correct, "omniscient_view": wrong}

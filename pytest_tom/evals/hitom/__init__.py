@@ -18,7 +18,7 @@ from pytest_tom.evals.hitom import metrics as _metrics
 from pytest_tom.evals.hitom.data import REVISION, SHA256, HiToMExtra, HiToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, partial_option
 from pytest_tom.record import Record
 
 __all__ = ["HiToM", "HiToMExtra", "HiToMSample"]
@@ -39,8 +39,7 @@ class HiToM(Benchmark[HiToMExtra]):
                         " (0.05 = 5 points) with 95 percent confidence.", kind=float),
         BenchmarkOption("sha256", "", "Digests for another revision: 'Hi-ToM_data=<sha256>,Hi-ToM_prompts=<sha256>' "
                         f"(sha256 of each tree's sorted sha256sum manifest); empty: revision {REVISION[:12]}."),
-        BenchmarkOption("partial", "false", "true runs a deliberately partial or changed copy; by default a local "
-                        "copy must be the whole pinned release.", kind=bool),
+        partial_option("partial or changed copy; by default a local copy must be the whole pinned release."),
     )
     facets = (
         Facet("order", {f"order{k}": f"Hi-ToM question of ToM order {k}." for k in range(5)}, stratum=True,

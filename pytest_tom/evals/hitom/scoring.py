@@ -51,7 +51,7 @@ def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Re
     choices = {c.label: c.text for c in sample.choices}
     want = choices[sample.gold_label]
     got = extract(text, choices)
-    outcome = Outcome.UNPARSEABLE if got is None else Outcome.CORRECT if got == want else Outcome.INCORRECT
+    outcome = Outcome.judge(got, want)
     x = sample.extra
     message = ""
     if outcome is not Outcome.CORRECT:
@@ -63,6 +63,5 @@ def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Re
             f"question: {sample.question}", f"gold: {sample.gold_label}. {want}{differ}",
             f"first line of the answer: {first[:200]!r} -> {got or 'unparseable'}",
         ])
-    return Record(benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets),
-                  parsed=got, gold=want, responses=(text,), request_keys=(key,) if key else (),
-                  parse_rate=0.0 if got is None else 1.0, details={"gold_setting": gold}, message=message)
+    return Record.of(sample, outcome, parsed=got, gold=want, responses=(text,), request_keys=(key,) if key else (),
+                     details={"gold_setting": gold}, message=message)

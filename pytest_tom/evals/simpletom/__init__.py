@@ -1,11 +1,8 @@
 """SimpleToM (Gu et al., 2024): explicit ToM inference vs its application, as per-story chains.
 
-1,147 two-sentence stories, each with three two-option questions: is the character aware of
-the key information (mental state), what will they do next (behavior), and was what they did
-reasonable (judgment). Models answer the first well and the other two badly; here that gap is
-a pytest assertion per story (`chain`: mental state => behavior => judgment), next to the
-paper's prompts and interventions (`prompts`, `scoring`), its metrics and the spec's
-arithmetic self-checks (`metrics`), and a flag for constant answerers (`letter_balance`).
+1,147 stories, each with a mental-state, a behavior and a judgment question; models answer the first
+well and the others badly, so each story is a `chain` assertion (mental state => behavior =>
+judgment), next to the paper's prompts, interventions, metrics and a constant-answerer flag.
 """
 
 from __future__ import annotations
@@ -28,9 +25,9 @@ from pytest_tom.evals.simpletom.data import (
     severity_mark,
 )
 from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.base import Benchmark, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
@@ -43,21 +40,14 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
                    "(Gu et al., 2024)")
     options = (
         *prompts.OPTIONS,
-        BenchmarkOption("source_url", OFFICIAL_BASE_URL,
-                        "Where --tom-download fetches <config>/test.jsonl (Hugging Face allenai/SimpleToM, pinned "
-                        "revision)."),
-        BenchmarkOption(
-            "sha256", "",
+        *release_options(
+            OFFICIAL_BASE_URL, "<config>/test.jsonl (Hugging Face allenai/SimpleToM, pinned revision)",
             "Checksums of the four configs' test.jsonl ('mental-state-qa=<sha256>,...' or a sha256sum manifest "
             "file with '<sha256>  <config>/test.jsonl' lines); empty: the official checksums are not published, so "
             f"a copy is checked by structure (revision {OFFICIAL_REVISION[:12]}: 1,147 rows per config, three "
             "questions per story) and a download's sha256s are recorded then.",
-        ),
-        BenchmarkOption(
-            "partial", "false",
-            "true runs a deliberately partial copy (fewer rows, or configs missing apart from story-data); by "
-            "default a local copy must be the whole release.", kind=bool,
-        ),
+            "partial copy (fewer rows, or configs missing apart from story-data); by default a local copy must be "
+            "the whole release."),
     )
     facets = (
         Facet("question_type", {"simpletom": "SimpleToM questions and chains (Gu et al., 2024).",

@@ -14,6 +14,7 @@ from typing import Any
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import distinct_options, read_jsonl
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "simpletom"
@@ -255,10 +256,7 @@ def _join(rel: Release, q: Question, path: Path) -> None:
         raise bad(f"the gold {q.gold} is {gold_text!r:.60}, but {sd} line {row.line} gives {correct!r:.60} as this "
                   "question's correct answer", "answerKey")
 
-PARTIAL_ADVICE = (
-    "restore it from the official release (or remove the local copy and pass --tom-download for a fresh one), or "
-    "pass --tom-set simpletom.partial=true (suite keyword partial=True) to run a deliberately partial copy"
-)
+PARTIAL_ADVICE = partial_advice("simpletom", fresh="fresh")
 
 
 def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tuple[Path, str | None, str]]:

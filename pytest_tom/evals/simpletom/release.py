@@ -1,13 +1,8 @@
 """Where the SimpleToM release comes from, and how a copy is known to be whole and unchanged.
 
-The official files' sha256s are not published with the release, and the copies this project
-was developed against are re-serialized (their bytes differ from the official `test.jsonl`
-files), so the default pin is structural, not a checksum: a copy must hold the four configs
-with the pinned revision's row counts (1,147 each) and every story its three questions. A
-download is checked the same way, then its sha256s are written to a manifest next to it, and
-the cached copy is re-checked against that manifest before every later use (as FANToM's
-archive is). A user who knows the official checksums (or mirrors another revision) gives
-them with `sha256=`: downloads and local copies are then checked against them.
+No official sha256s exist and known copies are re-serialized, so the default pin is structural (four
+configs, 1,147 rows each, three questions per story); a download's sha256s are recorded and re-checked
+before each use. Checksums given with `sha256=` check downloads and local copies instead.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """From answers to a record: the reference parser, the mental-state reminder as a dependent stage, messages.
 
-Parsing follows the authors' released `process_answer` (spec section 2.3):
-
-* a direct answer: every "answer" (with an optional colon) is removed, then the
-  first of "(A)", "(B)", "(C)", "(D)" present in the text, checked in that
-  order (so any text containing "(A)" reads as A, as upstream); else "(A"/"(B"
-  when exactly one occurs; else a bare capital A-D when exactly one occurs;
-  labels are case-sensitive, as upstream ("(b)" is not read);
-* a chain of thought: only the text after the LAST "the answer is"
-  (case-insensitive, optional colon) is read, and there the label that comes
-  first wins, so an option named inside the reasoning is never the answer. Two
-  deliberate departures from upstream, both on answers that break the
-  "Therefore, the answer is:" contract: a chain of thought without "the answer
-  is" is unparseable (upstream would scan the reasoning and take its first
-  "(A)"), and "the answer is (B), not (A)" reads as B (upstream: A).
-
-An answer the parser cannot read, or that names a label the question does not
-offer ("(C)"), is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it as
-wrong (the denominator is every question of the type) and reports the share
-separately (`na_frac`), which is how the metrics count it.
+Parsing follows the authors' `process_answer` (spec section 2.3). A direct answer: "answer:" removed,
+then the first of "(A)".."(D)" present, in that order; else "(A"/"(B" or a bare capital A-D when exactly
+one occurs (case-sensitive, as upstream). A chain of thought: only the text after the LAST "the answer
+is", where the label that comes first wins. Departures, both on answers breaking the "Therefore, the
+answer is:" contract: a chain of thought without it is unparseable (upstream scans the reasoning), and
+"the answer is (B), not (A)" reads B (upstream: A). An unreadable answer or a label the question does
+not offer is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it wrong and reports `na_frac`.
 """
 
 from __future__ import annotations
@@ -74,11 +62,7 @@ def parse_answer(text: str | None, cot: bool) -> str | None:
 
 
 def mental_state_request(sample: SimpleToMSample, config: PromptConfig) -> Request:
-    """The story's mental-state question exactly as its own item asks it (same messages, same settings).
-
-    The engine dedupes it with that item's request in the same wave, and a resumed
-    run finds its recorded answer in the cache: the model is never asked twice.
-    """
+    """The story's mental-state question exactly as its own item asks it: the engine dedupes and caches it."""
     x = sample.extra
     if not x.ms_question or len(x.ms_choices) != 2:
         raise ValueError(f"{sample.id} has no mental-state question to remind the model of")
@@ -93,9 +77,7 @@ def question_request(sample: SimpleToMSample, config: PromptConfig, reminder: Re
 def reminder_from(sample: SimpleToMSample, text: str | None) -> tuple[Reminder, dict[str, Any]]:
     """The reminder built from the model's own mental-state answer, and what the record keeps of it.
 
-    A readable answer is shown as "(A)" (the paper's `Answer: (A)`); an unreadable
-    one is shown as the model wrote it (stripped), since the paper reminds the
-    model of its own answer, whatever it was.
+    A readable answer is shown as "(A)" (the paper's `Answer: (A)`), an unreadable one as written (stripped).
     """
     x = sample.extra
     raw = text or ""
@@ -111,10 +93,8 @@ def reminder_from(sample: SimpleToMSample, text: str | None) -> tuple[Reminder, 
 def solve(sample: SimpleToMSample, config: PromptConfig) -> Program:
     """Ask the question; under the reminder, first ask (or reuse) the story's mental-state question.
 
-    The second stage is built from the first stage's response as the engine hands
-    it over (fresh or from the cache), so it always shows the recorded answer. A
-    model error on the first stage makes the item an ERROR (the engine never hands
-    the program an error): the question is then not asked at all.
+    The second stage shows the first stage's response as recorded (fresh or cached); a model error on the
+    first stage makes the item an ERROR without asking the question.
     """
     reminder: Reminder | None = None
     info: dict[str, Any] | None = None
@@ -136,20 +116,16 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
     cot = config.cot(x.question_type) is not None
     letter = parse_answer(text, cot)
     labels = [c.label for c in sample.choices]
-    if letter is None or letter not in labels:
-        outcome, parsed = Outcome.UNPARSEABLE, None
-    else:
-        outcome, parsed = (Outcome.CORRECT if letter == sample.gold_label else Outcome.INCORRECT), letter
+    parsed = letter if letter in labels else None
+    outcome = Outcome.judge(parsed, sample.gold_label)
     details: dict[str, Any] = {"story": x.story_id, "question_type": x.question_type,
                                "intervention": applied(config, x.question_type), "persona": config.persona,
                                "layout": config.layout, "cot": cot, "read": letter}
     if reminder is not None:
         details["reminder"] = dict(reminder)
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=parsed,
-        gold=sample.gold, responses=(text,), parse_rate=0.0 if outcome is Outcome.UNPARSEABLE else 1.0, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder),
-    )
+    return Record.of(
+        sample, outcome, parsed=parsed, gold=sample.gold, responses=(text,), details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder))
 
 
 def _option(sample: SimpleToMSample, label: str) -> str:

@@ -1,13 +1,8 @@
 """ToMATO (Shinoda et al., AAAI 2025): multiple-choice questions on the verbalised thoughts of role-playing LLMs.
 
-Two Llama-3-70B agents with hidden goals and Big-Five personalities talk; before each line
-each verbalises a thought, which becomes the gold answer to a question about a first-order
-("what does A think / want / ...") or second-order ("what does B think that A ...") mental
-state; ToMATO-FB is the subset of second-order questions where B misreads A. Here each
-question is a pytest item with marks for its mental state, order, false belief and the asked
-speaker's five factor levels; the paper's prompt and first-match extraction decide it; the
-metrics follow Tables 3, 5, 10 and 11 (mean and std over sampled runs); and two aggregate
-assertions ask whether false beliefs and personality cost the model accuracy.
+Each question (first- or second-order mental state, false belief, the speaker's Big-Five levels as
+marks) is an item decided by the paper's prompt and first-match extraction; metrics follow Tables 3,
+5, 10 and 11; two assertions ask whether false beliefs and personality cost accuracy.
 """
 
 from __future__ import annotations
@@ -32,7 +27,7 @@ from pytest_tom.evals.tomato.data import (
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
@@ -58,16 +53,11 @@ class ToMATO(Benchmark[ToMATOExtra]):
         BenchmarkOption("personality_max_gap", "0.05",
                         "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
                         "(a share) in absolute terms, with 95 percent confidence.", kind=float),
-        BenchmarkOption("source_url", OFFICIAL_BASE_URL,
-                        "Where --tom-download fetches dataset/tomato*.json (pinned revision, checked against the "
-                        "git blob ids of its tree)."),
-        BenchmarkOption("sha256", "",
-                        "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a local copy is "
-                        f"then checked against them instead of by Table 8's counts. Empty: revision "
-                        f"{OFFICIAL_REVISION[:12]}."),
-        BenchmarkOption("partial", "false",
-                        "true runs a deliberately partial copy (fewer questions than Table 8 counts); by default a "
-                        "local copy must be the whole file.", kind=bool),
+        *release_options(OFFICIAL_BASE_URL, "dataset/tomato*.json (pinned revision, checked against the git blob ids "
+                         "of its tree)", "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a "
+                         "local copy is then checked against them instead of by Table 8's counts. Empty: revision "
+                         f"{OFFICIAL_REVISION[:12]}.", "partial copy (fewer questions than Table 8 counts); by "
+                         "default a local copy must be the whole file."),
     )
     facets = (
         # a row of its own, so that the order x false-belief table leads the summary as it always has

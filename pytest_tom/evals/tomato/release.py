@@ -1,13 +1,8 @@
 """Where a ToMATO file comes from, and how a copy is known to be whole and unchanged.
 
-The repository publishes no sha256s, but its git tree at the pinned revision names every
-file by its blob id, the SHA-1 of the exact bytes, so a download is checked against that
-(and against the sha256 where this project knows it). The cached copy then gets a manifest
-of its sha256, re-checked before every later use, as SimpleToM's and FANToM's are. A local
-copy is checked by structure instead (Table 8's count of every mental state and order),
-and then by its pinned checksum (its sha256 where this project knows it, else its git blob id),
-unless `partial=true` says it is a deliberately partial copy, such as the project's fixtures:
-counts catch a file cut short, only the checksum one edited in place.
+No sha256s are published, but the pinned git tree names each file by its blob id, so a download is
+checked against that and its sha256 recorded for later re-checks. A local copy is checked by Table 8's
+counts (a file cut short), then its pinned checksum (one edited in place), unless `partial=true`.
 """
 
 from __future__ import annotations
@@ -32,12 +27,9 @@ from pytest_tom.evals.tomato.data import (
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
-from pytest_tom.framework.release import Release
+from pytest_tom.framework.release import Release, partial_advice
 
-PARTIAL_ADVICE = (
-    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-set tomato.partial=true (suite keyword partial=True) to run a deliberately partial copy"
-)
+PARTIAL_ADVICE = partial_advice("tomato")
 
 
 def git_blob_id(path: Path) -> str:

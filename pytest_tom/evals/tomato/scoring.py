@@ -1,13 +1,9 @@
 r"""From answers to a record: the official first-match extraction, each run's answer, the item's verdict.
 
-The authors read an answer with ``re.search(r'\[[A,B,C,D]\]', response)`` and take its
-second character. The comma in that character class is a slip (a class needs no separators),
-so ``[,]`` matches too and, found first, becomes the answer ",", always wrong. By default
-(`first`) the rule is read as intended: the first ``[A]``-``[D]``, with a ``[,]`` skipped like
-any other text. `official` keeps the regex byte for byte, and a ``[,]`` found first makes the
-answer unreadable (it can never be right, as upstream; it is reported as unparseable rather
-than as a wrong letter). The two differ only when ``[,]`` comes before a letter. No match at
-all is "unparseable", never "wrong"; the paper's accuracies still count it as not correct.
+The authors take the second character of ``re.search(r'\[[A,B,C,D]\]', response)``; the comma is a slip,
+so ``[,]`` matches too and, found first, reads as ",". By default (`first`) the rule is read as intended
+(a ``[,]`` is skipped); `official` keeps the regex and makes such an answer unparseable. No match at all
+is unparseable, never wrong; the paper's accuracies still count it as not correct.
 """
 
 from __future__ import annotations
@@ -63,26 +59,19 @@ def solve(sample: ToMATOSample, config: PromptConfig) -> Program:
 
 def score(sample: ToMATOSample, config: PromptConfig, texts: Sequence[str | None], picks: Sequence[str | None],
           keys: Sequence[str] = ()) -> Record:
-    """Record of one question over its runs.
+    """Record of one question over its runs: the majority letter of the readable runs (ties to the earlier) decides.
 
-    The verdict is the majority letter of the readable runs (ties to the earlier run): a
-    regression test needs one pass or fail per question. `score` is the share of runs right,
-    and `details["runs"]` keeps every run's letter, from which the metrics take the paper's
-    mean and standard deviation over runs.
+    `score` is the share of runs right; `details["runs"]` feeds the paper's mean and std over runs.
     """
     gold = sample.gold_label
     readable = [p for p in picks if p is not None]
     final = majority(readable) if readable else None
-    if final is None:
-        outcome = Outcome.UNPARSEABLE
-    else:
-        outcome = Outcome.CORRECT if final == gold else Outcome.INCORRECT
+    outcome = Outcome.judge(final, gold)
     right = [p == gold for p in picks]
     details: dict[str, Any] = {"runs": list(picks), "run_correct": right, "scoring": config.scoring,
                                "extraction": config.extraction}
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets),
-        score=sum(right) / len(right) if right else None, parsed=final, gold=gold, responses=tuple(texts),
+    return Record.of(
+        sample, outcome, score=sum(right) / len(right) if right else None, parsed=final, gold=gold, responses=tuple(texts),
         request_keys=tuple(keys), parse_rate=len(readable) / len(picks) if picks else 0.0, details=details,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, texts, picks, final, outcome),
     )

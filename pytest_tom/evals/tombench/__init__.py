@@ -1,21 +1,9 @@
 """ToMBench (Chen et al., ACL 2024): loader, official prompts, parsing, metrics, story coherence.
 
-Faithful to the official repository (zhchen18/ToMBench) where it is well defined,
-and explicit where it is not (see docs in README, "ToMBench"):
-
-* official system/user prompts, byte for byte, vanilla and CoT, Chinese and English;
-* several shuffled tries per item with a majority vote (default 5, as upstream),
-  permutations derived from (seed, file, row, try) so a selection (-m, -k,
-  sampling) never changes which orders an item sees;
-* the official answer extraction, plus a lenient mode (the default: official
-  rules, but an answer with no letter is "unparseable" instead of silently "A")
-  and a strict mode;
-* the paper's aggregation (task micro accuracy, ability accuracy pooled across
-  files, unweighted category/AVG means, the Desire sub-label weighting) or a clean
-  variant, and the coherent test (a story passes only if all its questions pass).
-
-The modules: `data` (release, taxonomy, samples, stories), `prompts` (what the
-model is shown), `scoring` (answers to records), `metrics` (the paper's tables).
+Faithful to zhchen18/ToMBench where it is well defined, explicit where not (README, "ToMBench"):
+official prompts byte for byte; shuffled tries majority-voted, permutations derived from (seed, file,
+row, try) so a selection never changes them; official, lenient (default: no letter is unparseable,
+not "A") or strict extraction; the paper's aggregation or a clean one; the coherent story test.
 """
 
 from __future__ import annotations
@@ -41,7 +29,7 @@ from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, slug, stop_at_answer_option
 from pytest_tom.framework.metric import Metric, from_tree
-from pytest_tom.framework.release import parse_pins
+from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
 __all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
@@ -84,17 +72,12 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         ),
         stop_at_answer_option("[[A]]: upstream reads [[A]] before any other answer (strict extraction never stops)"),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
-        BenchmarkOption("source_url", OFFICIAL_BASE_URL, "Where --tom-download fetches data/*.jsonl (pinned revision)."),
-        BenchmarkOption(
-            "sha256", "",
-            f"Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
+        *release_options(
+            OFFICIAL_BASE_URL, "data/*.jsonl (pinned revision)",
+            "Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
             f"'name=sha256,...'; empty means the pinned revision {OFFICIAL_REVISION[:12]}.",
-        ),
-        BenchmarkOption(
-            "partial", "false",
-            "true runs a deliberately partial copy (missing files or rows); by default a local copy must be the "
-            "whole release (every file, every row).", kind=bool,
-        ),
+            "partial copy (missing files or rows); by default a local copy must be the whole release (every file, "
+            "every row)."),
     )
     facets = (
         Facet("language", {"tombench": "ToMBench items (Chen et al., 2024).", "en": "English version of an item.",

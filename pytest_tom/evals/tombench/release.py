@@ -1,12 +1,8 @@
 """Where the ToMBench release comes from, and whether all of it is there.
 
-An emptied, truncated, missing or misnamed file would otherwise just drop items
-(2,860 quietly becoming 2,680), so a local copy is checked against the release's
-file list and per-file row counts, and a copy in the download cache against its
-sha256s before each use. A deliberately partial copy (the project's fixtures, a
-trimmed folder) says so with `partial=true`. Custom checksums (`sha256=`) stand in
-for the pins for a mirror or a new release: downloads are checked against them,
-and so is a local copy, whose row counts are then unknown.
+A missing or cut file would drop items silently, so a local copy is checked against the file list,
+row counts and sha256s (or custom `sha256=` pins), unless `partial=true`; a cached download against
+its sha256s before each use.
 """
 
 from __future__ import annotations
@@ -21,12 +17,9 @@ from pytest_tom.evals.tombench.data import ToMBenchSample
 from pytest_tom.fetch import check_pinned, fetch_pinned, sha256_file
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import Release as Where
-from pytest_tom.framework.release import pins_key, pins_setting
+from pytest_tom.framework.release import partial_advice, pins_key, pins_setting
 
-PARTIAL_ADVICE = (
-    "restore it from the official release (or remove the local copy and pass --tom-download for a verified one), or "
-    "pass --tom-set tombench.partial=true (suite keyword partial=True) to run a deliberately partial copy"
-)
+PARTIAL_ADVICE = partial_advice("tombench")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +42,7 @@ def release(setting: str) -> Release:
 
 
 def locate(source: DataSource, source_url: str, rel: Release) -> tuple[Path, bool]:
-    """The folder holding the release files, and whether its files are checksum-verified.
-
-    A local copy comes first (checked later against the release), then the download cache
-    (checked here, file by file, against the pins), then a fresh download when allowed.
-    """
+    """The folder holding the release files (local, cached or fetched), and whether they are checksum-verified."""
     def holds(folder: Path) -> bool:
         return folder.is_dir() and any(folder.glob("*.jsonl"))
 
@@ -66,11 +55,9 @@ def locate(source: DataSource, source_url: str, rel: Release) -> tuple[Path, boo
 
 
 def load(folder: Path, languages: Sequence[str], rel: Release, *, verified: bool, partial: bool) -> list[ToMBenchSample]:
-    """Every sample of the release in `folder`, ordered by language, then file, then row, after checking it is whole.
+    """Every sample in `folder` by language, file, row; an unverified copy must be whole (rows, sha256s) unless `partial`.
 
-    Malformed rows are reported first (they name file, line and field); then a
-    copy that is not checksum-verified must hold every release file with its row
-    count and its pinned sha256 (or, for custom checksums, that checksum), unless `partial`.
+    Malformed rows are reported first: they name file, line and field.
     """
     files = sorted(folder.glob("*.jsonl"))
     samples: list[ToMBenchSample] = []

@@ -1,9 +1,7 @@
 """From answers to a record: read each try's letter, map it back through the shuffle, majority-vote.
 
-Every try shows the options in its own order, so a displayed letter means
-nothing until it is mapped back to the original option; the vote is over
-original letters. An answer no try could read is "unparseable", never "wrong",
-unless the official extraction (which silently reads "A") is asked for.
+The vote is over original letters (a displayed one means nothing until mapped back). An answer no try
+could read is "unparseable", never "wrong", unless the official extraction (which reads "A") is asked for.
 """
 
 from __future__ import annotations
@@ -20,11 +18,7 @@ from pytest_tom.scoring import bracketed_label, majority
 
 
 def solve(sample: ToMBenchSample, config: Config) -> Program:
-    """Ask every try at once (one engine wave) and score the answers.
-
-    In "both" mode the record is the generation's, with the log-likelihood
-    answer alongside in `details`, so the report can say how often they disagree.
-    """
+    """Ask every try in one engine wave and score; under "both" the log-likelihood answer goes in `details`."""
     mode = config.scoring
     gen = tries(sample, config) if mode in ("generate", "both") else []
     ll = tries(sample, config, "loglikelihood") if mode in ("loglikelihood", "both") else []
@@ -49,10 +43,9 @@ def _by_loglikelihood(sample: ToMBenchSample, config: Config, planned: Sequence[
 
 
 def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise: str = "none") -> list[str | None]:
-    """The displayed letter with the highest (optionally byte-normalised) log-probability per try.
+    """Per try, the displayed letter with the highest (optionally byte-normalised) log-probability; ties to the earlier.
 
-    A response without one score per choice picks nothing (that try is unreadable);
-    ties go to the earlier letter.
+    A response without one score per choice picks nothing (that try is unreadable).
     """
     out: list[str | None] = []
     for t, resp in zip(planned, responses, strict=False):
@@ -76,32 +69,24 @@ def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]
     trials: list[dict[str, Any]] = []
     for k, (order, text) in enumerate(zip(orders, texts, strict=False)):
         shown = ll_choice[k] if ll_choice is not None else bracketed_label(text, config.extraction, n, LETTERS)
-        original: str | None
-        if shown is None:
-            original = None
-        else:
+        original: str | None = None
+        if shown is not None:
             pos = LETTERS.index(shown)
             # A C/D answer on a binary item maps to "" upstream: a vote that is always wrong.
             original = sample.choices[order[pos]].label if pos < n else ""
             votes.append(original)
         trials.append({"order": "".join(LETTERS[i] for i in order), "shown": shown, "original": original})
     parse_rate = len(votes) / len(texts) if texts else 0.0
-    final: str | None
-    if not votes:
-        outcome, final = Outcome.UNPARSEABLE, None
-    else:
-        final = majority(votes)
-        outcome = Outcome.CORRECT if final == sample.gold_label else Outcome.INCORRECT
+    final = majority(votes) if votes else None
+    outcome = Outcome.judge(final, sample.gold_label)
     details: dict[str, Any] = {"trials": trials, "votes": votes, "first_try": trials[0]["original"] if trials else None}
     if sample.extra.story_id:
         details["story_size"] = sample.extra.story_size
     if sample.defect:
         details["defect"] = sample.defect
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=final,
-        gold=sample.gold, responses=tuple(texts), parse_rate=parse_rate, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, config, orders, texts, trials, final, outcome),
-    )
+    return Record.of(
+        sample, outcome, parsed=final, gold=sample.gold, responses=tuple(texts), parse_rate=parse_rate, details=details,
+        message="" if outcome is Outcome.CORRECT else explain(sample, config, orders, texts, trials, final, outcome))
 
 
 def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],
@@ -125,8 +110,7 @@ def explain(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[in
     for k, (order, text, trial) in enumerate(zip(orders, texts, trials, strict=False)):
         shown = " ".join(f"{LETTERS[pos]}={LETTERS[i]}" for pos, i in enumerate(order))
         raw = (text or "").strip().replace("\n", " ")
-        if len(raw) > 200:
-            raw = raw[:200] + " [...]"
+        raw = raw if len(raw) <= 200 else raw[:200] + " [...]"
         parsed = "unparseable" if trial["shown"] is None else f"{trial['shown']} -> {trial['original'] or 'invalid'}"
         lines.append(f"  try {k + 1} [shown {shown}]: {raw!r} -> {parsed}")
     if sample.defect:

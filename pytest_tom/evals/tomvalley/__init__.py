@@ -1,12 +1,9 @@
 """ToMValley (DynToM): dynamic, intradependent mental states in realistic social contexts.
 
-Each social context (two character profiles, a dialogue in 4 to 7 scenarios) carries 15n-4
-questions (71 for five scenarios) about the main character's belief, emotion, intention and
-action: understanding, influence and three kinds of transformation. The benchmark is the one
-whose requests are not items: under the official protocol every question of a context yields
-the same request (all questions in one prompt, answered as one JSON object), so the engine
-sends it once and 71 items read their answers from one reply. Its compositional check asks
-whether right answers to composite questions rest on right answers to their parts.
+Each context carries 15n-4 questions (71 for five scenarios) on the main character's belief, emotion,
+intention and action. Officially all of a context's questions are one request answered as one JSON
+object: the engine sends it once and 71 items read one reply. The compositional check asks whether
+right answers to composite questions rest on right answers to their parts.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from pytest_tom.evals.tomvalley.data import ITEMS, SUBTYPE_NAMES, ToMValleyExtra
 from pytest_tom.evals.tomvalley.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
+from pytest_tom.framework.release import partial_option
 from pytest_tom.record import MetricData, Record
 
 __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
@@ -48,9 +46,8 @@ class ToMValley(Benchmark[ToMValleyExtra]):
                         "Which contexts (trial numbers) to run: paper (50-1049, the 1,000 of the paper's main tables), "
                         "all (50-1210), or numbers and ranges such as 50-149,200. A local copy must hold every context "
                         "of a range it is asked for; of paper or all it may hold a run without gaps."),
-        BenchmarkOption("partial", "false",
-                        "true runs a deliberately partial copy (contexts missing from the selected set); by default a "
-                        "missing context is an error naming it.", kind=bool),
+        partial_option("partial copy (contexts missing from the selected set); by default a missing context is an "
+                       "error naming it."),
         BenchmarkOption("source_url", release.OFFICIAL_BASE_URL,
                         "Where --tom-download fetches trial<N>/story.json and question_new.json (GAIR-NLP/DynToM at "
                         f"the pinned revision {release.OFFICIAL_REVISION[:12]}; the paper and all sets are checked "

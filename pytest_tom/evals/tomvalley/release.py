@@ -1,17 +1,9 @@
 """Where ToMValley's contexts come from: a local copy in either official layout, or a pinned download.
 
-Two layouts hold the same records: the upstream repository's folders
-(`trial<N>/story.json` + `question_new.json`, GAIR-NLP/DynToM, `synthesize_data/script/data/`)
-and the Hugging Face release's single file (`{"trial<N>": {"stage": story, "question":
-questions}}`, `DynToM.json`). A local folder may hold either, or both; `local` finds every
-context once and checks that the copy holds the whole selection.
-
-The repository publishes no checksums, so the pin is computed here from the pinned revision:
-the sha256 of the sorted list of every file's sha256 ("tree digest") for the paper's 1,000
-contexts (trials 50-1049, the main tables) and for all 1,161. A download of one of those sets
-must reproduce its digest; a custom set (`contexts=50-149`) cannot be checked against it, so
-it is checked by structure and its files' sha256s are recorded, as SimpleToM's are. Either way
-the cached copy is re-checked against the recorded sha256s before every later use.
+A local folder may hold the repository's `trial<N>/story.json` + `question_new.json` folders or the
+Hugging Face `DynToM.json`, or both. No checksums are published, so the pin is a tree digest of the
+pinned revision for the paper's 1,000 contexts and for all 1,161; a custom set is checked by structure.
+Either way a cached copy is re-checked against its recorded sha256s before each use.
 """
 
 from __future__ import annotations
@@ -70,10 +62,7 @@ def tree_digest(sums: Mapping[str, str]) -> str:
 
 
 def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: bool = False) -> list[ToMValleySample]:
-    """The samples of the wanted contexts in `folder`, in trial order; the copy must hold the whole selection.
-
-    See `local` for what "whole" means for an explicit and for a named set; `partial` lifts it.
-    """
+    """The wanted contexts' samples in trial order; the copy must hold the whole selection (see `local`) unless `partial`."""
     found = find_contexts(folder)
     check_complete(folder, found, wanted, label, named_set=label in SETS, partial=partial)
     keep = set(wanted)

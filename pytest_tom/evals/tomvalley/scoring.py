@@ -1,24 +1,12 @@
 """Reading answers: one JSON object for a whole context, or one answer for one question.
 
-The official scorer NFKC-normalises the reply, strips ```json fences (OpenAI models) or keeps the
-text from the first "{" to the first "}" (local models), `json.loads` it, and compares each
-question id's value with the gold letter by exact string equality; a decode error leaves the
-whole context without answers. Here:
-
-* a reply with no readable JSON object is *unparseable* for every question of the context (never
-  "wrong"), and the raw reply is kept on every record;
-* a readable object whose key for a question is missing, or whose value is not one of that
-  question's letters, is unparseable for that question alone, never an error of the others;
-* the object read is the first one in the reply that holds at least one of the context's question
-  ids, so a chain of thought that mentions "{...}" before its answer object is read as the
-  official first-"{"-to-first-"}" rule means it to be (documented deviation: where that rule
-  would hit a brace in the reasoning and fail, this reads the answer object);
-* a value is read as a letter when it is the letter alone or the letter followed by ".", ")" or
-  the option text ("c. Angela feels..."), in either case ("C"): the official OpenAI path compared
-  exactly and its Mistral path kept the first character; both deviations are recorded in README.
-
-The paper counts a missing answer as wrong; the metrics do the same (unparseable counts as not
-correct), while the items keep the distinction.
+The official scorer NFKC-normalises the reply, strips ```json fences or keeps the first "{" to the first
+"}", `json.loads` it and compares each question's value with the gold letter exactly. Here: a reply with
+no readable object is unparseable for every question of the context (never "wrong"); a missing key or a
+value that is not one of the question's letters is unparseable for that question alone; the object read
+is the first holding one of the context's question ids (a brace in the reasoning does not fail the
+reply); a value reads as a letter alone or followed by ".", ")" or the option text, in either case.
+Deviations are recorded in README; the metrics count unparseable as not correct, as the paper does.
 """
 
 from __future__ import annotations
@@ -118,16 +106,11 @@ def score(sample: ToMValleySample, config: PromptConfig, response: Response, key
         details["read"] = how
         why = "" if parsed is not None else f"no letter a-{letter(n - 1)} could be read from the reply"
     if parsed is None:
-        outcome = Outcome.UNPARSEABLE
         details["why"] = why
-    else:
-        outcome = Outcome.CORRECT if parsed == sample.gold else Outcome.INCORRECT
-    return Record(
-        benchmark=sample.benchmark, sample_id=sample.id, outcome=outcome, facets=dict(sample.facets), parsed=parsed,
-        gold=sample.gold, responses=(response.text,), request_keys=(key,) if key else (),
-        parse_rate=0.0 if parsed is None else 1.0, details=details,
-        message="" if outcome is Outcome.CORRECT else explain(sample, parsed, text, why),
-    )
+    outcome = Outcome.judge(parsed, sample.gold)
+    return Record.of(sample, outcome, parsed=parsed, gold=sample.gold, responses=(response.text,),
+                     request_keys=(key,) if key else (), details=details,
+                     message="" if outcome is Outcome.CORRECT else explain(sample, parsed, text, why))
 
 
 def explain(sample: ToMValleySample, parsed: str | None, text: str, why: str) -> str:
