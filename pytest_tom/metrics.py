@@ -1,8 +1,7 @@
 """Metric helpers every benchmark shares: accuracy with intervals, per-facet tables, micro and macro means.
 
-Errors are never answers, so they are counted but left out of every denominator;
-unparseable answers are in the denominator (they are wrong answers a parser could
-not read) and counted apart.
+Errors are never answers, so they are counted but left out of every denominator; unparseable answers are in the
+denominator (they are wrong answers a parser could not read) and counted apart.
 """
 
 from __future__ import annotations
@@ -33,11 +32,6 @@ def accuracy(records: Iterable[Record]) -> float | None:
     """Micro accuracy over scored (non-error) records."""
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     return sum(r.outcome is Outcome.CORRECT for r in scored) / len(scored) if scored else None
-
-
-def macro(groups: Iterable[float | None]) -> float | None:
-    """Unweighted mean of group values that exist."""
-    return mean(v for v in groups if v is not None)
 
 
 @dataclass(frozen=True, slots=True)

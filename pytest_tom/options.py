@@ -1,9 +1,8 @@
 """Command-line options and ini keys, parsed once into `TomOptions`.
 
-Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are
-plain strings so pytest-xdist can ship them, and benchmark settings are `--tom-set
-BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and
-ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
+Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are plain strings so pytest-xdist
+can ship them, and benchmark settings are `--tom-set BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags
+`--tom-<benchmark>-<name>` and ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations
@@ -163,8 +162,8 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
 def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
     """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
 
-    Registered once the command line asks for no help (pytest lists every ini key in `--help` and
-    cannot hide one); ini keys are validated after collection, so no "Unknown config option" warning.
+    Registered once the command line asks for no help (pytest lists every ini key in `--help` and cannot hide one); ini
+    keys are validated after collection, so no "Unknown config option" warning.
     """
     for opt in cls.options:
         key = S.legacy_ini(cls.name, opt.name)
@@ -196,8 +195,8 @@ def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
     """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
 
-    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset
-    or empty value (`--tom-benchmark=`, to override an ini setting) means none.
+    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset or empty value
+    (`--tom-benchmark=`, to override an ini setting) means none.
     """
     if raw is None or raw == "":
         return ()
@@ -211,8 +210,8 @@ def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, .
 def report_path_problem(path: Path) -> str | None:
     """Why a report cannot be written to `path` (None when it can), in words for the user.
 
-    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not
-    a folder or one this process may not write in are not.
+    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not a folder or one this
+    process may not write in are not.
     """
     if path.is_dir():
         return f"is a directory; give a file path, e.g. {path / 'report.json'}"
@@ -310,8 +309,8 @@ class TomOptions:
 def benchmark_settings(config: pytest.Config, registry: Registry) -> dict[str, dict[str, str]]:
     """Per benchmark, the settings of the command line over those of the ini file, each checked now.
 
-    In each place the deprecated spelling comes first and `tom_set`/`--tom-set`
-    after it, so the new spelling wins where both name one setting.
+    In each place the deprecated spelling comes first and `tom_set`/`--tom-set` after it, so the new spelling wins where
+    both name one setting.
     """
     ini_legacy, flag_legacy = legacy_settings(config, registry)
     entries = [*ini_legacy, *S.parse_entries(config.getini(S.SET_INI) or [], f"ini {S.SET_INI}"),

@@ -116,9 +116,9 @@ class TomHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
         """Around pytest's own summary: bound its failure listing, then print the accuracies (not on xdist workers).
 
-        Before it, the failures beyond the first few per group are left out of what
-        pytest's FAILURES section and short summary list (`run.bounded`); after it they
-        are put back and counted per group, and the accuracies close the run.
+        Before it, the failures beyond the first few per group are left out of what pytest's FAILURES section and short
+        summary list (`run.bounded`); after it they are put back and counted per group, and the accuracies close the
+        run.
         """
         hidden = setup.bound_failures(terminalreporter, self.tom)
         try:
@@ -137,8 +137,8 @@ class TomHooks:
 def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
     """The model under test, from --tom-model; override it in conftest.py to hand in your own.
 
-    An override may return a `pytest_tom.Model` or any callable that takes a batch
-    of chat conversations and a settings dict and returns one string per conversation.
+    An override may return a `pytest_tom.Model` or any callable that takes a batch of chat conversations and a settings
+    dict and returns one string per conversation.
     """
     try:
         model = tom_session(request.config).default_model()

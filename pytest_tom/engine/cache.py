@@ -1,11 +1,9 @@
 """On-disk response cache.
 
-Keyed by sha256(schema version, model fingerprint, request key): the fingerprint
-covers weights/config/template, the request key covers messages and decoding
-settings, so a new checkpoint or a changed prompt can never be served a stale
-answer (peers key on model name or config only). SQLite in WAL mode with a busy
-timeout lets pytest-xdist workers write to one cache file at once. Errors are
-never cached: a retry later may succeed.
+Keyed by sha256(schema version, model fingerprint, request key): the fingerprint covers weights/config/template, the
+request key covers messages and decoding settings, so a new checkpoint or a changed prompt can never be served a stale
+answer (peers key on model name or config only). SQLite in WAL mode with a busy timeout lets pytest-xdist workers write
+to one cache file at once. Errors are never cached: a retry later may succeed.
 
 What happens when the file misbehaves, and why:
 
@@ -159,8 +157,8 @@ class ResponseCache:
     def _create_whole(self) -> None:
         """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
 
-        Linking never replaces a file another process (an xdist worker) made first; without hard links
-        the file is made in place, as SQLite does.
+        Linking never replaces a file another process (an xdist worker) made first; without hard links the file is made
+        in place, as SQLite does.
         """
         if self.path.exists():
             return
@@ -206,8 +204,8 @@ class ResponseCache:
     def _open_read_only(self) -> sqlite3.Connection | None:
         """A read-only connection, or None when there is nothing to read.
 
-        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm
-        file), so the last resort is `immutable=1`, which reads the main file as it is.
+        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm file), so the last
+        resort is `immutable=1`, which reads the main file as it is.
         """
         if not self.path.is_file():
             return None
@@ -326,9 +324,9 @@ class ResponseCache:
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
         """Hand one answer to the writer thread, which commits whatever has queued up since its last commit.
 
-        A commit per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what
-        arrived during the previous commit keeps that near zero, so a killed process loses at most
-        the answers of the last commit, and `flush` (after each batch, on Ctrl-C and SIGTERM) none.
+        A commit per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what arrived during the
+        previous commit keeps that near zero, so a killed process loses at most the answers of the last commit, and
+        `flush` (after each batch, on Ctrl-C and SIGTERM) none.
         """
         if not response.ok:
             return
@@ -417,8 +415,8 @@ class ResponseCache:
         old.close()
         self._conn = None
         for path, ident in self._sidecars.items():
-            # SQLite leaves the write-ahead log of an unlinked file at its path, where the new file would
-            # replay it: ours (the same inode as when we opened) goes; another process's stays.
+            # SQLite leaves the write-ahead log of an unlinked file at its path, where the new file would replay it:
+            # ours (the same inode as when we opened) goes; another process's stays.
             if self._stat(path) == ident:
                 path.unlink(missing_ok=True)
         what = "removed" if not self.path.exists() else "replaced"

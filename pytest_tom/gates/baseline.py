@@ -39,9 +39,9 @@ MESSAGE_CHARS = 300
 class SuiteRun:
     """One suite of the current run, as the comparison and `build_baseline` need it.
 
-    `suite_id` is `<suite>` in rule patterns; `data_fingerprint` is taken over the suite's samples
-    before any selection, so deselecting items does not change it; `metrics` are its `gate_metrics`;
-    `noise_flip_rate` is the flip rate measured in this run, if it was.
+    `suite_id` is `<suite>` in rule patterns; `data_fingerprint` is taken over the suite's samples before any selection,
+    so deselecting items does not change it; `metrics` are its `gate_metrics`; `noise_flip_rate` is the flip rate
+    measured in this run, if it was.
     """
 
     suite_id: str
@@ -103,10 +103,10 @@ class Baseline:
 def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets.
 
-    Two runs compare item by item only when item `x` is the same question in both; a new release
-    or a fixed record changes this value. Samples are hashed in id order, each shared context once
-    (7k FANToM samples: tens of ms). `extra` is left out: it is the benchmark's own, maybe not text,
-    and what a prompt shows comes from the fields hashed here.
+    Two runs compare item by item only when item `x` is the same question in both; a new release or a fixed record
+    changes this value. Samples are hashed in id order, each shared context once (7k FANToM samples: tens of ms).
+    `extra` is left out: it is the benchmark's own, maybe not text, and what a prompt shows comes from the fields hashed
+    here.
     """
     contexts: dict[int, str] = {}
     outer = hashlib.sha256()
@@ -175,8 +175,8 @@ def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_f
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
     """Write a baseline atomically (`output.report.write_atomic`), so a reader or CI cache never sees half of one.
 
-    Each question, derived result and metric takes one line (one JSON value per line would make
-    a 7k-item file hundreds of thousands of lines long): a diff shows which ones changed.
+    Each question, derived result and metric takes one line (one JSON value per line would make a 7k-item file hundreds
+    of thousands of lines long): a diff shows which ones changed.
     """
     from pytest_tom.output.report import write_atomic
 
@@ -270,8 +270,8 @@ def _check_size(path: Path, size: int, limit: int) -> None:
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
     """The file's bytes, read only if it is a regular file (symlinks followed) of at most `limit` bytes.
 
-    Checked on the path, then again on the open descriptor (the path may be swapped in
-    between); opened non-blocking, so a FIFO put in its place is refused, not waited on.
+    Checked on the path, then again on the open descriptor (the path may be swapped in between); opened non-blocking, so
+    a FIFO put in its place is refused, not waited on.
     """
     limit = max_bytes() if limit is None else limit
     try:
@@ -391,8 +391,3 @@ def _check_metric(path: Path, name: str, m: Mapping[str, Any], where: str) -> No
         raise _fail(path, f"metric {name!r} has value {m['value']!r} but its {len(values)} units average {mean!r}",
                     f"{where}.value")
 
-
-def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Baseline:
-    """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
-    _validate(Path(path), raw)
-    return _parse(Path(path), raw)

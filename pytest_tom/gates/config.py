@@ -1,8 +1,8 @@
 """What a run gates on, parsed once from the options: thresholds, a baseline, comparison rules.
 
-A run with any of these is a gate run: wrong answers are recorded, not failed, and the
-exit status is decided by the gates (and by errors). Parsing lives here, free of pytest,
-so the same rules read from the command line, the ini file and a suite declaration.
+A run with any of these is a gate run: wrong answers are recorded, not failed, and the exit status is decided by the
+gates (and by errors). Parsing lives here, free of pytest, so the same rules read from the command line, the ini file
+and a suite declaration.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@
 * `whitespace_noise`: a single space doubled at a few places of the context;
 * `rephrasings`: the question rephrased by a benchmark's own templates (same meaning, other words).
 
-What a strategy needs to know of a benchmark (its templates, its text facets, whether its
-stories are narrative) it asks the benchmark's `Perturbable` (`base.perturbable`).
+What a strategy needs to know of a benchmark (its templates, its text facets, whether its stories are narrative) it asks
+the benchmark's `Perturbable` (`base.perturbable`).
 """
 
 from __future__ import annotations

@@ -1,22 +1,19 @@
 """The run's live terminal output: answers received/total, retries, errors, rate, elapsed and ETA; one-time work.
 
-The engine calls `Progress(answered, total, errors=, retries=)` as each response arrives
-(`ProgressCallback`). The bar counts answers; failed requests and a backend's retries show
-beside the count, so a server being stormed shows as retries climbing while answers do not.
-Backends say what one-time work they do through `pytest_tom.notice`, whose sink is
-`Progress.say`. Both happen inside a test, where pytest captures output, so every write
-suspends the capture and goes through pytest's terminal writer on a line of its own: the
-test file's prefix (`examples/test_tom.py ....`) is ended first and written again after,
-so pytest's dots carry on as if nothing had been drawn.
+The engine calls `Progress(answered, total, errors=, retries=)` as each response arrives (`ProgressCallback`). The bar
+counts answers; failed requests and a backend's retries show beside the count, so a server being stormed shows as
+retries climbing while answers do not. Backends say what one-time work they do through `pytest_tom.notice`, whose sink
+is `Progress.say`. Both happen inside a test, where pytest captures output, so every write suspends the capture and goes
+through pytest's terminal writer on a line of its own: the test file's prefix (`examples/test_tom.py ....`) is ended
+first and written again after, so pytest's dots carry on as if nothing had been drawn.
 
-Modes (`--tom-progress`): ``auto`` (default) draws, on a terminal, a bar redrawn in place
-at most every 0.1 s and at least every second (a timer thread, so a burst is never shown a
-batch late), ended by one closing line; elsewhere (CI logs) the one-time-work lines, a
-plain line every 5 minutes and the closing line. ``on``: the bar always (what the tests
+Modes (`--tom-progress`): ``auto`` (default) draws, on a terminal, a bar redrawn in place at most every 0.1 s and at
+least every second (a timer thread, so a burst is never shown a batch late), ended by one closing line; elsewhere (CI
+logs) the one-time-work lines, a plain line every 5 minutes and the closing line. ``on``: the bar always (what the tests
 use). ``off``: nothing.
 
-Under pytest-xdist, workers show nothing (their output would garble the
-controller's); the controller shows xdist's own per-test progress.
+Under pytest-xdist, workers show nothing (their output would garble the controller's); the controller shows xdist's own
+per-test progress.
 """
 
 from __future__ import annotations
@@ -199,8 +196,8 @@ class Progress:
     def _open(self, reporter: Any, tw: Any, *, erase: bool = False) -> None:
         """Start our own line: end pytest's (`file.py ...`), remember its prefix; pytest starts anew if interrupted.
 
-        With `erase` (the bar, which redraws in place anyway), a line holding only the
-        prefix is blanked instead of left behind, since `_close` writes it again.
+        With `erase` (the bar, which redraws in place anyway), a line holding only the prefix is blanked instead of left
+        behind, since `_close` writes it again.
         """
         self._prefix = reporter.currentfspath
         width = tw.width_of_current_line

@@ -1,7 +1,7 @@
 """Per-run state, split by concern: suites and sampling, planning, records and report.
 
-`TomSession` only composes them and answers the plugin's hooks, each of which is
-a line or two in `plugin.py`. It lives in the config stash.
+`TomSession` only composes them and answers the plugin's hooks, each of which is a line or two in `plugin.py`. It lives
+in the config stash.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ class TomSession:
         self.derived_specs: list[DerivedSpec] = []
         """On the xdist controller: the derived items the workers handed over."""
         self.collection_order: list[str] = []
-        """On the xdist controller: the node ids as a worker collected them, so the report lists
-        records in collection order as one process does, not in the order workers finished."""
+        """On the xdist controller: the node ids as a worker collected them, so the report lists records in
+        collection order as one process does, not in the order workers finished."""
         self.problems: list[str] = []
         """Lines the run's end must show (the report not written, the cache not closed)."""
         self.notes: list[str] = []
@@ -88,8 +88,8 @@ class TomSession:
     def check_model(self) -> None:
         """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
 
-        Not on an xdist worker (the controller checked), and not when a
-        pytest_tom_make_model hook may build the model from the URI itself.
+        Not on an xdist worker (the controller checked), and not when a pytest_tom_make_model hook may build the model
+        from the URI itself.
         """
         uri = self.options.model
         if not uri or self.worker is not None or self.config.hook.pytest_tom_make_model.get_hookimpls():
@@ -216,8 +216,8 @@ class TomSession:
     def finish(self) -> str | None:
         """Write the report if one was asked for; None, or the one line saying why it was not written.
 
-        Never raises: the terminal summary and the final counts come after this
-        hook, and a traceback here would take them with it.
+        Never raises: the terminal summary and the final counts come after this hook, and a traceback here would take
+        them with it.
         """
         problem = self._write_markdown()
         path = self.options.report
