@@ -1,8 +1,7 @@
-"""Command-line options and ini keys, parsed once into `TomOptions`.
-
-Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are plain strings so pytest-xdist
-can ship them, and benchmark settings are `--tom-set BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags
-`--tom-<benchmark>-<name>` and ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
+"""Command-line options and ini keys, parsed once into `TomOptions`. Every `--tom-*` flag has an ini twin `tom_*` (whose
+help points to the flag), defaults are plain strings so pytest-xdist can ship them, and benchmark settings are
+`--tom-set BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and ini keys still
+work for one release, hidden, with a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations
@@ -147,9 +146,8 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
 
 
 def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
-    """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name).
-
-    Parsed for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
+    """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name). Parsed
+    for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
     """
     group = parser.getgroup("tom")
     for opt in cls.options:
@@ -161,7 +159,6 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
 
 def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
     """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
-
     Registered once the command line asks for no help (pytest lists every ini key in `--help` and cannot hide one); ini
     keys are validated after collection, so no "Unknown config option" warning.
     """
@@ -193,10 +190,9 @@ def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
 
 
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
-    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
-
-    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset or empty value
-    (`--tom-benchmark=`, to override an ini setting) means none.
+    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given. A repeated name
+    would run every item twice; a value naming nothing (",") is an error; an unset or empty value (`--tom-benchmark=`,
+    to override an ini setting) means none.
     """
     if raw is None or raw == "":
         return ()
@@ -208,10 +204,9 @@ def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, .
 
 
 def report_path_problem(path: Path) -> str | None:
-    """Why a report cannot be written to `path` (None when it can), in words for the user.
-
-    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not a folder or one this
-    process may not write in are not.
+    """Why a report cannot be written to `path` (None when it can), in words for the user. Missing folders are fine
+    (they are created); a folder, a special file, an ancestor that is not a folder or one this process may not write in
+    are not.
     """
     if path.is_dir():
         return f"is a directory; give a file path, e.g. {path / 'report.json'}"
@@ -307,10 +302,9 @@ class TomOptions:
 
 
 def benchmark_settings(config: pytest.Config, registry: Registry) -> dict[str, dict[str, str]]:
-    """Per benchmark, the settings of the command line over those of the ini file, each checked now.
-
-    In each place the deprecated spelling comes first and `tom_set`/`--tom-set` after it, so the new spelling wins where
-    both name one setting.
+    """Per benchmark, the settings of the command line over those of the ini file, each checked now. In each place the
+    deprecated spelling comes first and `tom_set`/`--tom-set` after it, so the new spelling wins where both name one
+    setting.
     """
     ini_legacy, flag_legacy = legacy_settings(config, registry)
     entries = [*ini_legacy, *S.parse_entries(config.getini(S.SET_INI) or [], f"ini {S.SET_INI}"),

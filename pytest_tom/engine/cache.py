@@ -1,9 +1,7 @@
-"""On-disk response cache.
-
-Keyed by sha256(schema version, model fingerprint, request key): the fingerprint covers weights/config/template, the
-request key covers messages and decoding settings, so a new checkpoint or a changed prompt can never be served a stale
-answer (peers key on model name or config only). SQLite in WAL mode with a busy timeout lets pytest-xdist workers write
-to one cache file at once. Errors are never cached: a retry later may succeed.
+"""On-disk response cache. Keyed by sha256(schema version, model fingerprint, request key): the fingerprint covers
+weights/config/template, the request key covers messages and decoding settings, so a new checkpoint or a changed prompt
+can never be served a stale answer (peers key on model name or config only). SQLite in WAL mode with a busy timeout lets
+pytest-xdist workers write to one cache file at once. Errors are never cached: a retry later may succeed.
 
 What happens when the file misbehaves, and why:
 
@@ -155,10 +153,9 @@ class ResponseCache:
                 f"Remove it to start a new cache (`rm {self.path}`), or run with --tom-no-cache.", path=self.path)
 
     def _create_whole(self) -> None:
-        """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
-
-        Linking never replaces a file another process (an xdist worker) made first; without hard links the file is made
-        in place, as SQLite does.
+        """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file. Linking
+        never replaces a file another process (an xdist worker) made first; without hard links the file is made in
+        place, as SQLite does.
         """
         if self.path.exists():
             return
@@ -202,10 +199,9 @@ class ResponseCache:
         return st.st_dev, st.st_ino
 
     def _open_read_only(self) -> sqlite3.Connection | None:
-        """A read-only connection, or None when there is nothing to read.
-
-        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm file), so the last
-        resort is `immutable=1`, which reads the main file as it is.
+        """A read-only connection, or None when there is nothing to read. A WAL database in an unwritable folder cannot
+        even be read normally (SQLite needs its -shm file), so the last resort is `immutable=1`, which reads the main
+        file as it is.
         """
         if not self.path.is_file():
             return None
@@ -312,9 +308,8 @@ class ResponseCache:
 
     # -- writing -----------------------------------------------------------------------------------------
     def put_many(self, fingerprint: str, items: Iterable[tuple[str, Response]]) -> int:
-        """Store successful responses in one transaction, now; return how many reached the file.
-
-        Never raises for an unwritable file: those answers stay in memory and one warning says so.
+        """Store successful responses in one transaction, now; return how many reached the file. Never raises for an
+        unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
         self._warn_unwritable()
@@ -322,11 +317,10 @@ class ResponseCache:
         return stored
 
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
-        """Hand one answer to the writer thread, which commits whatever has queued up since its last commit.
-
-        A commit per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what arrived during the
-        previous commit keeps that near zero, so a killed process loses at most the answers of the last commit, and
-        `flush` (after each batch, on Ctrl-C and SIGTERM) none.
+        """Hand one answer to the writer thread, which commits whatever has queued up since its last commit. A commit
+        per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what arrived during the previous
+        commit keeps that near zero, so a killed process loses at most the answers of the last commit, and `flush`
+        (after each batch, on Ctrl-C and SIGTERM) none.
         """
         if not response.ok:
             return
@@ -370,9 +364,8 @@ class ResponseCache:
                 return
 
     def _write(self, items: Sequence[tuple[str, str, Response]]) -> int:
-        """Commit the successful answers among (fingerprint, request key, response) in one transaction.
-
-        Returns how many reached the file; the others answer the rest of this run from memory.
+        """Commit the successful answers among (fingerprint, request key, response) in one transaction. Returns how many
+        reached the file; the others answer the rest of this run from memory.
         """
         now = time.time()
         rows: list[tuple[str, str, str, float, str]] = []

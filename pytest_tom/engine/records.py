@@ -1,8 +1,6 @@
-"""Records of one run as they reach this process, the judging of derived results, and the report.
-
-In one process records come from this process's items; on the xdist controller from the workers' reports
-(`user_properties`) and `workeroutput`. Both fill the same `RunRecords`, so one piece of code builds the summary and the
-report.
+"""Records of one run as they reach this process, the judging of derived results, and the report. In one process records
+come from this process's items; on the xdist controller from the workers' reports (`user_properties`) and
+`workeroutput`. Both fill the same `RunRecords`, so one piece of code builds the summary and the report.
 """
 
 from __future__ import annotations

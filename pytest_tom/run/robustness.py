@@ -1,5 +1,4 @@
 """Robustness items: hypothesis searches one question's perturbations for a change that breaks the model.
-
 `<bench>_robustness[<question>-<strategy>]` items exist only when strategies are asked for (`--tom-robustness` or a
 suite's `robustness=[...]`), carry `tom_robustness` and the question's marks, and run hypothesis inside the item: no
 test function takes fixtures (so the function-scoped-fixture health check never applies), and every model call goes

@@ -1,7 +1,5 @@
-"""Per-run state, split by concern: suites and sampling, planning, records and report.
-
-`TomSession` only composes them and answers the plugin's hooks, each of which is a line or two in `plugin.py`. It lives
-in the config stash.
+"""Per-run state, split by concern: suites and sampling, planning, records and report. `TomSession` only composes them
+and answers the plugin's hooks, each of which is a line or two in `plugin.py`. It lives in the config stash.
 """
 
 from __future__ import annotations
@@ -87,7 +85,6 @@ class TomSession:
 
     def check_model(self) -> None:
         """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
-
         Not on an xdist worker (the controller checked), and not when a pytest_tom_make_model hook may build the model
         from the URI itself.
         """
@@ -214,10 +211,8 @@ class TomSession:
             return [f"pytest-tom: the summary could not be built: {type(exc).__name__}: {exc}"]
 
     def finish(self) -> str | None:
-        """Write the report if one was asked for; None, or the one line saying why it was not written.
-
-        Never raises: the terminal summary and the final counts come after this hook, and a traceback here would take
-        them with it.
+        """Write the report if one was asked for; None, or the one line saying why it was not written. Never raises: the
+        terminal summary and the final counts come after this hook, and a traceback here would take them with it.
         """
         problem = self._write_markdown()
         path = self.options.report
