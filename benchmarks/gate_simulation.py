@@ -118,9 +118,6 @@ def drop_for(points: float, mask: np.ndarray, bench: Bench, rng: np.random.Gener
     return (lo + hi) / 2
 
 
-# ---- the gates compared ---------------------------------------------------------------------
-
-
 def naive_unpaired(base: np.ndarray, new: np.ndarray) -> float:
     """Per-item two-proportion z test, one-sided (lm-evaluation-harness style): ignores pairing and stories."""
     n = len(base)

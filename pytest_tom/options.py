@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,11 +122,6 @@ SET_HELP = (f"A benchmark setting, e.g. tombench.prompt=cot; repeatable (a later
             "benchmark's settings with their choices and defaults.")
 
 
-def _ini_help(flag: str, kw: Mapping[str, Any]) -> str:
-    """An ini twin's help: a pointer to its flag, so `--help` does not print every text twice."""
-    return f"Same as {flag}" + (", one per line." if kw.get("action") == "append" else ".")
-
-
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
     """The general --tom-* options, --tom-set, and the hidden deprecated flags of each benchmark the registry imports now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
@@ -138,9 +133,10 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
             action = str(kw.get("action", ""))
             shown = {} if action == "store_true" else {
                 "metavar": METAVARS.get(dest, metavar or dest.removeprefix("tom_").upper())}
-            # argparse %-formats help texts; the ini help is shown as written.
+            # argparse %-formats help texts; the ini help is shown as written, a pointer to its flag (not the text twice).
             where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **shown, **kw)
-            parser.addini(dest, help=_ini_help(flag, kw), **_INI_KINDS.get(action, {"default": None}))
+            ini_help = f"Same as {flag}" + (", one per line." if action == "append" else ".")
+            parser.addini(dest, help=ini_help, **_INI_KINDS.get(action, {"default": None}))
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
 
@@ -171,22 +167,21 @@ def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: se
 
 def _value(config: pytest.Config, dest: str) -> Any:
     value = config.getoption(dest, default=None)
-    if value is None:
-        try:
-            value = config.getini(dest)
-        except ValueError:
-            value = None
+    value = _ini(config, dest) if value is None else value
     return value if value not in ("", []) else None
 
 
-def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
+def _int(config: pytest.Config, dest: str, flag: str, minimum: int | None = 1) -> int | None:
     raw = _value(config, dest)
     if raw is None:
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except (TypeError, ValueError):
         raise TomConfigError(f"{flag}={raw!r}: expected an integer") from None
+    if minimum is not None and value < minimum:
+        raise TomConfigError(f"{flag}={value}: must be " + ("at least 1" if minimum else "0 or more"))
+    return value
 
 
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
@@ -269,14 +264,8 @@ class TomOptions:
             base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
             cache_dir = str(Path(base) / "pytest-tom")
         sample = _int(config, "tom_sample", C.SAMPLE_OPTION)
-        if sample is not None and sample < 1:
-            raise TomConfigError(f"{C.SAMPLE_OPTION}={sample}: must be at least 1")
         batch = _int(config, "tom_batch_size", C.BATCH_SIZE_OPTION)
-        if batch is not None and batch < 1:
-            raise TomConfigError(f"{C.BATCH_SIZE_OPTION}={batch}: must be at least 1")
-        max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION) or 0
-        if max_errors < 0:
-            raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
+        max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION, minimum=0) or 0
         progress = str(_value(config, "tom_progress") or "auto").strip().lower()
         if progress not in ("auto", "on", "off"):
             raise TomConfigError(f"--tom-progress={progress!r} (ini tom_progress): expected auto, on or off")
@@ -294,8 +283,8 @@ class TomOptions:
             gates=gate_config(config, root_dir), model=_value(config, "tom_model"), benchmarks=benchmarks,
             data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
             cache_dir=root_dir / Path(str(cache_dir)).expanduser(), no_cache=bool(_value(config, "tom_no_cache")),
-            download=bool(_value(config, "tom_download")), sample=sample,
-            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0, report=report, batch_size=batch, max_errors=max_errors,
+            download=bool(_value(config, "tom_download")), sample=sample, report=report, batch_size=batch,
+            seed=_int(config, "tom_seed", C.SEED_OPTION, minimum=None) or 0, max_errors=max_errors,
             progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
         )
@@ -347,8 +336,6 @@ def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str
 
         names = tuple(s.name for s in resolve(str(raw)))
     examples = _int(config, "tom_robustness_examples", "--tom-robustness-examples")
-    if examples is not None and examples < 1:
-        raise TomConfigError(f"--tom-robustness-examples={examples}: must be at least 1")
     profile = str(_value(config, "tom_robustness_profile") or ("tom-ci" if os.environ.get("CI") else "tom-dev"))
     if raw:
         from hypothesis import settings

@@ -122,8 +122,6 @@ class Sample(Generic[E]):
         raise KeyError(label)
 
 
-# -- rewriting --------------------------------------------------------------------------------------
-
 KEEP: Mapping[str, bool] = MappingProxyType({"rewrite": False})
 """Field metadata for identifiers in a benchmark's `extra` that a rename must never touch:
 ``file: str = dataclasses.field(metadata=KEEP)``."""

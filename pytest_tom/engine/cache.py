@@ -102,7 +102,6 @@ class ResponseCache:
         self._directory = directory
         self._conn = self._open(directory)
 
-    # -- opening -----------------------------------------------------------------------------------------
     def _open(self, directory: Path) -> sqlite3.Connection | None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -235,7 +234,6 @@ class ResponseCache:
             conn.close()
             raise self._damaged(str(rows[0][0]) if rows else "integrity check failed")
 
-    # -- messages ----------------------------------------------------------------------------------------
     def _damaged(self, reason: object) -> TomCacheError:
         # quick_check reports on several lines under a "*** in database main ***" heading
         reason = "; ".join(line for line in str(reason).splitlines() if line and not line.startswith("***"))
@@ -266,7 +264,6 @@ class ResponseCache:
             "its new answers in memory, and the next run will ask them again. Make the file and its folder "
             "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
 
-    # -- reading -----------------------------------------------------------------------------------------
     def get_many(self, fingerprint: str, request_keys: Sequence[str]) -> dict[str, Response]:
         """Return the cached responses among `request_keys`, keyed by request key."""
         wanted = {cache_key(fingerprint, k): k for k in request_keys}
@@ -306,7 +303,6 @@ class ResponseCache:
                 f"{'were' if failed > 1 else 'was'} asked again"), stacklevel=2)
         return found
 
-    # -- writing -----------------------------------------------------------------------------------------
     def put_many(self, fingerprint: str, items: Iterable[tuple[str, Response]]) -> int:
         """Store successful responses in one transaction, now; return how many reached the file. Never raises for an
         unwritable file: those answers stay in memory and one warning says so.

@@ -158,7 +158,6 @@ class Engine:
                 model.close()
                 del self._models[name]
 
-    # -- programs ------------------------------------------------------------------------------------
     def run(self, programs: Mapping[str, tuple[Sample[Any], Program]]) -> dict[str, Record]:
         """Drive every program to completion and return records keyed like `programs`."""
         with _flush_on_sigterm(self.cache):
@@ -213,7 +212,6 @@ class Engine:
         keys_seen[key].extend(r.key for r in reqs if r.model == MODEL_UNDER_TEST)
         pending[key] = reqs
 
-    # -- answering -----------------------------------------------------------------------------------
     def _scoring_stats(self, name: str) -> dict[str, float]:
         return self.stats.scoring.setdefault(name, dict.fromkeys(
             ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0))

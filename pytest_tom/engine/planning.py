@@ -78,7 +78,6 @@ class Planner:
         self._order: list[PlannedItem] | None = None
         self._unit_of: dict[str, int] = {}
 
-    # -- the engine ------------------------------------------------------------------------------------
     def _start(self, model: object) -> Engine:
         if self.engine is None:
             self.model = as_model(model)
@@ -97,7 +96,6 @@ class Planner:
             self._cache.close()
             self._cache = None
 
-    # -- planning ----------------------------------------------------------------------------------------
     def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
         """Make sure `keys` have records, answering the planning unit of each missing one in one engine run. Afterwards
         every question of the unit has a record, so a failure is recorded once, never re-sent by each later item: a

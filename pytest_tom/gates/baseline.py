@@ -93,9 +93,6 @@ class Baseline:
     """Where it was read from, for messages ("" when built in memory)."""
 
 
-# -- data fingerprint -----------------------------------------------------------------------------
-
-
 def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets. Two runs
     compare item by item only when item `x` is the same question in both; a new release or a fixed record changes this
@@ -114,14 +111,6 @@ def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
         outer.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
         outer.update(b"\n")
     return "sha256:" + outer.hexdigest()
-
-
-# -- building and writing -------------------------------------------------------------------------
-
-
-def _json_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal."""
-    return json.loads(json.dumps(dict(settings), default=str, sort_keys=True))  # type: ignore[no-any-return]
 
 
 def _clip(text: str) -> str:
@@ -144,10 +133,10 @@ def _suite_dict(run: SuiteRun) -> dict[str, Any]:
                "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
         for name, m in sorted(run.metrics.items())
     }
-    out: dict[str, Any] = {"id": run.suite_id, "benchmark": run.benchmark, "settings": _json_settings(run.settings),
-                           "data_fingerprint": run.data_fingerprint, "noise_flip_rate": run.noise_flip_rate,
-                           "items": items, "derived": derived, "metrics": metrics}
-    return out
+    # Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal.
+    settings = json.loads(json.dumps(dict(run.settings), default=str, sort_keys=True))
+    return {"id": run.suite_id, "benchmark": run.benchmark, "settings": settings, "data_fingerprint": run.data_fingerprint,
+            "noise_flip_rate": run.noise_flip_rate, "items": items, "derived": derived, "metrics": metrics}
 
 
 def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None,
@@ -208,9 +197,6 @@ def describe_missing(path: Path | str) -> str:
         "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
         f"`--tom-baseline={path}`."
     )
-
-
-# -- loading --------------------------------------------------------------------------------------
 
 
 def schema() -> dict[str, Any]:
@@ -382,3 +368,8 @@ def _check_metric(path: Path, name: str, m: Mapping[str, Any], where: str) -> No
         raise _fail(path, f"metric {name!r} has value {m['value']!r} but its {len(values)} units average {mean!r}",
                     f"{where}.value")
 
+
+def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Baseline:
+    """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
+    _validate(Path(path), raw)
+    return _parse(Path(path), raw)

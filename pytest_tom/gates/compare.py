@@ -100,9 +100,6 @@ def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule
     return CompareRule(pattern, drop, False, raw, drop_text)
 
 
-# -- compatibility --------------------------------------------------------------------------------
-
-
 def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in settings.items():
@@ -172,9 +169,6 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
         line += f"; {only_cur:,} only in this run (new, or not selected when the baseline was saved)"
     notes.append(line)
     return notes
-
-
-# -- comparison -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

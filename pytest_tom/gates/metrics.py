@@ -40,17 +40,13 @@ class SuiteView:
         return out
 
 
-def _own_cluster(facets: Mapping[str, str], uid: str) -> str:
-    return uid
-
-
 def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (), *, facets: Sequence[str] = (),
                  cluster: Callable[[Mapping[str, str], str], str] | None = None) -> dict[str, MetricData]:
     """Every gateable metric of one suite's records, by name within the suite. `facets` get per-value metrics;
     `cluster(facets, unit_id)` names a unit's story (default: each unit its own). Unparseable answers count as wrong, as
     the papers count them; errors are not answers and only enter the `errors` rate.
     """
-    cluster = cluster or _own_cluster
+    cluster = cluster or (lambda _facets, uid: uid)
     out: dict[str, MetricData] = {}
 
     def add(name: str, units: Iterable[tuple[str, float, str]], description: str, higher: bool = True) -> None:

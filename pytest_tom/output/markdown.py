@@ -82,9 +82,6 @@ def write_markdown(path: Path | str, text: str) -> None:
         fh.write(lead + text)
 
 
-# -- the table ------------------------------------------------------------------------------------
-
-
 def _row(r: GateResult) -> str:
     cells = [_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r), _verdict(r)]
     return "| " + " | ".join(cells) + " |"
@@ -139,9 +136,6 @@ def _verdict(r: GateResult) -> str:
     return f"{mark} {_text(words)}"
 
 
-# -- flipped items --------------------------------------------------------------------------------
-
-
 def _flips(r: GateResult) -> list[str]:
     """A collapsed list of the items that flipped, right→wrong first (those are the regression). An entry of
     `details["right_to_wrong"]` / `["wrong_to_right"]` is an item id, or a mapping with `id` (or `sample_id`) and an
@@ -175,9 +169,6 @@ def _flip_line(entry: object) -> str:
         message = str(fields.get("message") or "")
         return f"- {_code(item)}" + (f": {_text(message)}" if message else "")
     return f"- {_code(str(entry))}"
-
-
-# -- formatting and escaping ----------------------------------------------------------------------
 
 
 def _count(n: int) -> str:

@@ -127,6 +127,9 @@ class LoadedReport:
     derived: tuple[DerivedRecord, ...]
     raw: Mapping[str, Any]
 
+    def by_nodeid(self) -> dict[str, Record]:
+        return {r.nodeid: r for r in self.records}
+
 
 def load_report(path: Path) -> LoadedReport:
     """Read a `--tom-report` file back into typed records."""

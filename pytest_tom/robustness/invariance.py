@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_tom.robustness.base import Perturbation, Rewrite, StrategySpec, perturbable, reason
+from pytest_tom.robustness.base import Perturbation, StrategySpec, perturbable, reason
 from pytest_tom.robustness.text import CJK, FILLERS_EN, FILLERS_ZH, NAME_POOLS, all_text, split_sentences
 from pytest_tom.sample import Conversation, Sample, Story, permute_choices, rename
 
@@ -155,13 +155,9 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
     return draw()
 
 
-def _rephrase_rules(sample: Sample[Any]) -> list[tuple[re.Pattern[str], Rewrite]]:
-    return [(p, r) for p, r in perturbable(sample.benchmark).rephrasings if p.search(sample.question)]
-
-
 def rephrasings(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
     """The question rewritten by one of the benchmark's meaning-preserving templates."""
-    rules = _rephrase_rules(sample)
+    rules = [(p, r) for p, r in perturbable(sample.benchmark).rephrasings if p.search(sample.question)]
     if not rules:
         raise InvalidArgument(f"no rephrasing template of {sample.benchmark} matches the question of {sample.id}")
 

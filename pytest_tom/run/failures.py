@@ -61,7 +61,6 @@ def located(config: pytest.Config, summary: str, source: str, lines: Sequence[st
                              reprcrash=ReprFileLocation(where, lineno, summary))
 
 
-# -- wrong answers ---------------------------------------------------------------------------------------
 def _value(sample: Sample[Any], value: object) -> str:
     """An answer or gold as a reader wants it: a choice letter with its text, names joined, long text cut."""
     if value is None:
@@ -138,7 +137,6 @@ def derived_failure(config: pytest.Config, verdict: DerivedRecord, source: str) 
     return located(config, summary, source, lines)
 
 
-# -- model errors ------------------------------------------------------------------------------------------
 def model_error(item: pytest.Item, message: str, *, error: str, source: str = "",
                 traceback: str | None = None) -> ReprExceptionInfo:
     """The error in full (with the user's frames) for the first item that meets it, one line for the others. `error` is

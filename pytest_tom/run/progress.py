@@ -116,7 +116,6 @@ class Progress:
         config.add_cleanup(lambda: _restore(previous))
         config.pluginmanager.register(self)
 
-    # -- what to show ------------------------------------------------------------------------------
     def _reporter(self) -> Any:
         return self.config.pluginmanager.get_plugin("terminalreporter")
 
@@ -129,7 +128,6 @@ class Progress:
             return None
         return "bar" if self.mode == "on" or getattr(reporter, "isatty", False) else "plain"
 
-    # -- the engine's callback ---------------------------------------------------------------------
     def __call__(self, done: int, total: int, *, errors: int = 0, retries: int = 0) -> None:
         style = self.style()
         if style is None:

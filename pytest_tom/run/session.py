@@ -71,7 +71,6 @@ class TomSession:
         """True on the pytest-xdist controller, which runs no items itself."""
         return self.worker is None and self.config.pluginmanager.has_plugin("dsession")
 
-    # -- models ------------------------------------------------------------------------------------------
     def default_model(self) -> Model:
         """The model --tom-model names (what the `tom_model` fixture returns unless overridden)."""
         uri = self.options.model
@@ -93,7 +92,6 @@ class TomSession:
             return
         self.backends.check(uri)
 
-    # -- selection ---------------------------------------------------------------------------------------
     def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""
         by_suite: dict[str, list[Any]] = defaultdict(list)
@@ -142,7 +140,6 @@ class TomSession:
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["derived"] = [it.spec(selected).to_dict() for it in derived]
 
-    # -- records -----------------------------------------------------------------------------------------
     def logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown" or (report.when == "setup" and report.passed):
             return
@@ -168,7 +165,6 @@ class TomSession:
     def close(self) -> None:
         self.planner.close()
 
-    # -- output ------------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
             self.gather()
