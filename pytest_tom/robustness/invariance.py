@@ -1,15 +1,8 @@
-"""Meaning-preserving changes: the answer's correctness must not move.
-
-* `renamings`: consistent, collision-free renaming of the characters everywhere the model looks
-  (context, question, choices, gold, the benchmark's extra text and character lists);
-* `choice_permutations`: the option texts in another order under the same labels, gold remapped;
-* `irrelevant_sentences`: sentences about nobody (the weather, a clock) inserted between a story's
-  sentences, where they cannot change who knows what;
-* `whitespace_noise`: a single space doubled at a few places of the context;
-* `rephrasings`: the question rephrased by a benchmark's own templates (same meaning, other words).
-
-What a strategy needs to know of a benchmark (its templates, its text facets, whether its stories are narrative) it asks
-the benchmark's `Perturbable` (`base.perturbable`).
+"""Meaning-preserving changes: the answer's correctness must not move. Characters renamed everywhere the model looks
+(`renamings`), options reordered with the gold remapped (`choice_permutations`), sentences about nobody inserted where
+they cannot change who knows what (`irrelevant_sentences`), spaces doubled (`whitespace_noise`), the question reworded
+by the benchmark's own templates (`rephrasings`). What a strategy needs to know of a benchmark (its templates, its text
+facets, whether its stories are narrative) it asks the benchmark's `Perturbable` (`base.perturbable`).
 """
 
 from __future__ import annotations
