@@ -149,11 +149,13 @@ class TomSession:
         """On an xdist worker: hand suite settings, engine statistics and answers to the controller."""
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["suites"] = self.suites.info()
+        out["engine"], out["responses"], out["model"] = self._engine_share()
+
+    def _engine_share(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+        """This process's engine statistics, answers (None without an engine) and model description."""
         engine = self.planner.engine
-        if engine is not None:
-            out["engine"] = engine.stats.to_dict()
-            out["responses"] = {k: r.to_dict() for k, r in engine.responses.items()}
-        out["model"] = self.planner.describe_model()
+        return (engine.stats.to_dict() if engine else None,
+                {k: r.to_dict() for k, r in engine.responses.items()} if engine else None, self.planner.describe_model())
 
     def absorb(self, output: dict[str, Any]) -> None:
         """On the controller: take in one worker's published share."""
@@ -180,10 +182,7 @@ class TomSession:
                 self._gathered = True  # once, even if building the report below raises and is retried
                 if self.worker is None and not self.is_controller:
                     self.records.suites.update(self.suites.info())
-                    engine = self.planner.engine
-                    self.records.add_engine(engine.stats.to_dict() if engine else None,
-                                            {k: r.to_dict() for k, r in engine.responses.items()} if engine else None,
-                                            self.planner.describe_model())
+                    self.records.add_engine(*self._engine_share())
                 else:
                     self._in_collection_order()
 
