@@ -3,18 +3,18 @@
 Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py [--items 200] [--batch-size 16] [--pytest]
        TOM_DATA_DIR=../shared/data python benchmarks/bench_hf.py --levers --items 24 --tries 5
 
-Same prompts (N ToMBench questions, one try each, official prompts, 64-token budget), model
-(SmolLM2-135M-Instruct, CPU, float32), batch size and greedy decoding, in one process:
+Same prompts (N ToMBench questions, one try each, official prompts, 64-token budget), model (SmolLM2-135M-Instruct, CPU,
+float32), batch size and greedy decoding, in one process:
 
 * bare: by hand: chat template, left-pad each batch in data order, `model.generate`, decode;
 * bare-sorted (--sorted): the same over length-sorted batches, the strongest hand-written baseline;
 * plugin: `make_model("hf:smollm2")` + the engine driving ToMBench's programs, no cache;
 * --pytest: also a full `pytest --tom-model=hf:smollm2 --tom-set tombench.tries=1` subprocess.
 
-With --levers (issue 15), the sorted bare loop, then the plugin with each lever off and on
-(`prefix_cache=`, ToMBench's `stop_at_answer`, several --batch-sizes): time, ratio to the
-bare loop, and how many parsed answers equal the bare loop's. Model load time is excluded
-(the plugin's is reported apart). Prints the ratios (target plugin / bare <= 1.2); asserts nothing.
+With --levers (issue 15), the sorted bare loop, then the plugin with each lever off and on (`prefix_cache=`, ToMBench's
+`stop_at_answer`, several --batch-sizes): time, ratio to the bare loop, and how many parsed answers equal the bare
+loop's. Model load time is excluded (the plugin's is reported apart). Prints the ratios (target plugin / bare <= 1.2);
+asserts nothing.
 """
 
 from __future__ import annotations

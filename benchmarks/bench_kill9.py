@@ -2,14 +2,12 @@
 
 Usage: python benchmarks/bench_kill9.py [--repeat 5] [--per-answer-ms 4] [--batch-size 16]
 
-A `python:` model answers the bundled ToMBench fixtures (180 unique requests) at
-`--per-answer-ms` each, logging `asked` when it starts a conversation and `answered` when its
-batch returns. The run is killed with SIGKILL at a seeded random moment after N answers (N
-varies, so kills fall anywhere in a batch), then resumed with the same cache. Printed per
-kill: answered (returned before it died), stored (in the cache file after the kill), lost
-(answered - stored) and re-asked (asked again by the resumed run: the lost answers plus the
-batch in flight). The README's bound is the largest re-asked count at the default batch size;
-timing moves the numbers a little, and nothing is asserted.
+A `python:` model answers the bundled ToMBench fixtures (180 unique requests) at `--per-answer-ms` each, logging `asked`
+when it starts a conversation and `answered` when its batch returns. The run is killed with SIGKILL at a seeded random
+moment after N answers (N varies, so kills fall anywhere in a batch), then resumed with the same cache. Printed per
+kill: answered (returned before it died), stored (in the cache file after the kill), lost (answered - stored) and
+re-asked (asked again by the resumed run: the lost answers plus the batch in flight). The README's bound is the largest
+re-asked count at the default batch size; timing moves the numbers a little, and nothing is asserted.
 """
 
 from __future__ import annotations

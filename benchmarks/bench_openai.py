@@ -2,11 +2,10 @@
 
 Usage: python benchmarks/bench_openai.py [--requests 500] [--concurrency 32] [--latency 0.1]
 
-The server (tests/helpers/latency_server.py, asyncio, in its own process) answers each request
-after `latency` seconds at almost no CPU, so the client is what is measured. The ideal wall
-time is requests x latency / concurrency; the target is within 2x of it, both for the backend
-(`model.stream(requests)` drained) and for the engine with an on-disk cache (storing every
-answer as it arrives included).
+The server (tests/helpers/latency_server.py, asyncio, in its own process) answers each request after `latency` seconds
+at almost no CPU, so the client is what is measured. The ideal wall time is requests x latency / concurrency; the target
+is within 2x of it, both for the backend (`model.stream(requests)` drained) and for the engine with an on-disk cache
+(storing every answer as it arrives included).
 """
 
 from __future__ import annotations

@@ -2,10 +2,9 @@
 
 Usage: TOM_DATA_DIR=../shared/data python benchmarks/bench_overhead.py [--repeat 3]
 
-Both sides run in fresh subprocesses: bare, N trivially parametrized passing tests; tom, as
-many ToMBench items answered by a perfect model from a warm cache. Per-item cost is the slope
-between a small and a full run, which removes start-up cost. Prints ratios only against
-baselines measured in the same run; asserts nothing about wall-clock time.
+Both sides run in fresh subprocesses: bare, N trivially parametrized passing tests; tom, as many ToMBench items answered
+by a perfect model from a warm cache. Per-item cost is the slope between a small and a full run, which removes start-up
+cost. Prints ratios only against baselines measured in the same run; asserts nothing about wall-clock time.
 """
 
 from __future__ import annotations

@@ -2,11 +2,10 @@
 
 Usage: python benchmarks/gate_simulation.py [--reps 400] [--seed 0]
 
-A ToMBench-shaped benchmark: 1,400 items in about 330 stories (140 of 4 questions, 100 of
-5-10, the rest singletons) over 7 abilities. P(correct) = expit(mu + ability + story + item)
-with story (SD 1.0) and item (SD 1.2) effects, so a story's items are correlated. Answers are
-deterministic except on "unstable" items drawn afresh each run (nondeterministic greedy
-decoding), tuned so two runs of one model disagree on 0%, 5% or 15% of the items.
+A ToMBench-shaped benchmark: 1,400 items in about 330 stories (140 of 4 questions, 100 of 5-10, the rest singletons)
+over 7 abilities. P(correct) = expit(mu + ability + story + item) with story (SD 1.0) and item (SD 1.2) effects, so a
+story's items are correlated. Answers are deterministic except on "unstable" items drawn afresh each run
+(nondeterministic greedy decoding), tuned so two runs of one model disagree on 0%, 5% or 15% of the items.
 
 The gate compares candidate and baseline on 8 metrics (overall and each ability), alpha 0.05,
 Holm. Reported: 1. false alarms for the same model or a retrained one of equal accuracy;
@@ -116,9 +115,6 @@ def drop_for(points: float, mask: np.ndarray, bench: Bench, rng: np.random.Gener
         else:
             hi = mid
     return (lo + hi) / 2
-
-
-# ---- the gates compared ---------------------------------------------------------------------
 
 
 def naive_unpaired(base: np.ndarray, new: np.ndarray) -> float:

@@ -1,7 +1,5 @@
-"""pytest-tom: theory-of-mind benchmarks as pytest regression tests.
-
-Public API: declare suites in test modules, hand in your own model, or extend the
-plugin with new benchmarks and backends (see CONTRIBUTING.md).
+"""pytest-tom: theory-of-mind benchmarks as pytest regression tests. Public API: declare suites in test modules, hand in
+your own model, or extend the plugin with new benchmarks and backends (see CONTRIBUTING.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Aggregate assertions as one kind of object: a definition over member records and a pure rule.
-
-ToMBench's coherent stories, FANToM's ALL* sets, SimpleToM's chains and ToMValley's statuses
-are all a `Derived`: member sample ids, a `kind` naming the rule, and JSON parameters. Judging
-is a pure function of the member records, so one process and the pytest-xdist controller
-agree, and it never runs on a partial selection.
+"""Aggregate assertions as one kind of object: a definition over member records and a pure rule. ToMBench's coherent
+stories, FANToM's ALL* sets, SimpleToM's chains and ToMValley's statuses are all a `Derived`: member sample ids, a
+`kind` naming the rule, and JSON parameters. Judging is a pure function of the member records, so one process and the
+pytest-xdist controller agree, and it never runs on a partial selection.
 """
 
 from __future__ import annotations
@@ -75,11 +73,9 @@ def all_pass(derived: Derived, members: Sequence[Record]) -> Judgement:
 
 def evaluate(derived: Derived, records: Mapping[str, Record], rule: Rule, *, selected: bool = True, suite: str = "",
              nodeid: str = "") -> DerivedRecord:
-    """Judge `derived` over `records` (by sample id).
-
-    When not every member was `selected`, or one has no record, the assertion is skipped with the
-    reason, so a partial selection never passes or fails a set; a member's model error makes it
-    ERROR: an outage is never a failed assertion.
+    """Judge `derived` over `records` (by sample id). When not every member was `selected`, or one has no record, the
+    assertion is skipped with the reason, so a partial selection never passes or fails a set; a member's model error
+    makes it ERROR: an outage is never a failed assertion.
     """
 
     def done(verdict: Verdict, message: str = "", **kw: Any) -> DerivedRecord:

@@ -16,10 +16,8 @@ class TomDependencyError(TomError):
 
 
 class TomDataError(TomError):
-    """Benchmark data that is missing or malformed.
-
-    The message always names the file, the record and the field, because a user
-    facing 2,860 records needs to know which one to look at.
+    """Benchmark data that is missing or malformed. The message always names the file, the record and the field, because
+    a user facing 2,860 records needs to know which one to look at.
     """
 
     def __init__(self, message: str, *, path: object = None, record: object = None, field: str | None = None) -> None:
@@ -42,11 +40,9 @@ class TomModelError(TomError):
 
 
 class TomCacheError(TomConfigError):
-    """The response cache file cannot be read: damaged, not a database, or unreadable.
-
-    A `TomConfigError`, so the run layer stops the run once with a usage error
-    instead of failing every item; the message names the file and the ways on
-    (`--tom-no-cache`, or moving the file away).
+    """The response cache file cannot be read: damaged, not a database, or unreadable. A `TomConfigError`, so the run
+    layer stops the run once with a usage error instead of failing every item; the message names the file and the ways
+    on (`--tom-no-cache`, or moving the file away).
     """
 
     def __init__(self, message: str, *, path: object) -> None:
@@ -59,10 +55,8 @@ class TomCacheWarning(UserWarning):
 
 
 class TomDeprecationWarning(UserWarning):
-    """A spelling pytest-tom still accepts but will remove in the next release (e.g. `--tom-tombench-prompt`).
-
-    Not a `DeprecationWarning`: a user's run (and this project's own tests, whose
-    filters turn deprecations from pytest_tom into errors) must keep working on
-    the old spelling for one release, with the notice shown, not hidden or raised.
+    """A spelling pytest-tom still accepts but will remove in the next release (e.g. `--tom-tombench-prompt`). Not a
+    `DeprecationWarning`: a user's run (and this project's own tests, whose filters turn deprecations from pytest_tom
+    into errors) must keep working on the old spelling for one release, with the notice shown, not hidden or raised.
     Filter it as `ignore::pytest_tom.errors.TomDeprecationWarning`.
     """

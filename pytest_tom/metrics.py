@@ -1,8 +1,6 @@
-"""Metric helpers every benchmark shares: accuracy with intervals, per-facet tables, micro and macro means.
-
-Errors are never answers, so they are counted but left out of every denominator;
-unparseable answers are in the denominator (they are wrong answers a parser could
-not read) and counted apart.
+"""Metric helpers every benchmark shares: accuracy with intervals, per-facet tables, micro and macro means. Errors are
+never answers, so they are counted but left out of every denominator; unparseable answers are in the denominator (they
+are wrong answers a parser could not read) and counted apart.
 """
 
 from __future__ import annotations

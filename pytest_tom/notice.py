@@ -1,10 +1,8 @@
-"""One-time work said on screen: what the plugin is doing while nothing else moves.
-
-Converting the bundled GGUF or loading a checkpoint takes seconds to minutes inside a test's
-setup, where pytest captures output: silent, the run looks stuck. Backends wrap such work in
-`step`, which says what starts and how long it took and keeps the libraries' stderr chatter
-(tqdm bars) out of the captured output. No pytest here: the run layer points `set_sink` at
-pytest's terminal (`pytest_tom.run.progress`); without a sink lines go to stderr.
+"""One-time work said on screen: what the plugin is doing while nothing else moves. Converting the bundled GGUF or
+loading a checkpoint takes seconds to minutes inside a test's setup, where pytest captures output: silent, the run looks
+stuck. Backends wrap such work in `step`, which says what starts and how long it took and keeps the libraries' stderr
+chatter (tqdm bars) out of the captured output. No pytest here: the run layer points `set_sink` at pytest's terminal
+(`pytest_tom.run.progress`); without a sink lines go to stderr.
 """
 
 from __future__ import annotations
@@ -48,10 +46,9 @@ def format_seconds(seconds: float) -> str:
 
 @contextlib.contextmanager
 def step(doing: str, done: str) -> Iterator[None]:
-    """Say `pytest-tom: <doing>…` now and `pytest-tom: <done> in <time>` when the block ends.
-
-    The block's stderr (tqdm bars, else dumped under the first failing test) is held back, and
-    written out if the block raises, next to the error it may explain.
+    """Say `pytest-tom: <doing>…` now and `pytest-tom: <done> in <time>` when the block ends. The block's stderr (tqdm
+    bars, else dumped under the first failing test) is held back, and written out if the block raises, next to the error
+    it may explain.
     """
     say(f"pytest-tom: {doing}…")
     start = time.perf_counter()

@@ -1,16 +1,14 @@
-"""Command-line options and ini keys, parsed once into `TomOptions`.
-
-Every `--tom-*` flag has an ini twin `tom_*` (whose help points to the flag), defaults are
-plain strings so pytest-xdist can ship them, and benchmark settings are `--tom-set
-BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and
-ini keys still work for one release, hidden, with a `TomDeprecationWarning` at each use.
+"""Command-line options and ini keys, parsed once into `TomOptions`. Every `--tom-*` flag has an ini twin `tom_*` (whose
+help points to the flag), defaults are plain strings so pytest-xdist can ship them, and benchmark settings are
+`--tom-set BENCH.NAME=VALUE` (`pytest_tom.settings`). Their former flags `--tom-<benchmark>-<name>` and ini keys still
+work for one release, hidden, with a `TomDeprecationWarning` at each use.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,11 +122,6 @@ SET_HELP = (f"A benchmark setting, e.g. tombench.prompt=cot; repeatable (a later
             "benchmark's settings with their choices and defaults.")
 
 
-def _ini_help(flag: str, kw: Mapping[str, Any]) -> str:
-    """An ini twin's help: a pointer to its flag, so `--help` does not print every text twice."""
-    return f"Same as {flag}" + (", one per line." if kw.get("action") == "append" else ".")
-
-
 def add_options(parser: pytest.Parser, registry: Registry) -> None:
     """The general --tom-* options, --tom-set, and the hidden deprecated flags of each benchmark the registry imports now."""
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
@@ -140,17 +133,17 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
             action = str(kw.get("action", ""))
             shown = {} if action == "store_true" else {
                 "metavar": METAVARS.get(dest, metavar or dest.removeprefix("tom_").upper())}
-            # argparse %-formats help texts; the ini help is shown as written.
+            # argparse %-formats help texts; the ini help is shown as written, a pointer to its flag (not the text twice).
             where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **shown, **kw)
-            parser.addini(dest, help=_ini_help(flag, kw), **_INI_KINDS.get(action, {"default": None}))
+            ini_help = f"Same as {flag}" + (", one per line." if action == "append" else ".")
+            parser.addini(dest, help=ini_help, **_INI_KINDS.get(action, {"default": None}))
     for cls in registry.loadable():
         add_benchmark_options(parser, cls)
 
 
 def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -> None:
-    """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name).
-
-    Parsed for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
+    """The deprecated `--tom-<benchmark>-<setting>` flags of a benchmark, hidden from `--help` (once per name). Parsed
+    for one release (`legacy_settings`); their ini twins come from `add_legacy_ini`.
     """
     group = parser.getgroup("tom")
     for opt in cls.options:
@@ -162,9 +155,8 @@ def add_benchmark_options(parser: pytest.Parser, cls: type[Benchmark[object]]) -
 
 def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: set[str]) -> None:
     """The deprecated `tom_<benchmark>_<setting>` ini keys of a benchmark, so an ini file using them still works.
-
-    Registered once the command line asks for no help (pytest lists every ini key in `--help` and
-    cannot hide one); ini keys are validated after collection, so no "Unknown config option" warning.
+    Registered once the command line asks for no help (pytest lists every ini key in `--help` and cannot hide one); ini
+    keys are validated after collection, so no "Unknown config option" warning.
     """
     for opt in cls.options:
         key = S.legacy_ini(cls.name, opt.name)
@@ -175,29 +167,27 @@ def add_legacy_ini(parser: pytest.Parser, cls: type[Benchmark[object]], done: se
 
 def _value(config: pytest.Config, dest: str) -> Any:
     value = config.getoption(dest, default=None)
-    if value is None:
-        try:
-            value = config.getini(dest)
-        except ValueError:
-            value = None
+    value = _ini(config, dest) if value is None else value
     return value if value not in ("", []) else None
 
 
-def _int(config: pytest.Config, dest: str, flag: str) -> int | None:
+def _int(config: pytest.Config, dest: str, flag: str, minimum: int | None = 1) -> int | None:
     raw = _value(config, dest)
     if raw is None:
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except (TypeError, ValueError):
         raise TomConfigError(f"{flag}={raw!r}: expected an integer") from None
+    if minimum is not None and value < minimum:
+        raise TomConfigError(f"{flag}={value}: must be " + ("at least 1" if minimum else "0 or more"))
+    return value
 
 
 def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
-    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given.
-
-    A repeated name would run every item twice; a value naming nothing (",") is an error; an unset
-    or empty value (`--tom-benchmark=`, to override an ini setting) means none.
+    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given. A repeated name
+    would run every item twice; a value naming nothing (",") is an error; an unset or empty value (`--tom-benchmark=`,
+    to override an ini setting) means none.
     """
     if raw is None or raw == "":
         return ()
@@ -209,10 +199,9 @@ def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, .
 
 
 def report_path_problem(path: Path) -> str | None:
-    """Why a report cannot be written to `path` (None when it can), in words for the user.
-
-    Missing folders are fine (they are created); a folder, a special file, an ancestor that is not
-    a folder or one this process may not write in are not.
+    """Why a report cannot be written to `path` (None when it can), in words for the user. Missing folders are fine
+    (they are created); a folder, a special file, an ancestor that is not a folder or one this process may not write in
+    are not.
     """
     if path.is_dir():
         return f"is a directory; give a file path, e.g. {path / 'report.json'}"
@@ -275,14 +264,8 @@ class TomOptions:
             base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
             cache_dir = str(Path(base) / "pytest-tom")
         sample = _int(config, "tom_sample", C.SAMPLE_OPTION)
-        if sample is not None and sample < 1:
-            raise TomConfigError(f"{C.SAMPLE_OPTION}={sample}: must be at least 1")
         batch = _int(config, "tom_batch_size", C.BATCH_SIZE_OPTION)
-        if batch is not None and batch < 1:
-            raise TomConfigError(f"{C.BATCH_SIZE_OPTION}={batch}: must be at least 1")
-        max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION) or 0
-        if max_errors < 0:
-            raise TomConfigError(f"{C.MAX_ERRORS_OPTION}={max_errors}: must be 0 or more")
+        max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION, minimum=0) or 0
         progress = str(_value(config, "tom_progress") or "auto").strip().lower()
         if progress not in ("auto", "on", "off"):
             raise TomConfigError(f"--tom-progress={progress!r} (ini tom_progress): expected auto, on or off")
@@ -300,18 +283,17 @@ class TomOptions:
             gates=gate_config(config, root_dir), model=_value(config, "tom_model"), benchmarks=benchmarks,
             data_dir=(root_dir / Path(str(data_dir)).expanduser()) if data_dir else None,
             cache_dir=root_dir / Path(str(cache_dir)).expanduser(), no_cache=bool(_value(config, "tom_no_cache")),
-            download=bool(_value(config, "tom_download")), sample=sample,
-            seed=_int(config, "tom_seed", C.SEED_OPTION) or 0, report=report, batch_size=batch, max_errors=max_errors,
+            download=bool(_value(config, "tom_download")), sample=sample, report=report, batch_size=batch,
+            seed=_int(config, "tom_seed", C.SEED_OPTION, minimum=None) or 0, max_errors=max_errors,
             progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
         )
 
 
 def benchmark_settings(config: pytest.Config, registry: Registry) -> dict[str, dict[str, str]]:
-    """Per benchmark, the settings of the command line over those of the ini file, each checked now.
-
-    In each place the deprecated spelling comes first and `tom_set`/`--tom-set`
-    after it, so the new spelling wins where both name one setting.
+    """Per benchmark, the settings of the command line over those of the ini file, each checked now. In each place the
+    deprecated spelling comes first and `tom_set`/`--tom-set` after it, so the new spelling wins where both name one
+    setting.
     """
     ini_legacy, flag_legacy = legacy_settings(config, registry)
     entries = [*ini_legacy, *S.parse_entries(config.getini(S.SET_INI) or [], f"ini {S.SET_INI}"),
@@ -354,8 +336,6 @@ def robustness_options(config: pytest.Config) -> tuple[tuple[str, ...], int, str
 
         names = tuple(s.name for s in resolve(str(raw)))
     examples = _int(config, "tom_robustness_examples", "--tom-robustness-examples")
-    if examples is not None and examples < 1:
-        raise TomConfigError(f"--tom-robustness-examples={examples}: must be at least 1")
     profile = str(_value(config, "tom_robustness_profile") or ("tom-ci" if os.environ.get("CI") else "tom-dev"))
     if raw:
         from hypothesis import settings

@@ -1,6 +1,5 @@
-"""pytest hooks and fixtures of pytest-tom; each hands its work to the run layer (`pytest_tom.run`).
-
-See https://docs.pytest.org/en/stable/reference/reference.html#hooks for the hooks.
+"""pytest hooks and fixtures of pytest-tom; each hands its work to the run layer (`pytest_tom.run`). See
+https://docs.pytest.org/en/stable/reference/reference.html#hooks for the hooks.
 """
 
 from __future__ import annotations
@@ -41,9 +40,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the session.
-
-    The session's hooks (`TomHooks`) are built here on the session, then the xdist controller's.
+    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the
+    session. The session's hooks (`TomHooks`) are built here on the session, then the xdist controller's.
     """
     tom = setup.configure(config)
     config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
@@ -115,10 +113,9 @@ class TomHooks:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
         """Around pytest's own summary: bound its failure listing, then print the accuracies (not on xdist workers).
-
-        Before it, the failures beyond the first few per group are left out of what
-        pytest's FAILURES section and short summary list (`run.bounded`); after it they
-        are put back and counted per group, and the accuracies close the run.
+        Before it, the failures beyond the first few per group are left out of what pytest's FAILURES section and short
+        summary list (`run.bounded`); after it they are put back and counted per group, and the accuracies close the
+        run.
         """
         hidden = setup.bound_failures(terminalreporter, self.tom)
         try:
@@ -135,10 +132,9 @@ class TomHooks:
 
 @pytest.fixture(scope="session")
 def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
-    """The model under test, from --tom-model; override it in conftest.py to hand in your own.
-
-    An override may return a `pytest_tom.Model` or any callable that takes a batch
-    of chat conversations and a settings dict and returns one string per conversation.
+    """The model under test, from --tom-model; override it in conftest.py to hand in your own. An override may return a
+    `pytest_tom.Model` or any callable that takes a batch of chat conversations and a settings dict and returns one
+    string per conversation.
     """
     try:
         model = tom_session(request.config).default_model()

@@ -1,11 +1,8 @@
-"""One lazy registry for everything pytest-tom finds by name: benchmarks, model schemes, robustness strategies.
-
-A name maps to a "module:attr" string, imported the first time the name is used,
-so `import pytest_tom` never loads torch, hypothesis or a benchmark it does not
-run. Three sources fill it, in this order of precedence: the built-in table, an
-entry-point group for installed third-party packages, and `add()` for what a
-pluggy hook (`pytest_tom_add_benchmarks`, `pytest_tom_add_backends`) or a caller
-registers at run time. An unknown name is a configuration error that lists the
+"""One lazy registry for everything pytest-tom finds by name: benchmarks, model schemes, robustness strategies. A name
+maps to a "module:attr" string, imported the first time the name is used, so `import pytest_tom` never loads torch,
+hypothesis or a benchmark it does not run. Three sources fill it, in this order of precedence: the built-in table, an
+entry-point group for installed third-party packages, and `add()` for what a pluggy hook (`pytest_tom_add_benchmarks`,
+`pytest_tom_add_backends`) or a caller registers at run time. An unknown name is a configuration error that lists the
 known ones and the nearest, so a typo is answered in one line.
 """
 
@@ -29,10 +26,8 @@ def load_target(target: str) -> object:
 
 
 class LazyRegistry(Generic[T]):
-    """Name -> object, imported from its "module:attr" target on first `get`.
-
-    `what` names the kind of thing in messages ("benchmark"); `listing` is the word
-    before the known names ("available", "known").
+    """Name -> object, imported from its "module:attr" target on first `get`. `what` names the kind of thing in messages
+    ("benchmark"); `listing` is the word before the known names ("available", "known").
     """
 
     def __init__(self, what: str, builtin: Mapping[str, str], group: str | None = None, *,

@@ -1,8 +1,6 @@
-"""Model requests and responses: what the engine plans, dedupes, caches and sends.
-
-Requests are separate from samples: a sample may need several (ToMBench's shuffled tries),
-one may answer several samples (ToMValley's 71 questions in one prompt, sent once), and one
-may depend on another's answer (SimpleToM's reminder, in a later wave). Scoring models
+"""Model requests and responses: what the engine plans, dedupes, caches and sends. Requests are separate from samples: a
+sample may need several (ToMBench's shuffled tries), one may answer several samples (ToMValley's 71 questions in one
+prompt, sent once), and one may depend on another's answer (SimpleToM's reminder, in a later wave). Scoring models
 (embedders) are requests too, routed by `Request.model`, sharing planning, cache and fingerprints.
 """
 
@@ -49,11 +47,9 @@ class GenerationSettings:
     stop: tuple[str, ...] = ()
     """Stop strings cut from the answer (excluded, as OpenAI does)."""
     stop_after: tuple[str, ...] = ()
-    """Answer-contract stops: generation ends right after the first of these the answer contains, which is KEPT.
-
-    A benchmark sets them only where its parser provably reads the same answer
-    from every continuation of a text that contains one (see README, "Stopping at
-    the answer"); the tokens after it would be generated and then ignored.
+    """Answer-contract stops: generation ends right after the first of these the answer contains, which is KEPT. A
+    benchmark sets them only where its parser provably reads the same answer from every continuation of a text that
+    contains one (see README, "Stopping at the answer"); the tokens after it would be generated and then ignored.
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,12 +63,9 @@ class GenerationSettings:
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """One call to a model.
-
-    `kind` is "generate", "loglikelihood" (score each of `choices` as a continuation) or "embed"
-    (a vector of `text` from the scoring model `model`). `answer_labels` and `answer_format` tell
-    model-agnostic baselines (`random`, `mock`) what a well-formed answer looks like; derived from
-    the prompt, they are not in the key.
+    """One call to a model. `kind` is "generate", "loglikelihood" (score each of `choices` as a continuation) or "embed"
+    (a vector of `text` from the scoring model `model`). `answer_labels` and `answer_format` tell model-agnostic
+    baselines (`random`, `mock`) what a well-formed answer looks like; derived from the prompt, they are not in the key.
     """
 
     messages: tuple[Message, ...] = ()
@@ -108,10 +101,8 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """A model's answer to one request, or the error that prevented one.
-
-    An error is never an answer: the engine turns it into an item error, so an API
-    outage can never be counted as a wrong answer.
+    """A model's answer to one request, or the error that prevented one. An error is never an answer: the engine turns
+    it into an item error, so an API outage can never be counted as a wrong answer.
     """
 
     text: str | None = None

@@ -1,9 +1,7 @@
-"""The typed sample: one benchmark question as a frozen record any later code can read and rewrite.
-
-Strategies, baselines and reports never need to know the benchmark: context (a story or a
-conversation), question, labelled choices, gold and characters are fields of their own; a
-benchmark keeps its own in `extra` and builds prompts from the sample at run time, so a
-rewritten sample (a renamed character, permuted choices) is asked exactly as rewritten.
+"""The typed sample: one benchmark question as a frozen record any later code can read and rewrite. Strategies,
+baselines and reports never need to know the benchmark: context (a story or a conversation), question, labelled choices,
+gold and characters are fields of their own; a benchmark keeps its own in `extra` and builds prompts from the sample at
+run time, so a rewritten sample (a renamed character, permuted choices) is asked exactly as rewritten.
 """
 
 from __future__ import annotations
@@ -82,11 +80,9 @@ class Choice:
 
 @dataclass(frozen=True, slots=True)
 class Sample(Generic[E]):
-    """One question of one benchmark in one setting: a pytest item's data.
-
-    `gold` is a choice label for multiple-choice questions, a tuple of names for
-    set-valued answers (FANToM's "who knows" lists, compared as sets), or the
-    reference text of a free-response question.
+    """One question of one benchmark in one setting: a pytest item's data. `gold` is a choice label for multiple-choice
+    questions, a tuple of names for set-valued answers (FANToM's "who knows" lists, compared as sets), or the reference
+    text of a free-response question.
     """
 
     benchmark: str
@@ -126,18 +122,15 @@ class Sample(Generic[E]):
         raise KeyError(label)
 
 
-# -- rewriting --------------------------------------------------------------------------------------
-
 KEEP: Mapping[str, bool] = MappingProxyType({"rewrite": False})
 """Field metadata for identifiers in a benchmark's `extra` that a rename must never touch:
 ``file: str = dataclasses.field(metadata=KEEP)``."""
 
 
 def map_text(value: T, fn: Callable[[str], str]) -> T:
-    """Apply `fn` to every string inside `value`: dataclasses (frozen or not), tuples, lists, mappings.
-
-    Mapping keys (field names, ids) and dataclass fields marked ``metadata=KEEP`` are left alone, so
-    `rewrite_text` renames a benchmark's `extra` without its own code when it holds plain containers.
+    """Apply `fn` to every string inside `value`: dataclasses (frozen or not), tuples, lists, mappings. Mapping keys
+    (field names, ids) and dataclass fields marked ``metadata=KEEP`` are left alone, so `rewrite_text` renames a
+    benchmark's `extra` without its own code when it holds plain containers.
     """
     if isinstance(value, str):
         return fn(value)  # type: ignore[return-value]
@@ -156,9 +149,8 @@ def map_text(value: T, fn: Callable[[str], str]) -> T:
 
 def rewrite_text(sample: Sample[E], fn: Callable[[str], str], *, facets: Sequence[str] = ()) -> Sample[E]:
     """A copy of `sample` with `fn` applied to all of its text: context, question, choices, gold, characters, extra.
-
-    Ids, labels, marks and facets stay (they identify the item), except the facets
-    named in `facets`, which hold text (FANToM's "character").
+    Ids, labels, marks and facets stay (they identify the item), except the facets named in `facets`, which hold text
+    (FANToM's "character").
     """
     ctx: Context
     if isinstance(sample.context, Conversation):
@@ -181,10 +173,9 @@ def rewrite_text(sample: Sample[E], fn: Callable[[str], str], *, facets: Sequenc
 
 
 def rename(sample: Sample[E], mapping: Mapping[str, str], *, facets: Sequence[str] = (), lower: bool = True) -> Sample[E]:
-    """Consistently rename characters (whole words, all at once, so swaps work) everywhere in `sample`.
-
-    Names match case-sensitively as whole words; with `lower` the lower-case form is renamed too,
-    as some benchmarks key on it (FANToM); turn it off for names that are also words ("Will").
+    """Consistently rename characters (whole words, all at once, so swaps work) everywhere in `sample`. Names match
+    case-sensitively as whole words; with `lower` the lower-case form is renamed too, as some benchmarks key on it
+    (FANToM); turn it off for names that are also words ("Will").
     """
     if not mapping:
         return sample
@@ -204,10 +195,9 @@ def rename(sample: Sample[E], mapping: Mapping[str, str], *, facets: Sequence[st
 
 
 def permute_choices(sample: Sample[E], order: Sequence[int]) -> Sample[E]:
-    """Show the choice texts in a new order under the same labels, with the gold remapped.
-
-    `order[i]` is the index of the original choice displayed at position i, so the
-    correct option moves with the shuffle and the gold label follows it.
+    """Show the choice texts in a new order under the same labels, with the gold remapped. `order[i]` is the index of
+    the original choice displayed at position i, so the correct option moves with the shuffle and the gold label follows
+    it.
     """
     gold = sample.gold_label
     labels = [c.label for c in sample.choices]

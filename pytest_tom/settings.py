@@ -1,9 +1,7 @@
-"""Benchmark settings given as `BENCH.NAME=VALUE` (`--tom-set`, ini `tom_set`), free of pytest.
-
-One repeatable option for every benchmark (like inspect's `-T`) keeps `pytest --help` short;
-`pytest --tom-set list` lists the settings, generated from the registry so it cannot drift.
-A misspelt benchmark or setting is a usage error naming the nearest valid one, and a value is
-checked by its `BenchmarkOption.convert` before any data is read.
+"""Benchmark settings given as `BENCH.NAME=VALUE` (`--tom-set`, ini `tom_set`), free of pytest. One repeatable option
+for every benchmark (like inspect's `-T`) keeps `pytest --help` short; `pytest --tom-set list` lists the settings,
+generated from the registry so it cannot drift. A misspelt benchmark or setting is a usage error naming the nearest
+valid one, and a value is checked by its `BenchmarkOption.convert` before any data is read.
 """
 
 from __future__ import annotations
@@ -70,10 +68,9 @@ def option_of(cls: type[Benchmark[object]], name: str, origin: str) -> Benchmark
 
 def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[object]]],
             names: Sequence[str]) -> dict[str, dict[str, str]]:
-    """Per benchmark, the settings of `entries` (a later entry wins), each checked as the benchmark will read it.
-
-    `get` looks a benchmark class up by name, `names` are the registered ones (for the message);
-    values stay strings, as the benchmark receives them from any other source.
+    """Per benchmark, the settings of `entries` (a later entry wins), each checked as the benchmark will read it. `get`
+    looks a benchmark class up by name, `names` are the registered ones (for the message); values stay strings, as the
+    benchmark receives them from any other source.
     """
     out: dict[str, dict[str, str]] = {}
     for e in entries:

@@ -1,10 +1,8 @@
-"""The statistics behind regression gates: rates with clustered intervals, paired comparisons, Holm.
-
-Pure functions of per-item values in [0, 1], so a gate's decision can be reproduced from a
-report and tested without pytest or a model. A story's questions are not independent, so every
-interval and test works on whole clusters (per-item Wilson is too narrow: see
-benchmarks/gate_simulation.py). numpy and scipy are imported inside the functions, so importing
-pytest_tom stays cheap for runs that never gate.
+"""The statistics behind regression gates: rates with clustered intervals, paired comparisons, Holm. Pure functions of
+per-item values in [0, 1], so a gate's decision can be reproduced from a report and tested without pytest or a model. A
+story's questions are not independent, so every interval and test works on whole clusters (per-item Wilson is too
+narrow: see benchmarks/gate_simulation.py). numpy and scipy are imported inside the functions, so importing pytest_tom
+stays cheap for runs that never gate.
 """
 
 from __future__ import annotations
@@ -66,25 +64,21 @@ class Comparison:
 
 def estimate_rate(values: Sequence[float], clusters: Sequence[Hashable] | None = None, *, level: float = 0.95,
                   resamples: int = 2000, seed: int = 0) -> Estimate:
-    """The mean of per-item values with an interval that respects clustering.
-
-    The interval is the union of a cluster bootstrap percentile interval and Wilson on the
-    effective sample size (n / design effect from the cluster-level variance, k/(k-1) factor,
-    Student's t on k-1 df). Why both: the bootstrap alone covers too little with few clusters
-    (0.91 for 10 stories in benchmarks/gate_simulation.py) and collapses when every value is
-    equal. With no spread, or one cluster, it is Wilson on the items (10/10 gives [0.72, 1]), and
-    `method` says so. `clusters=None`: each item its own cluster; `resamples=0` skips the bootstrap.
+    """The mean of per-item values with an interval that respects clustering. The interval is the union of a cluster
+    bootstrap percentile interval and Wilson on the effective sample size (n / design effect from the cluster-level
+    variance, k/(k-1) factor, Student's t on k-1 df). Why both: the bootstrap alone covers too little with few clusters
+    (0.91 for 10 stories in benchmarks/gate_simulation.py) and collapses when every value is equal. With no spread, or
+    one cluster, it is Wilson on the items (10/10 gives [0.72, 1]), and `method` says so. `clusters=None`: each item its
+    own cluster; `resamples=0` skips the bootstrap.
     """
     return _estimate(_values(values, "values"), clusters, level=level, resamples=resamples, seed=seed)
 
 
 def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
               level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Estimate:
-    """Share of items whose result differs between two runs of the same model: the noise floor.
-
-    Greedy decoding is not deterministic across batchings and hardware; `compare_paired` takes this
-    rate so a gate does not fail on that noise. For scores a flip is |a - b|. Pass `.high` rather
-    than `.point` when the repeat covered only a small sample.
+    """Share of items whose result differs between two runs of the same model: the noise floor. Greedy decoding is not
+    deterministic across batchings and hardware; `compare_paired` takes this rate so a gate does not fail on that noise.
+    For scores a flip is |a - b|. Pass `.high` rather than `.point` when the repeat covered only a small sample.
     """
     a, b = _values(run_a, "run_a"), _values(run_b, "run_b")
     _same_length(a, b)
@@ -105,13 +99,12 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
       - p_exact: exact one-sided McNemar on the discordant items, exact where few items changed.
     Each is valid in its own regime, so their maximum is valid in both (and conservative).
 
-    Noise floor: with `noise_flip_rate` f, one run's noise variance (f / 2 per item) is added once
-    more to the squared standard error. The paired variance holds both runs' noise, but a baseline
-    saved once and reused becomes a fixed offset, and a lucky one would fail candidate after
-    candidate; counted twice, a baseline lucky by its 90th percentile keeps false alarms near alpha
-    (Phi(-2.85 + 1.28) = 0.06 at alpha 0.05, against 0.15 without), at a cost in power
-    (benchmarks/gate_simulation.py measures both). The reported interval is the union of the
-    paired cluster bootstrap and the t interval, never narrower than what the decision used.
+    Noise floor: with `noise_flip_rate` f, one run's noise variance (f / 2 per item) is added once more to the squared
+    standard error. The paired variance holds both runs' noise, but a baseline saved once and reused becomes a fixed
+    offset, and a lucky one would fail candidate after candidate; counted twice, a baseline lucky by its 90th percentile
+    keeps false alarms near alpha (Phi(-2.85 + 1.28) = 0.06 at alpha 0.05, against 0.15 without), at a cost in power
+    (benchmarks/gate_simulation.py measures both). The reported interval is the union of the paired cluster bootstrap
+    and the t interval, never narrower than what the decision used.
     """
     b, w = _values(base, "base"), _values(new, "new")
     _same_length(b, w)
@@ -161,10 +154,9 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
 
 
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
-    """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong".
-
-    Under H0 right->wrong is Binomial(b + c, 1/2): scipy.stats.binomtest's numbers (the unit tests
-    check), from scipy.special's binomial tails because a simulation calls this thousands of times.
+    """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong". Under H0 right->wrong is
+    Binomial(b + c, 1/2): scipy.stats.binomtest's numbers (the unit tests check), from scipy.special's binomial tails
+    because a simulation calls this thousands of times.
     """
     from scipy.special import bdtr, bdtrc
 
@@ -177,10 +169,9 @@ def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, floa
 
 
 def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, bool]]:
-    """Holm's step-down adjusted p-values and decisions, in the order given.
-
-    Holm keeps the chance of any false alarm across the metrics gated together at alpha, with more
-    power than Bonferroni; scipy.stats has only FDR control, which bounds the share of false alarms.
+    """Holm's step-down adjusted p-values and decisions, in the order given. Holm keeps the chance of any false alarm
+    across the metrics gated together at alpha, with more power than Bonferroni; scipy.stats has only FDR control, which
+    bounds the share of false alarms.
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")

@@ -1,8 +1,6 @@
-"""Typos answered with the nearest right word: "did you mean ...?" for model ids and `-m` marks.
-
-Pure functions over strings (difflib does the matching), shared by the model
-check at session start (`models._hub`) and the `-m` hint after collection
-(`run.setup`), so both suggest the same way.
+"""Typos answered with the nearest right word: "did you mean ...?" for model ids and `-m` marks. Pure functions over
+strings (difflib does the matching), shared by the model check at session start (`models._hub`) and the `-m` hint after
+collection (`run.setup`), so both suggest the same way.
 """
 
 from __future__ import annotations

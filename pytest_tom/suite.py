@@ -1,8 +1,6 @@
-"""Declaring a suite in a test module: ``tombench = pytest_tom.suite("tombench", languages="en")``.
-
-A module-level `Suite` is collected like a test class, its questions items under the
-variable's name with the suite's settings, so a model repo can keep several configurations
-(vanilla and CoT, a quick sample and the full set) side by side.
+"""Declaring a suite in a test module: ``tombench = pytest_tom.suite("tombench", languages="en")``. A module-level
+`Suite` is collected like a test class, its questions items under the variable's name with the suite's settings, so a
+model repo can keep several configurations (vanilla and CoT, a quick sample and the full set) side by side.
 """
 
 from __future__ import annotations

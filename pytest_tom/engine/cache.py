@@ -1,11 +1,7 @@
-"""On-disk response cache.
-
-Keyed by sha256(schema version, model fingerprint, request key): the fingerprint
-covers weights/config/template, the request key covers messages and decoding
-settings, so a new checkpoint or a changed prompt can never be served a stale
-answer (peers key on model name or config only). SQLite in WAL mode with a busy
-timeout lets pytest-xdist workers write to one cache file at once. Errors are
-never cached: a retry later may succeed.
+"""On-disk response cache. Keyed by sha256(schema version, model fingerprint, request key): the fingerprint covers
+weights/config/template, the request key covers messages and decoding settings, so a new checkpoint or a changed prompt
+can never be served a stale answer (peers key on model name or config only). SQLite in WAL mode with a busy timeout lets
+pytest-xdist workers write to one cache file at once. Errors are never cached: a retry later may succeed.
 
 What happens when the file misbehaves, and why:
 
@@ -106,7 +102,6 @@ class ResponseCache:
         self._directory = directory
         self._conn = self._open(directory)
 
-    # -- opening -----------------------------------------------------------------------------------------
     def _open(self, directory: Path) -> sqlite3.Connection | None:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -157,10 +152,9 @@ class ResponseCache:
                 f"Remove it to start a new cache (`rm {self.path}`), or run with --tom-no-cache.", path=self.path)
 
     def _create_whole(self) -> None:
-        """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file.
-
-        Linking never replaces a file another process (an xdist worker) made first; without hard links
-        the file is made in place, as SQLite does.
+        """Build a new cache aside and link it into place, so the path never holds a half-made (empty) file. Linking
+        never replaces a file another process (an xdist worker) made first; without hard links the file is made in
+        place, as SQLite does.
         """
         if self.path.exists():
             return
@@ -204,10 +198,9 @@ class ResponseCache:
         return st.st_dev, st.st_ino
 
     def _open_read_only(self) -> sqlite3.Connection | None:
-        """A read-only connection, or None when there is nothing to read.
-
-        A WAL database in an unwritable folder cannot even be read normally (SQLite needs its -shm
-        file), so the last resort is `immutable=1`, which reads the main file as it is.
+        """A read-only connection, or None when there is nothing to read. A WAL database in an unwritable folder cannot
+        even be read normally (SQLite needs its -shm file), so the last resort is `immutable=1`, which reads the main
+        file as it is.
         """
         if not self.path.is_file():
             return None
@@ -241,7 +234,6 @@ class ResponseCache:
             conn.close()
             raise self._damaged(str(rows[0][0]) if rows else "integrity check failed")
 
-    # -- messages ----------------------------------------------------------------------------------------
     def _damaged(self, reason: object) -> TomCacheError:
         # quick_check reports on several lines under a "*** in database main ***" heading
         reason = "; ".join(line for line in str(reason).splitlines() if line and not line.startswith("***"))
@@ -272,7 +264,6 @@ class ResponseCache:
             "its new answers in memory, and the next run will ask them again. Make the file and its folder "
             "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
 
-    # -- reading -----------------------------------------------------------------------------------------
     def get_many(self, fingerprint: str, request_keys: Sequence[str]) -> dict[str, Response]:
         """Return the cached responses among `request_keys`, keyed by request key."""
         wanted = {cache_key(fingerprint, k): k for k in request_keys}
@@ -312,11 +303,9 @@ class ResponseCache:
                 f"{'were' if failed > 1 else 'was'} asked again"), stacklevel=2)
         return found
 
-    # -- writing -----------------------------------------------------------------------------------------
     def put_many(self, fingerprint: str, items: Iterable[tuple[str, Response]]) -> int:
-        """Store successful responses in one transaction, now; return how many reached the file.
-
-        Never raises for an unwritable file: those answers stay in memory and one warning says so.
+        """Store successful responses in one transaction, now; return how many reached the file. Never raises for an
+        unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
         self._warn_unwritable()
@@ -324,11 +313,10 @@ class ResponseCache:
         return stored
 
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
-        """Hand one answer to the writer thread, which commits whatever has queued up since its last commit.
-
-        A commit per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what
-        arrived during the previous commit keeps that near zero, so a killed process loses at most
-        the answers of the last commit, and `flush` (after each batch, on Ctrl-C and SIGTERM) none.
+        """Hand one answer to the writer thread, which commits whatever has queued up since its last commit. A commit
+        per answer (0.1-0.2 ms) doubled the engine time of free answers; grouping what arrived during the previous
+        commit keeps that near zero, so a killed process loses at most the answers of the last commit, and `flush`
+        (after each batch, on Ctrl-C and SIGTERM) none.
         """
         if not response.ok:
             return
@@ -372,9 +360,8 @@ class ResponseCache:
                 return
 
     def _write(self, items: Sequence[tuple[str, str, Response]]) -> int:
-        """Commit the successful answers among (fingerprint, request key, response) in one transaction.
-
-        Returns how many reached the file; the others answer the rest of this run from memory.
+        """Commit the successful answers among (fingerprint, request key, response) in one transaction. Returns how many
+        reached the file; the others answer the rest of this run from memory.
         """
         now = time.time()
         rows: list[tuple[str, str, str, float, str]] = []
@@ -417,8 +404,8 @@ class ResponseCache:
         old.close()
         self._conn = None
         for path, ident in self._sidecars.items():
-            # SQLite leaves the write-ahead log of an unlinked file at its path, where the new file would
-            # replay it: ours (the same inode as when we opened) goes; another process's stays.
+            # SQLite leaves the write-ahead log of an unlinked file at its path, where the new file would replay it:
+            # ours (the same inode as when we opened) goes; another process's stays.
             if self._stat(path) == ident:
                 path.unlink(missing_ok=True)
         what = "removed" if not self.path.exists() else "replaced"

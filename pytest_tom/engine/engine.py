@@ -1,12 +1,9 @@
-"""The request engine: plan, dedupe, answer from cache, batch the rest; the only caller of models.
-
-Samples are programs (generators yielding lists of requests and receiving the responses),
-advanced in waves: each wave dedupes every pending request, answers what the cache holds and
-sends the rest to their model in batches, storing each response as it arrives (see
-`ResponseCache.store`), so Ctrl-C or SIGTERM loses no answer and `kill -9` at most those of the
-last commit. A follow-up that needs an earlier answer simply arrives in a later wave.
-`Request.model` routes a request: the model under test answers the empty name, scoring models
-(embedders) theirs, each with its own fingerprint in the cache key.
+"""The request engine: plan, dedupe, answer from cache, batch the rest; the only caller of models. Samples are programs
+(generators yielding lists of requests and receiving the responses), advanced in waves: each wave dedupes every pending
+request, answers what the cache holds and sends the rest to their model in batches, storing each response as it arrives
+(see `ResponseCache.store`), so Ctrl-C or SIGTERM loses no answer and `kill -9` at most those of the last commit. A
+follow-up that needs an earlier answer simply arrives in a later wave. `Request.model` routes a request: the model under
+test answers the empty name, scoring models (embedders) theirs, each with its own fingerprint in the cache key.
 """
 
 from __future__ import annotations
@@ -29,11 +26,10 @@ from pytest_tom.sample import Sample
 
 
 class ProgressCallback(Protocol):
-    """Told how a pass of model requests goes; throttles its own drawing.
-
-    Called with (0, total) first, then as each response arrives: `answered` counts answers,
-    `errors` the requests that got none (never retried by the engine), `retries` the backend's
-    retries so far in this pass (its `stats["retries"]`). The pass ends at answered + errors == total.
+    """Told how a pass of model requests goes; throttles its own drawing. Called with (0, total) first, then as each
+    response arrives: `answered` counts answers, `errors` the requests that got none (never retried by the engine),
+    `retries` the backend's retries so far in this pass (its `stats["retries"]`). The pass ends at answered + errors ==
+    total.
     """
 
     def __call__(self, answered: int, total: int, /, *, errors: int = 0, retries: int = 0) -> None: ...
@@ -59,9 +55,8 @@ ModelResolver = Callable[[str], Model]
 @contextlib.contextmanager
 def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
     """While the engine runs, SIGTERM (a CI timeout, `kill`) still ends the process, after the cache has every answer.
-
-    (Ctrl-C runs the engine's `finally`.) Only the default disposition is replaced, from the
-    main thread, for the engine run: a handler the user installed is left alone.
+    (Ctrl-C runs the engine's `finally`.) Only the default disposition is replaced, from the main thread, for the engine
+    run: a handler the user installed is left alone.
     """
     if (cache is None or threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
@@ -163,7 +158,6 @@ class Engine:
                 model.close()
                 del self._models[name]
 
-    # -- programs ------------------------------------------------------------------------------------
     def run(self, programs: Mapping[str, tuple[Sample[Any], Program]]) -> dict[str, Record]:
         """Drive every program to completion and return records keyed like `programs`."""
         with _flush_on_sigterm(self.cache):
@@ -218,7 +212,6 @@ class Engine:
         keys_seen[key].extend(r.key for r in reqs if r.model == MODEL_UNDER_TEST)
         pending[key] = reqs
 
-    # -- answering -----------------------------------------------------------------------------------
     def _scoring_stats(self, name: str) -> dict[str, float]:
         return self.stats.scoring.setdefault(name, dict.fromkeys(
             ("requests", "unique_requests", "cache_hits", "model_requests", "errors", "model_seconds"), 0.0))

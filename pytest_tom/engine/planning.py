@@ -1,9 +1,7 @@
-"""Planning: which samples to answer together, and the engine that answers them.
-
-Dedupe and batching need as much of the run as possible in one engine run, so the first item
-needing an answer answers its whole planning unit: in one process every selected question; on
-an xdist worker its block of the collection (`blocks`, computed alike on both sides, so under
-`--dist load` no request is sent twice; other modes may ask a few twice but never lose one).
+"""Planning: which samples to answer together, and the engine that answers them. Dedupe and batching need as much of the
+run as possible in one engine run, so the first item needing an answer answers its whole planning unit: in one process
+every selected question; on an xdist worker its block of the collection (`blocks`, computed alike on both sides, so
+under `--dist load` no request is sent twice; other modes may ask a few twice but never lose one).
 """
 
 from __future__ import annotations
@@ -40,10 +38,9 @@ def question_pattern(names: Sequence[str]) -> re.Pattern[str]:
 
 
 def blocks(is_question: Sequence[bool], count: int) -> list[int]:
-    """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks.
-
-    Other items stay with the questions around them; worker and controller see the same collection,
-    so they agree on every block.
+    """The block (0..count-1) of each collected item, with the questions split evenly into contiguous blocks. Other
+    items stay with the questions around them; worker and controller see the same collection, so they agree on every
+    block.
     """
     total, n = sum(is_question), len(is_question)
     before = itertools.accumulate(is_question, initial=0)  # questions before each position
@@ -81,7 +78,6 @@ class Planner:
         self._order: list[PlannedItem] | None = None
         self._unit_of: dict[str, int] = {}
 
-    # -- the engine ------------------------------------------------------------------------------------
     def _start(self, model: object) -> Engine:
         if self.engine is None:
             self.model = as_model(model)
@@ -100,13 +96,11 @@ class Planner:
             self._cache.close()
             self._cache = None
 
-    # -- planning ----------------------------------------------------------------------------------------
     def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
-        """Make sure `keys` have records, answering the planning unit of each missing one in one engine run.
-
-        Afterwards every question of the unit has a record, so a failure is recorded once, never
-        re-sent by each later item: a program that cannot be built, or an exception out of the engine,
-        is an ERROR. Only a `TomConfigError` (a damaged cache) escapes: the run layer stops the run with it.
+        """Make sure `keys` have records, answering the planning unit of each missing one in one engine run. Afterwards
+        every question of the unit has a record, so a failure is recorded once, never re-sent by each later item: a
+        program that cannot be built, or an exception out of the engine, is an ERROR. Only a `TomConfigError` (a damaged
+        cache) escapes: the run layer stops the run with it.
         """
         missing = [k for k in keys if k not in self.results]
         if not missing:
@@ -138,10 +132,9 @@ class Planner:
             self.on_results(self.results)
 
     def answer(self, sample: Sample[Any], benchmark: Any, model: Callable[[], object]) -> Record:
-        """One sample's record now, through the engine and its cache (a robustness item's perturbations).
-
-        Outside any planning unit: a perturbed sample is no selected question, and each of
-        hypothesis' draws depends on the answers to the ones before it.
+        """One sample's record now, through the engine and its cache (a robustness item's perturbations). Outside any
+        planning unit: a perturbed sample is no selected question, and each of hypothesis' draws depends on the answers
+        to the ones before it.
         """
         engine = self.engine or self._start(model())
         try:

@@ -1,8 +1,6 @@
-"""Records of one run as they reach this process, the judging of derived results, and the report.
-
-In one process records come from this process's items; on the xdist controller from the
-workers' reports (`user_properties`) and `workeroutput`. Both fill the same `RunRecords`,
-so one piece of code builds the summary and the report.
+"""Records of one run as they reach this process, the judging of derived results, and the report. In one process records
+come from this process's items; on the xdist controller from the workers' reports (`user_properties`) and
+`workeroutput`. Both fill the same `RunRecords`, so one piece of code builds the summary and the report.
 """
 
 from __future__ import annotations
@@ -56,7 +54,6 @@ class RunRecords:
         self.model: dict[str, Any] | None = None
         self._benchmarks: dict[str, Benchmark[Any] | None] = {}
 
-    # -- intake ----------------------------------------------------------------------------------------
     def add_local(self, record: Record | DerivedRecord) -> None:
         """Store a record produced in this process (its report then needs no parsing)."""
         if isinstance(record, DerivedRecord):
@@ -87,7 +84,6 @@ class RunRecords:
         if model and (self.model is None or "fingerprint" in model):
             self.model = dict(model)
 
-    # -- derived results ---------------------------------------------------------------------------------
     def benchmark(self, suite: str) -> Benchmark[Any] | None:
         """The suite's benchmark instance, rebuilt from its recorded settings (None if that fails)."""
         if suite not in self._benchmarks:
@@ -106,7 +102,6 @@ class RunRecords:
     def errors(self) -> int:
         return sum(1 for r in self.items.values() if r.outcome is Outcome.ERROR)
 
-    # -- output ----------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any] | None:
         if not self.items and not self.derived:
             return None

@@ -1,9 +1,7 @@
-"""Suites of one run: loading each declared benchmark with its settings, and drawing samples.
-
-A suite is a benchmark instance with its settings (from flags, ini values and the
-suite declaration), its loaded samples and its derived assertions. Sampling
-(`--tom-sample`) draws a stratified subset after -m/-k, so the sample is drawn
-from what the user selected.
+"""Suites of one run: loading each declared benchmark with its settings, and drawing samples. A suite is a benchmark
+instance with its settings (from flags, ini values and the suite declaration), its loaded samples and its derived
+assertions. Sampling (`--tom-sample`) draws a stratified subset after -m/-k, so the sample is drawn from what the user
+selected.
 """
 
 from __future__ import annotations
@@ -83,10 +81,9 @@ class Suites:
 
 
 def stratified_sample(entries: Sequence[tuple[str, tuple[str, ...]]], n: int, seed: int) -> set[str]:
-    """Pick `n` ids, allocated to strata in proportion to their size (largest remainder).
-
-    Every stratum gets a pick when `n` allows, so rare abilities are never sampled away; order
-    within a stratum is a seeded hash, so a seed picks the same ids on every machine.
+    """Pick `n` ids, allocated to strata in proportion to their size (largest remainder). Every stratum gets a pick when
+    `n` allows, so rare abilities are never sampled away; order within a stratum is a seeded hash, so a seed picks the
+    same ids on every machine.
     """
     if n >= len(entries):
         return {e[0] for e in entries}

@@ -1,12 +1,10 @@
-"""The baseline file: one run of the model a release candidate replaces, stored for paired comparisons.
-
-Per suite it keeps what a later comparison needs, and what refuses one that would mean nothing:
-benchmark, settings, a data fingerprint, the outcome and message of every question and
-aggregate that ran, and every gateable metric as its units (ids, values, clusters), so a later
-benchmark version's grouping never matters. Model, plugin version and time are for the reader.
-The file is versioned and validated against `schema/baseline.schema.json`, so a damaged or
-foreign file stops the run naming the file and JSON path. It is read only as a regular file
-under `$TOM_BASELINE_MAX_MB` (256 MiB): `/dev/zero` would exhaust memory, a FIFO wait forever.
+"""The baseline file: one run of the model a release candidate replaces, stored for paired comparisons. Per suite it
+keeps what a later comparison needs, and what refuses one that would mean nothing: benchmark, settings, a data
+fingerprint, the outcome and message of every question and aggregate that ran, and every gateable metric as its units
+(ids, values, clusters), so a later benchmark version's grouping never matters. Model, plugin version and time are for
+the reader. The file is versioned and validated against `schema/baseline.schema.json`, so a damaged or foreign file
+stops the run naming the file and JSON path. It is read only as a regular file under `$TOM_BASELINE_MAX_MB` (256 MiB):
+`/dev/zero` would exhaust memory, a FIFO wait forever.
 """
 
 from __future__ import annotations
@@ -37,11 +35,9 @@ MESSAGE_CHARS = 300
 
 @dataclass(frozen=True)
 class SuiteRun:
-    """One suite of the current run, as the comparison and `build_baseline` need it.
-
-    `suite_id` is `<suite>` in rule patterns; `data_fingerprint` is taken over the suite's samples
-    before any selection, so deselecting items does not change it; `metrics` are its `gate_metrics`;
-    `noise_flip_rate` is the flip rate measured in this run, if it was.
+    """One suite of the current run, as the comparison and `build_baseline` need it. `suite_id` is `<suite>` in rule
+    patterns; `data_fingerprint` is taken over the suite's samples before any selection, so deselecting items does not
+    change it; `metrics` are its `gate_metrics`; `noise_flip_rate` is the flip rate measured in this run, if it was.
     """
 
     suite_id: str
@@ -97,16 +93,11 @@ class Baseline:
     """Where it was read from, for messages ("" when built in memory)."""
 
 
-# -- data fingerprint -----------------------------------------------------------------------------
-
-
 def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
-    """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets.
-
-    Two runs compare item by item only when item `x` is the same question in both; a new release
-    or a fixed record changes this value. Samples are hashed in id order, each shared context once
-    (7k FANToM samples: tens of ms). `extra` is left out: it is the benchmark's own, maybe not text,
-    and what a prompt shows comes from the fields hashed here.
+    """A sha256 over what a benchmark asks and expects: ids, contexts, questions, choices, golds, facets. Two runs
+    compare item by item only when item `x` is the same question in both; a new release or a fixed record changes this
+    value. Samples are hashed in id order, each shared context once (7k FANToM samples: tens of ms). `extra` is left
+    out: it is the benchmark's own, maybe not text, and what a prompt shows comes from the fields hashed here.
     """
     contexts: dict[int, str] = {}
     outer = hashlib.sha256()
@@ -120,14 +111,6 @@ def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
         outer.update(json.dumps(row, ensure_ascii=False, separators=(",", ":")).encode())
         outer.update(b"\n")
     return "sha256:" + outer.hexdigest()
-
-
-# -- building and writing -------------------------------------------------------------------------
-
-
-def _json_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal."""
-    return json.loads(json.dumps(dict(settings), default=str, sort_keys=True))  # type: ignore[no-any-return]
 
 
 def _clip(text: str) -> str:
@@ -150,10 +133,10 @@ def _suite_dict(run: SuiteRun) -> dict[str, Any]:
                "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
         for name, m in sorted(run.metrics.items())
     }
-    out: dict[str, Any] = {"id": run.suite_id, "benchmark": run.benchmark, "settings": _json_settings(run.settings),
-                           "data_fingerprint": run.data_fingerprint, "noise_flip_rate": run.noise_flip_rate,
-                           "items": items, "derived": derived, "metrics": metrics}
-    return out
+    # Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal.
+    settings = json.loads(json.dumps(dict(run.settings), default=str, sort_keys=True))
+    return {"id": run.suite_id, "benchmark": run.benchmark, "settings": settings, "data_fingerprint": run.data_fingerprint,
+            "noise_flip_rate": run.noise_flip_rate, "items": items, "derived": derived, "metrics": metrics}
 
 
 def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_fingerprint: str | None,
@@ -173,10 +156,9 @@ def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_f
 
 
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
-    """Write a baseline atomically (`output.report.write_atomic`), so a reader or CI cache never sees half of one.
-
-    Each question, derived result and metric takes one line (one JSON value per line would make
-    a 7k-item file hundreds of thousands of lines long): a diff shows which ones changed.
+    """Write a baseline atomically (`output.report.write_atomic`), so a reader or CI cache never sees half of one. Each
+    question, derived result and metric takes one line (one JSON value per line would make a 7k-item file hundreds of
+    thousands of lines long): a diff shows which ones changed.
     """
     from pytest_tom.output.report import write_atomic
 
@@ -215,9 +197,6 @@ def describe_missing(path: Path | str) -> str:
         "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
         f"`--tom-baseline={path}`."
     )
-
-
-# -- loading --------------------------------------------------------------------------------------
 
 
 def schema() -> dict[str, Any]:
@@ -268,10 +247,9 @@ def _check_size(path: Path, size: int, limit: int) -> None:
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
-    """The file's bytes, read only if it is a regular file (symlinks followed) of at most `limit` bytes.
-
-    Checked on the path, then again on the open descriptor (the path may be swapped in
-    between); opened non-blocking, so a FIFO put in its place is refused, not waited on.
+    """The file's bytes, read only if it is a regular file (symlinks followed) of at most `limit` bytes. Checked on the
+    path, then again on the open descriptor (the path may be swapped in between); opened non-blocking, so a FIFO put in
+    its place is refused, not waited on.
     """
     limit = max_bytes() if limit is None else limit
     try:
@@ -308,9 +286,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_baseline(path: Path, *, limit: int | None = None) -> Baseline:
-    """Read and validate a baseline file; every problem is a TomConfigError naming the file and the JSON path.
-
-    `limit`: the largest file read, in bytes (default: `max_bytes()`).
+    """Read and validate a baseline file; every problem is a TomConfigError naming the file and the JSON path. `limit`:
+    the largest file read, in bytes (default: `max_bytes()`).
     """
     data = read_bytes(path, limit)
     try:

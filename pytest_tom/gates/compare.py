@@ -1,12 +1,10 @@
-"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts.
-
-A rule `PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs) and the drop
-tolerated, the non-inferiority margin: `0.03` and `3pts` are absolute, `2%` relative to the
-baseline's value (a tolerated drop is naturally "no more than 2% worse"; thresholds read `5%`
-as 0.05), none means margin 0. A baseline must hold every unit a rule compares
-(`gates.coverage`); a final `:partial` opts in to comparing on the units both runs have.
-Each selected metric is compared unit by unit with `stats.compare_paired`, and Holm runs
-across every comparison of the run, so gating twenty metrics does not multiply false alarms.
+"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts. A rule
+`PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs) and the drop tolerated, the non-inferiority
+margin: `0.03` and `3pts` are absolute, `2%` relative to the baseline's value (a tolerated drop is naturally "no more
+than 2% worse"; thresholds read `5%` as 0.05), none means margin 0. A baseline must hold every unit a rule compares
+(`gates.coverage`); a final `:partial` opts in to comparing on the units both runs have. Each selected metric is
+compared unit by unit with `stats.compare_paired`, and Holm runs across every comparison of the run, so gating twenty
+metrics does not multiply false alarms.
 """
 
 from __future__ import annotations
@@ -67,9 +65,8 @@ class CompareRule:
 
 def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule:
     """Read `PATTERN[:DROP][:partial]`; DROP is `0.03` or `3pts` (absolute) or `2%` (relative to the baseline value).
-
-    The pattern is split at its last colon only when what follows reads as a drop, so suite
-    names holding `::` (node ids) still work.
+    The pattern is split at its last colon only when what follows reads as a drop, so suite names holding `::` (node
+    ids) still work.
     """
     raw = str(text).strip()
     head, sep, tail = raw.rpartition(":")
@@ -103,9 +100,6 @@ def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule
     return CompareRule(pattern, drop, False, raw, drop_text)
 
 
-# -- compatibility --------------------------------------------------------------------------------
-
-
 def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in settings.items():
@@ -128,10 +122,9 @@ def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
 def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fingerprint: str, settings: Mapping[str, Any],
                    *, force: bool, where: str = "the baseline") -> list[str]:
     """A TomConfigError when suite `sid` differs from its baseline suite in more than the model (unless `force`).
-
-    Benchmark, data fingerprint and settings are known once a suite is loaded, before any model
-    request, so the run layer calls this right after collection; `check_compatible` again after the run.
-    Returns the note a forced comparison carries (or nothing).
+    Benchmark, data fingerprint and settings are known once a suite is loaded, before any model request, so the run
+    layer calls this right after collection; `check_compatible` again after the run. Returns the note a forced
+    comparison carries (or nothing).
     """
     problems: list[str] = []
     if baseline_suite.benchmark != benchmark:
@@ -154,10 +147,9 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
 
 def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force: bool, where: str = "the baseline") -> list[str]:
     """Notes on comparing `current` with its baseline suite, or a TomConfigError when the comparison means nothing.
-
-    Refused unless `force`: another benchmark, data or settings (each difference listed old -> new);
-    always: no question in common. A different model is the point of comparing. The notes say how
-    many questions are compared and how many ran in one run only.
+    Refused unless `force`: another benchmark, data or settings (each difference listed old -> new); always: no question
+    in common. A different model is the point of comparing. The notes say how many questions are compared and how many
+    ran in one run only.
     """
     sid = current.suite_id
     notes = check_settings(baseline_suite, sid, current.benchmark, current.data_fingerprint, current.settings,
@@ -177,9 +169,6 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
         line += f"; {only_cur:,} only in this run (new, or not selected when the baseline was saved)"
     notes.append(line)
     return notes
-
-
-# -- comparison -----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -214,13 +203,11 @@ def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[
 def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[CompareRule], *, alpha: float = 0.05,
             force: bool = False, noise_flip_rate: float | None = None, seed: int = 0,
             level: float = 0.95) -> list[GateResult]:
-    """One GateResult (kind "baseline") per rule and metric it selects, with Holm across all of them.
-
-    A rule that selects no metric present in both runs is a failed result naming the metrics
-    that exist, so a typo never passes silently; refusals raise TomConfigError (`check_compatible`).
-    Lower-is-better metrics (`errors`) are compared as 1 - value, so the margin is the rise
-    tolerated; messages show the metric's own values. Noise floor: `noise_flip_rate` wins, else
-    the suite's measured rate, else the baseline's, else none.
+    """One GateResult (kind "baseline") per rule and metric it selects, with Holm across all of them. A rule that
+    selects no metric present in both runs is a failed result naming the metrics that exist, so a typo never passes
+    silently; refusals raise TomConfigError (`check_compatible`). Lower-is-better metrics (`errors`) are compared as 1 -
+    value, so the margin is the rise tolerated; messages show the metric's own values. Noise floor: `noise_flip_rate`
+    wins, else the suite's measured rate, else the baseline's, else none.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     runs = {s.suite_id: s for s in current}
@@ -287,10 +274,9 @@ def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, ba
 
 
 def unjudged_in(base: BaselineSuite, uid: str) -> bool:
-    """Whether the baseline ran unit `uid` without a value: a model error, or an assertion it could not judge.
-
-    Such a unit is in no metric of the baseline by definition (accuracies leave errors out), so
-    its absence is not a gap in the file.
+    """Whether the baseline ran unit `uid` without a value: a model error, or an assertion it could not judge. Such a
+    unit is in no metric of the baseline by definition (accuracies leave errors out), so its absence is not a gap in the
+    file.
     """
     item = base.items.get(uid)
     if item is not None:

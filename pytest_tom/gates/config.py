@@ -1,8 +1,6 @@
-"""What a run gates on, parsed once from the options: thresholds, a baseline, comparison rules.
-
-A run with any of these is a gate run: wrong answers are recorded, not failed, and the
-exit status is decided by the gates (and by errors). Parsing lives here, free of pytest,
-so the same rules read from the command line, the ini file and a suite declaration.
+"""What a run gates on, parsed once from the options: thresholds, a baseline, comparison rules. A run with any of these
+is a gate run: wrong answers are recorded, not failed, and the exit status is decided by the gates (and by errors).
+Parsing lives here, free of pytest, so the same rules read from the command line, the ini file and a suite declaration.
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ DEFAULT_BASELINE = "tom-baseline.json"
 @dataclass(frozen=True)
 class GateConfig:
     thresholds: tuple[Threshold, ...] = ()
-    """Rules from --tom-threshold / tom_thresholds; patterns name `<suite>.<metric>`.
-
-    A --tom-benchmark suite is named after its benchmark, a module suite after its variable.
+    """Rules from --tom-threshold / tom_thresholds; patterns name `<suite>.<metric>`. A --tom-benchmark suite is named
+    after its benchmark, a module suite after its variable.
     """
     baseline: Path | None = None
     """--tom-baseline: the stored run to compare with."""

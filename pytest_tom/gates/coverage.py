@@ -1,13 +1,10 @@
-"""Whether a baseline covers the coming run, decided after collection and before the first model request.
-
-A comparison pairs units by id, so a baseline lacking some of this run's units would pass on
-the rest and speak for questions it never saw, found out only after every model request.
-Once items are selected, which suites run, their settings, data and each gateable metric's
-units are known: `check_coverage` takes a `PlannedSuite` per suite and refuses a baseline that
-does not cover what a rule compares. The units come from the real run's `gate_metrics` on
-records that pretend every selected question was answered and every complete group judged
-(a model error only shrinks what is needed); a unit the baseline ran without a value is not
-a gap (`compare.unjudged_in`).
+"""Whether a baseline covers the coming run, decided after collection and before the first model request. A comparison
+pairs units by id, so a baseline lacking some of this run's units would pass on the rest and speak for questions it
+never saw, found out only after every model request. Once items are selected, which suites run, their settings, data and
+each gateable metric's units are known: `check_coverage` takes a `PlannedSuite` per suite and refuses a baseline that
+does not cover what a rule compares. The units come from the real run's `gate_metrics` on records that pretend every
+selected question was answered and every complete group judged (a model error only shrinks what is needed); a unit the
+baseline ran without a value is not a gap (`compare.unjudged_in`).
 """
 
 from __future__ import annotations
@@ -48,7 +45,6 @@ class PlannedSuite:
 def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Sequence[Derived]
                     ) -> dict[str, tuple[str, ...]]:
     """The unit ids of each gateable metric if every question in `samples` is answered and every group judged.
-
     `benchmark` is the suite's `Benchmark` (its gate facets, clusters and own gate rates).
     """
     records = [Record(s.benchmark, s.id, Outcome.CORRECT, dict(s.facets)) for s in samples]
@@ -61,11 +57,10 @@ def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Seq
 def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: Sequence[CompareRule], *,
                    force: bool = False, lenient: bool = False) -> list[str]:
     """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
-
-    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and
-    settings (unless `force`), and every unit of this run. A `:partial` rule (or `lenient`, for
-    `--tom-baseline-update`, which rewrites the file anyway) accepts partial or missing coverage
-    with a note; a metric with no unit in common is refused even then.
+    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and settings (unless
+    `force`), and every unit of this run. A `:partial` rule (or `lenient`, for `--tom-baseline-update`, which rewrites
+    the file anyway) accepts partial or missing coverage with a note; a metric with no unit in common is refused even
+    then.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     problems: list[str] = []

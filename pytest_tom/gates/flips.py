@@ -1,9 +1,8 @@
 """Measure the noise floor: how many answers flip between two runs of the same model.
 
-Greedy decoding is not deterministic across batchings and hardware (on a GPU a bf16 model
-can disagree with itself on a large share of answers), so a candidate differs from its
-baseline on some questions by noise alone. Run the same model twice without the cache
-(ideally with another `--tom-batch-size`), each with `--tom-report`, then:
+Greedy decoding is not deterministic across batchings and hardware (on a GPU a bf16 model can disagree with itself on a
+large share of answers), so a candidate differs from its baseline on some questions by noise alone. Run the same model
+twice without the cache (ideally with another `--tom-batch-size`), each with `--tom-report`, then:
 
     python -m pytest_tom.gates.flips first.json second.json
 

@@ -1,10 +1,8 @@
-"""The gateable metrics of a suite: named per-unit values with the cluster each unit belongs to.
-
-A clustered interval needs each unit's value and story, and a paired comparison matches
-units by id, so every metric is the list of its units (questions, or aggregate assertions),
-never a rate. Names are stable: `<metric>` within a suite, `<suite>.<metric>` across suites:
-`accuracy`, `<facet>.<value>` for the gate facets (`ability.faux_pas`), `unparseable` and
-`errors`, and one rate per aggregate kind (`coherence`, `all_star`...).
+"""The gateable metrics of a suite: named per-unit values with the cluster each unit belongs to. A clustered interval
+needs each unit's value and story, and a paired comparison matches units by id, so every metric is the list of its units
+(questions, or aggregate assertions), never a rate. Names are stable: `<metric>` within a suite, `<suite>.<metric>`
+across suites: `accuracy`, `<facet>.<value>` for the gate facets (`ability.faux_pas`), `unparseable` and `errors`, and
+one rate per aggregate kind (`coherence`, `all_star`...).
 """
 
 from __future__ import annotations
@@ -42,19 +40,13 @@ class SuiteView:
         return out
 
 
-def _own_cluster(facets: Mapping[str, str], uid: str) -> str:
-    return uid
-
-
 def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (), *, facets: Sequence[str] = (),
                  cluster: Callable[[Mapping[str, str], str], str] | None = None) -> dict[str, MetricData]:
-    """Every gateable metric of one suite's records, by name within the suite.
-
-    `facets` get per-value metrics; `cluster(facets, unit_id)` names a unit's story (default: each
-    unit its own). Unparseable answers count as wrong, as the papers count them; errors are not
-    answers and only enter the `errors` rate.
+    """Every gateable metric of one suite's records, by name within the suite. `facets` get per-value metrics;
+    `cluster(facets, unit_id)` names a unit's story (default: each unit its own). Unparseable answers count as wrong, as
+    the papers count them; errors are not answers and only enter the `errors` rate.
     """
-    cluster = cluster or _own_cluster
+    cluster = cluster or (lambda _facets, uid: uid)
     out: dict[str, MetricData] = {}
 
     def add(name: str, units: Iterable[tuple[str, float, str]], description: str, higher: bool = True) -> None:

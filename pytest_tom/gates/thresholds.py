@@ -1,7 +1,6 @@
-"""Fixed thresholds on a metric: `tombench.accuracy>=0.45`, `fantom.all_star:lower>=20%`, `errors<=1%`.
-
-A threshold on the point estimate fails a model truly at the bar half the time; one on the
-lower bound of the clustered interval (`:lower`) fails only when the data show the model below it.
+"""Fixed thresholds on a metric: `tombench.accuracy>=0.45`, `fantom.all_star:lower>=20%`, `errors<=1%`. A threshold on
+the point estimate fails a model truly at the bar half the time; one on the lower bound of the clustered interval
+(`:lower`) fails only when the data show the model below it.
 """
 
 from __future__ import annotations

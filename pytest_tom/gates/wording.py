@@ -1,9 +1,7 @@
-"""A gate's verdict in words: one line a person can read, the same in the terminal and in the Markdown summary.
-
-`-33.3 pts, interval -87.5 to +20.9; p=1.000 Holm` leaves the reader to guess what the
-interval is of and which way the test points. These lines say the value now and in the
-baseline, the change with its interval, the adjusted p and over how many metrics, and whether
-that is a significant drop; a metric too small for the test to ever show a drop is "not
+"""A gate's verdict in words: one line a person can read, the same in the terminal and in the Markdown summary. `-33.3
+pts, interval -87.5 to +20.9; p=1.000 Holm` leaves the reader to guess what the interval is of and which way the test
+points. These lines say the value now and in the baseline, the change with its interval, the adjusted p and over how
+many metrics, and whether that is a significant drop; a metric too small for the test to ever show a drop is "not
 testable (n=...)". Only words: every number and decision comes from `stats` and `compare`.
 """
 
@@ -18,11 +16,9 @@ DEFAULT_ALPHA = 0.05
 
 
 def untestable(result: GateResult) -> str | None:
-    """`n=3` when the comparison cannot show a regression whatever the data, else None.
-
-    Fewer than two clusters (the t test has no degree of freedom), an interval that is not finite,
-    or too few pairs for exact McNemar to reach alpha even if every unit got worse (0.5**n > alpha:
-    n <= 4 at 0.05). Such a metric never fails.
+    """`n=3` when the comparison cannot show a regression whatever the data, else None. Fewer than two clusters (the t
+    test has no degree of freedom), an interval that is not finite, or too few pairs for exact McNemar to reach alpha
+    even if every unit got worse (0.5**n > alpha: n <= 4 at 0.05). Such a metric never fails.
     """
     c = result.comparison
     if c is None:

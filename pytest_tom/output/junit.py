@@ -1,7 +1,6 @@
-"""A gate's numbers as junitxml properties: what CI dashboards read without parsing the terminal.
-
-Gate items are reported through pytest's ordinary hooks, so `--junitxml` writes each
-entry of their `user_properties`; this is the one place that decides those entries.
+"""A gate's numbers as junitxml properties: what CI dashboards read without parsing the terminal. Gate items are
+reported through pytest's ordinary hooks, so `--junitxml` writes each entry of their `user_properties`; this is the one
+place that decides those entries.
 """
 
 from __future__ import annotations

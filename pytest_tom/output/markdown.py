@@ -1,10 +1,8 @@
-"""The gates as Markdown, for people who read a CI job page rather than a pytest log.
-
-GitHub shows what a step appends to `$GITHUB_STEP_SUMMARY` on the run's page. The renderer
-is a pure function of `GateResult`s, testable on hand-built results; `write_markdown`
-appends, since every step of a job shares that file. Everything taken from a result is
-escaped: a `|` splits a cell, a newline ends the table, and `<` could open a tag that
-GitHub's sanitiser drops with the text after it.
+"""The gates as Markdown, for people who read a CI job page rather than a pytest log. GitHub shows what a step appends
+to `$GITHUB_STEP_SUMMARY` on the run's page. The renderer is a pure function of `GateResult`s, testable on hand-built
+results; `write_markdown` appends, since every step of a job shares that file. Everything taken from a result is
+escaped: a `|` splits a cell, a newline ends the table, and `<` could open a tag that GitHub's sanitiser drops with the
+text after it.
 """
 
 from __future__ import annotations
@@ -30,10 +28,9 @@ _OPS = {">=": "≥", "<=": "≤"}
 def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: str | None,
                     summary_lines: Sequence[str] = (), metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
                     title: str = "pytest-tom gates") -> str:
-    """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics.
-
-    Failing gates come first (on a long list the question is "what broke"), otherwise in order.
-    `summary_lines` go into a collapsed block at the end, `metrics` into a collapsed table per suite.
+    """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics. Failing gates
+    come first (on a long list the question is "what broke"), otherwise in order. `summary_lines` go into a collapsed
+    block at the end, `metrics` into a collapsed table per suite.
     """
     out = [f"## {_text(title)}", ""]
     failed = [r for r in results if not r.passed]
@@ -74,19 +71,15 @@ def metric_rows(metrics: Sequence[Metric]) -> list[str]:
 
 
 def write_markdown(path: Path | str, text: str) -> None:
-    """Append `text` to `path` (created if missing), after a blank line when the file already has content.
-
-    Overwriting `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line
-    keeps our heading from gluing onto their text.
+    """Append `text` to `path` (created if missing), after a blank line when the file already has content. Overwriting
+    `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line keeps our heading from gluing onto
+    their text.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     lead = "\n" if target.exists() and target.stat().st_size > 0 else ""
     with target.open("a", encoding="utf-8") as fh:
         fh.write(lead + text)
-
-
-# -- the table ------------------------------------------------------------------------------------
 
 
 def _row(r: GateResult) -> str:
@@ -143,14 +136,10 @@ def _verdict(r: GateResult) -> str:
     return f"{mark} {_text(words)}"
 
 
-# -- flipped items --------------------------------------------------------------------------------
-
-
 def _flips(r: GateResult) -> list[str]:
-    """A collapsed list of the items that flipped, right→wrong first (those are the regression).
-
-    An entry of `details["right_to_wrong"]` / `["wrong_to_right"]` is an item id, or a mapping
-    with `id` (or `sample_id`) and an optional `message` (the candidate's failure message).
+    """A collapsed list of the items that flipped, right→wrong first (those are the regression). An entry of
+    `details["right_to_wrong"]` / `["wrong_to_right"]` is an item id, or a mapping with `id` (or `sample_id`) and an
+    optional `message` (the candidate's failure message).
     """
     if r.kind != "baseline":
         return []
@@ -182,9 +171,6 @@ def _flip_line(entry: object) -> str:
     return f"- {_code(str(entry))}"
 
 
-# -- formatting and escaping ----------------------------------------------------------------------
-
-
 def _count(n: int) -> str:
     return f"{n} gate{'s' if n != 1 else ''}"
 
@@ -210,10 +196,9 @@ def _html(s: str) -> str:
 
 
 def _code(s: str, *, cell: bool = False) -> str:
-    r"""`s` as inline code, with a fence longer than any backtick run in it.
-
-    A code span shows HTML and backslashes literally, so only line breaks need care, and in a
-    table cell the pipes: GitHub splits cells on them first, and drops the backslash of `\|` there.
+    r"""`s` as inline code, with a fence longer than any backtick run in it. A code span shows HTML and backslashes
+    literally, so only line breaks need care, and in a table cell the pipes: GitHub splits cells on them first, and
+    drops the backslash of `\|` there.
     """
     s = re.sub(r"\r\n|\r|\n", " ", s)
     if cell:

@@ -1,7 +1,6 @@
-"""The one renderer of typed metrics: the report's nested `metrics` object, terminal lines, Markdown rows.
-
-Every benchmark's metrics go through here, so a number is formatted by its unit alike
-everywhere, and a new benchmark gets all its output by returning `Metric`s.
+"""The one renderer of typed metrics: the report's nested `metrics` object, terminal lines, Markdown rows. Every
+benchmark's metrics go through here, so a number is formatted by its unit alike everywhere, and a new benchmark gets all
+its output by returning `Metric`s.
 """
 
 from __future__ import annotations
@@ -42,10 +41,9 @@ def _number(value: float, unit: str) -> str:
 
 
 def value_text(m: Metric) -> str:
-    """The value formatted by its unit, with its spread over runs, interval and n when present.
-
-    Rates print as percentages without the sign (`61.2`), as the summary table prints them: the
-    table's title says what they are a percentage of.
+    """The value formatted by its unit, with its spread over runs, interval and n when present. Rates print as
+    percentages without the sign (`61.2`), as the summary table prints them: the table's title says what they are a
+    percentage of.
     """
     v = m.value
     if isinstance(v, tuple):

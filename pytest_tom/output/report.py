@@ -103,11 +103,9 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` so a reader sees the old file or the new one, never half of one.
-
-    Written to a temporary file of this process next to the target and renamed over it; on
-    any failure the temporary file is removed and the exception propagates. A symlink is
-    followed, so the file it points to is replaced and the link kept.
+    """Write `text` so a reader sees the old file or the new one, never half of one. Written to a temporary file of this
+    process next to the target and renamed over it; on any failure the temporary file is removed and the exception
+    propagates. A symlink is followed, so the file it points to is replaced and the link kept.
     """
     target = path.resolve() if path.is_symlink() else path
     target.parent.mkdir(parents=True, exist_ok=True)

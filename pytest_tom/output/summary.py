@@ -1,8 +1,6 @@
-"""The terminal summary: one table per suite, the paper's metrics, and derived-result counts.
-
-Built from the report dict, so it reads the same in one process and on the
-pytest-xdist controller: the paper's metrics are recomputed as typed `Metric`s from
-the report's records (the JSON keeps only their values) and printed by the one renderer.
+"""The terminal summary: one table per suite, the paper's metrics, and derived-result counts. Built from the report
+dict, so it reads the same in one process and on the pytest-xdist controller: the paper's metrics are recomputed as
+typed `Metric`s from the report's records (the JSON keeps only their values) and printed by the one renderer.
 """
 
 from __future__ import annotations

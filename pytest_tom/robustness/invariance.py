@@ -1,15 +1,8 @@
-"""Meaning-preserving changes: the answer's correctness must not move.
-
-* `renamings`: consistent, collision-free renaming of the characters everywhere the model looks
-  (context, question, choices, gold, the benchmark's extra text and character lists);
-* `choice_permutations`: the option texts in another order under the same labels, gold remapped;
-* `irrelevant_sentences`: sentences about nobody (the weather, a clock) inserted between a story's
-  sentences, where they cannot change who knows what;
-* `whitespace_noise`: a single space doubled at a few places of the context;
-* `rephrasings`: the question rephrased by a benchmark's own templates (same meaning, other words).
-
-What a strategy needs to know of a benchmark (its templates, its text facets, whether its
-stories are narrative) it asks the benchmark's `Perturbable` (`base.perturbable`).
+"""Meaning-preserving changes: the answer's correctness must not move. Characters renamed everywhere the model looks
+(`renamings`), options reordered with the gold remapped (`choice_permutations`), sentences about nobody inserted where
+they cannot change who knows what (`irrelevant_sentences`), spaces doubled (`whitespace_noise`), the question reworded
+by the benchmark's own templates (`rephrasings`). What a strategy needs to know of a benchmark (its templates, its text
+facets, whether its stories are narrative) it asks the benchmark's `Perturbable` (`base.perturbable`).
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from pytest_tom.robustness.base import Perturbation, Rewrite, StrategySpec, perturbable, reason
+from pytest_tom.robustness.base import Perturbation, StrategySpec, perturbable, reason
 from pytest_tom.robustness.text import CJK, FILLERS_EN, FILLERS_ZH, NAME_POOLS, all_text, split_sentences
 from pytest_tom.sample import Conversation, Sample, Story, permute_choices, rename
 
@@ -155,13 +148,9 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
     return draw()
 
 
-def _rephrase_rules(sample: Sample[Any]) -> list[tuple[re.Pattern[str], Rewrite]]:
-    return [(p, r) for p, r in perturbable(sample.benchmark).rephrasings if p.search(sample.question)]
-
-
 def rephrasings(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
     """The question rewritten by one of the benchmark's meaning-preserving templates."""
-    rules = _rephrase_rules(sample)
+    rules = [(p, r) for p, r in perturbable(sample.benchmark).rephrasings if p.search(sample.question)]
     if not rules:
         raise InvalidArgument(f"no rephrasing template of {sample.benchmark} matches the question of {sample.id}")
 

@@ -1,15 +1,12 @@
-"""Robustness results: one derived record per (question, strategy), and what they add up to.
-
-A robustness item searches, with hypothesis, for a perturbation of its question that breaks a
-property: an invariance keeps the answer's correctness; a counterfactual changes the gold and the
-model must follow. Its result is a `DerivedRecord` of kind "robustness" (so it travels through
-pytest-xdist and the JSON report like every aggregate assertion), whose details hold what the
-aggregates need: whether the original was right, how many perturbations were tried, and the
-minimal breaking one. From those: per strategy, the flip rate (share of questions some
-perturbation broke) and the robust accuracy (share right on the original and under every
-perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`, `robust_accuracy.permute`).
-The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too: the
-options check a profile name before any item exists.
+"""Robustness results: one derived record per (question, strategy), and what they add up to. A robustness item searches,
+with hypothesis, for a perturbation of its question that breaks a property: an invariance keeps the answer's
+correctness; a counterfactual changes the gold and the model must follow. Its result is a `DerivedRecord` of kind
+"robustness" (so it travels through pytest-xdist and the JSON report like every aggregate assertion), whose details hold
+what the aggregates need: whether the original was right, how many perturbations were tried, and the minimal breaking
+one. From those: per strategy, the flip rate (share of questions some perturbation broke) and the robust accuracy (share
+right on the original and under every perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`,
+`robust_accuracy.permute`). The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too:
+the options check a profile name before any item exists.
 """
 
 from __future__ import annotations
@@ -24,10 +21,9 @@ KIND = "robustness"
 MARK = "tom_robustness"
 
 _registered_with: object = None
-"""The hypothesis `settings` class our profiles were registered on: once per hypothesis import.
-
-Compared by identity, not a flag: pytest's own tests (pytester) drop and re-import hypothesis
-between in-process runs while this module stays, and a fresh hypothesis has no profiles.
+"""The hypothesis `settings` class our profiles were registered on: once per hypothesis import. Compared by identity,
+not a flag: pytest's own tests (pytester) drop and re-import hypothesis between in-process runs while this module stays,
+and a fresh hypothesis has no profiles.
 """
 
 

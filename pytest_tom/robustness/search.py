@@ -1,6 +1,5 @@
-"""The search behind a robustness item, without pytest: hypothesis tries perturbations until one breaks the answer.
-
-The caller's `answer` function asks the model (the run layer passes the engine's, so every call is cached).
+"""The search behind a robustness item, without pytest: hypothesis tries perturbations until one breaks the answer. The
+caller's `answer` function asks the model (the run layer passes the engine's, so every call is cached).
 """
 
 from __future__ import annotations
@@ -35,13 +34,11 @@ def answer_text(r: Record) -> str:
 
 @contextlib.contextmanager
 def _storage_for(profile: Any) -> Iterator[None]:
-    """A profile without an example database (`tom-ci`) leaves nothing on disk.
-
-    `database=None` alone is not enough: hypothesis also caches, under its home
-    folder (`.hypothesis/` in the working directory), the constants it read from
-    local modules (`constants/`) and Unicode tables (`unicode_data/`). For such a
-    profile the home folder is a temporary one for the search, removed after it,
-    and the previous one is restored, so a user's own hypothesis tests keep theirs.
+    """A profile without an example database (`tom-ci`) leaves nothing on disk. `database=None` alone is not enough:
+    hypothesis also caches, under its home folder (`.hypothesis/` in the working directory), the constants it read from
+    local modules (`constants/`) and Unicode tables (`unicode_data/`). For such a profile the home folder is a temporary
+    one for the search, removed after it, and the previous one is restored, so a user's own hypothesis tests keep
+    theirs.
     """
     if profile.database is not None:
         yield

@@ -1,9 +1,7 @@
-"""The words perturbations use: name pools and sentences about nobody (a benchmark's own templates live with it).
-
-Name pools are the user's choice (`names="female"`, `"male"`, `"any"`, `"zh"`, or a list), so a
-rename keeps gender and culture where that matters to a story. Filler sentences mention no
-person, object or place of any story and state nothing anyone could learn from, so inserting
-them cannot change who knows what.
+"""The words perturbations use: name pools and sentences about nobody (a benchmark's own templates live with it). Name
+pools are the user's choice (`names="female"`, `"male"`, `"any"`, `"zh"`, or a list), so a rename keeps gender and
+culture where that matters to a story. Filler sentences mention no person, object or place of any story and state
+nothing anyone could learn from, so inserting them cannot change who knows what.
 """
 
 from __future__ import annotations

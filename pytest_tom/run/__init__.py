@@ -1,4 +1,3 @@
-"""The pytest glue: collection, items, the session hooks' work, terminal progress and failure listing.
-
-Everything here needs pytest; the logic it drives lives in engine/, gates/, output/ and robustness/.
+"""The pytest glue: collection, items, the session hooks' work, terminal progress and failure listing. Everything here
+needs pytest; the logic it drives lives in engine/, gates/, output/ and robustness/.
 """

@@ -1,10 +1,8 @@
 """The baseline lifecycle in a run: save, compare, update (pytest-benchmark's save/compare, syrupy's update).
-
-`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run
-under the `--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing.
-What can make a comparison meaningless is checked before the first model request: the file at
-configure time (`load_for_run`), and after selection whether it covers the selected items with
-the same data and settings (`check_before_run`, `gates.coverage`).
+`--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run under the
+`--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing. What can make a comparison meaningless
+is checked before the first model request: the file at configure time (`load_for_run`), and after selection whether it
+covers the selected items with the same data and settings (`check_before_run`, `gates.coverage`).
 """
 
 from __future__ import annotations
@@ -35,9 +33,8 @@ def rules(tom: TomSession) -> list[CompareRule]:
 
 def load_for_run(tom: TomSession) -> None:
     """Read and validate --tom-baseline now, at configure time: a bad file is a usage error before any collection.
-
-    Raises TomConfigError. Not when --tom-baseline-update is to create a file that is not there
-    (a dangling symlink is there: it is refused).
+    Raises TomConfigError. Not when --tom-baseline-update is to create a file that is not there (a dangling symlink is
+    there: it is refused).
     """
     cfg = tom.options.gates
     if cfg.baseline is None or (cfg.update and not os.path.lexists(cfg.baseline)):
@@ -46,10 +43,9 @@ def load_for_run(tom: TomSession) -> None:
 
 
 def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
-    """The suites of the selected items as a comparison will see them: names, settings, data, each metric's units.
-
-    Named as `run.gates.suite_views` names them; a group counts only when all its members
-    are selected (otherwise it is skipped, never judged on part of its members).
+    """The suites of the selected items as a comparison will see them: names, settings, data, each metric's units. Named
+    as `run.gates.suite_views` names them; a group counts only when all its members are selected (otherwise it is
+    skipped, never judged on part of its members).
     """
     from pytest_tom.engine.suites import LoadedSuite
 
@@ -84,7 +80,6 @@ def suite_labels(sids: Sequence[str]) -> list[str]:
 
 def check_before_run(tom: TomSession, items: Sequence[Any]) -> None:
     """After selection, before any model request: does the baseline cover the selected items? TomConfigError if not.
-
     Notes on a partial comparison (a `:partial` rule, or --tom-baseline-update) go to the end of the run.
     """
     baseline: Baseline | None = tom.baseline

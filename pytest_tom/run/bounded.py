@@ -1,12 +1,9 @@
-"""A bounded failure listing: the first few failures of each group shown, one line for the rest.
-
-A weak model fails some 600 questions of one ToMBench category, 2,600 lines of FAILURES and
-short summary nobody reads past the first screen. So the failures of each group (the suite
-and its strata, or an aggregate kind) are shown for the first `PER_GROUP` items, and one line
-per group counts the rest. Only printing changes: the reports beyond the bound leave the
-terminal reporter's lists during pytest's summary and come back before the final counts, so
-exit status, counts, junitxml, `--lf` and the report see every failure. `-v` (or
-`--tom-detail=full`) lifts the bound, `-q` shows one per group, `-qq` none.
+"""A bounded failure listing: the first few failures of each group shown, one line for the rest. A weak model fails some
+600 questions of one ToMBench category, 2,600 lines of FAILURES and short summary nobody reads past the first screen. So
+the failures of each group (the suite and its strata, or an aggregate kind) are shown for the first `PER_GROUP` items,
+and one line per group counts the rest. Only printing changes: the reports beyond the bound leave the terminal
+reporter's lists during pytest's summary and come back before the final counts, so exit status, counts, junitxml, `--lf`
+and the report see every failure. `-v` (or `--tom-detail=full`) lifts the bound, `-q` shows one per group, `-qq` none.
 """
 
 from __future__ import annotations

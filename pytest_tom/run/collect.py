@@ -1,9 +1,7 @@
-"""pytest nodes: a suite collector, one item per question, one item per derived assertion.
-
-Question items are `pytest.Function`s, so they request the `tom_model` fixture through
-pytest's fixture machinery (overridable in conftest.py); they run no test function. The
-first item to run asks the planner to answer its whole planning unit, so the engine can
-dedupe and batch across the selection.
+"""pytest nodes: a suite collector, one item per question, one item per derived assertion. Question items are
+`pytest.Function`s, so they request the `tom_model` fixture through pytest's fixture machinery (overridable in
+conftest.py); they run no test function. The first item to run asks the planner to answer its whole planning unit, so
+the engine can dedupe and batch across the selection.
 """
 
 from __future__ import annotations
@@ -44,10 +42,8 @@ class DerivedFailed(AssertionError):
 
 
 class ModelFailed(TomModelError):
-    """A question or aggregate without an answer: the model (or the tom_model fixture) failed.
-
-    `error` is the model's error text, the same for every question it failed, so
-    the first item shows it in full and the others point to it.
+    """A question or aggregate without an answer: the model (or the tom_model fixture) failed. `error` is the model's
+    error text, the same for every question it failed, so the first item shows it in full and the others point to it.
     """
 
     def __init__(self, message: str, *, error: str) -> None:
@@ -56,10 +52,9 @@ class ModelFailed(TomModelError):
 
 
 class RunStopped(pytest.exit.Exception):  # type: ignore[name-defined,misc]
-    """A configuration error that makes every item fail alike: the run stops once with a usage error.
-
-    Raised inside an item, where pytest lets only an exit through; the runtest-loop wrapper turns
-    it into `pytest.UsageError` (one `ERROR: pytest-tom: ...` line, exit status 4).
+    """A configuration error that makes every item fail alike: the run stops once with a usage error. Raised inside an
+    item, where pytest lets only an exit through; the runtest-loop wrapper turns it into `pytest.UsageError` (one
+    `ERROR: pytest-tom: ...` line, exit status 4).
     """
 
 
@@ -83,12 +78,11 @@ def load_error(exc: TomError) -> str:
 
 
 def stop_at_load_error(config: pytest.Config, report: pytest.CollectReport, *, controller: bool) -> None:
-    """A suite's data (or settings) cannot be loaded: end the run now as a usage error, exit status 4.
-
-    A collection error shows as "1 error" under `--tb=no` and `-q`, its cause hidden; a
-    `pytest.UsageError` is one `ERROR: pytest-tom: ...` line under every option, and nothing more is
-    collected or asked. Raised from `pytest_collectreport`, since pytest turns any exception in a
-    collector into a collection error; on the xdist controller the worker's report is the message.
+    """A suite's data (or settings) cannot be loaded: end the run now as a usage error, exit status 4. A collection
+    error shows as "1 error" under `--tb=no` and `-q`, its cause hidden; a `pytest.UsageError` is one `ERROR:
+    pytest-tom: ...` line under every option, and nothing more is collected or asked. Raised from
+    `pytest_collectreport`, since pytest turns any exception in a collector into a collection error; on the xdist
+    controller the worker's report is the message.
     """
     if not report.failed:
         return
@@ -102,10 +96,8 @@ def stop_at_load_error(config: pytest.Config, report: pytest.CollectReport, *, c
 
 
 class SuiteCollector(pytest.Collector):
-    """All questions of one suite (a benchmark with its settings).
-
-    Module suites nest under their test module; suites from --tom-benchmark hang
-    off the session under the benchmark's name.
+    """All questions of one suite (a benchmark with its settings). Module suites nest under their test module; suites
+    from --tom-benchmark hang off the session under the benchmark's name.
     """
 
     def __init__(self, *, declaration: Suite, wanted: frozenset[str] | None = None, **kw: Any) -> None:
@@ -130,10 +122,8 @@ class SuiteCollector(pytest.Collector):
 
 
 def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytest.Item]:
-    """The suite's question items in data order, each derived item right after its last member.
-
-    Placing a derived item after its last member lets a plain run report it as
-    soon as it can be judged.
+    """The suite's question items in data order, each derived item right after its last member. Placing a derived item
+    after its last member lets a plain run report it as soon as it can be judged.
     """
     bench = loaded.benchmark.name
     position = {s.id: i for i, s in enumerate(loaded.samples)}
@@ -142,9 +132,9 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
         last = max((position[m] for m in d.members if m in position), default=len(loaded.samples) - 1)
         after.setdefault(last, []).append(d)
 
-    # Every item of a suite has the same parent and the same fixture closure, so pytest's own
-    # parametrization shares one FuncFixtureInfo between them; computing it per item would
-    # double the collection time of a full benchmark. Falls back to per-item if pytest moves it.
+    # Every item of a suite has the same parent and the same fixture closure, so pytest's own parametrization shares one
+    # FuncFixtureInfo between them; computing it per item would double the collection time of a full benchmark. Falls
+    # back to per-item if pytest moves it.
     shared: dict[str, Any] = {}
 
     def make(cls: type[pytest.Function], name: str, **kw: Any) -> pytest.Item:
@@ -190,10 +180,9 @@ class _TomItem(pytest.Function):
     _fixture_error: BaseException | None = None
 
     def _repr_failure_py(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> TerminalRepr:
-        """pytest-tom's own failures in its own words, in setup (model errors) and call (wrong answers) alike.
-
-        pytest formats setup errors through this method and call failures through
-        `repr_failure`, which calls it; anything else keeps pytest's traceback.
+        """pytest-tom's own failures in its own words, in setup (model errors) and call (wrong answers) alike. pytest
+        formats setup errors through this method and call failures through `repr_failure`, which calls it; anything else
+        keeps pytest's traceback.
         """
         shown = self._show(excinfo.value)
         return shown if shown is not None else super()._repr_failure_py(excinfo, style)
@@ -233,7 +222,6 @@ class _TomItem(pytest.Function):
 
     def _stop(self, message: str) -> NoReturn:
         """Stop the run once: a usage error in one process; on an xdist worker, a stop request with this item failing.
-
         (An exit on a worker reads as a crash on the controller; a stop request is what xdist hands on.)
         """
         if tom_session(self.config).worker is None:
@@ -242,11 +230,10 @@ class _TomItem(pytest.Function):
         raise TomConfigError(message) from None
 
     def setup(self) -> None:
-        """Resolve `tom_model` through pytest's fixture machinery, once per process.
-
-        Items only need the model for the first planning unit; filling fixtures for each of 7,000
-        questions would double a cached run's per-item cost, so once the engine holds the model, later
-        items skip it (function-scoped autouse fixtures do not run for them either).
+        """Resolve `tom_model` through pytest's fixture machinery, once per process. Items only need the model for the
+        first planning unit; filling fixtures for each of 7,000 questions would double a cached run's per-item cost, so
+        once the engine holds the model, later items skip it (function-scoped autouse fixtures do not run for them
+        either).
         """
         tom = tom_session(self.config)
         if tom.refusal is not None:
@@ -304,10 +291,8 @@ class QuestionItem(_TomItem):
 
 
 class DerivedItem(_TomItem):
-    """An aggregate assertion judged from its members' records.
-
-    Skipped with a reason when -m/-k left out some members, never judged on a partial set; under
-    pytest-xdist the controller judges it instead (`run.xdist`).
+    """An aggregate assertion judged from its members' records. Skipped with a reason when -m/-k left out some members,
+    never judged on a partial set; under pytest-xdist the controller judges it instead (`run.xdist`).
     """
 
     def __init__(self, *, derived: Derived, suite: LoadedSuite, **kw: Any) -> None:

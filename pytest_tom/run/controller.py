@@ -1,8 +1,6 @@
-"""The pytest-xdist controller's own items: derived results judged over every worker's records.
-
-A derived item's members may run on different workers, so workers hand the definitions over
-(`TomSession.hand_derived_to_controller`) and the controller judges each after the last
-worker finished, reporting it through the ordinary hooks like an item that ran.
+"""The pytest-xdist controller's own items: derived results judged over every worker's records. A derived item's members
+may run on different workers, so workers hand the definitions over (`TomSession.hand_derived_to_controller`) and the
+controller judges each after the last worker finished, reporting it through the ordinary hooks like an item that ran.
 """
 
 from __future__ import annotations

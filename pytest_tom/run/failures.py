@@ -1,12 +1,10 @@
-"""How a pytest-tom item shows its failure: a few lines by default, everything on request, a model error once.
-
-Printing every wrong answer's prompt and tries buried a weak model's summary under 77,000
-lines, so a wrong answer is two lines (answer against gold, raw responses); the benchmark's
-whole explanation comes with `-v`, `--tb=long` or `--tom-detail=full`, and is always in the
-JSON report. A model error, the same for a whole planning unit, is shown with the user's own
-frames by the first item; the others point to it. The repr is built from pytest's repr
-classes, so `-r` and `--tb=line` show its summary line with the data file and row, `--tb=no`
-nothing, and pytest-xdist carries it unchanged.
+"""How a pytest-tom item shows its failure: a few lines by default, everything on request, a model error once. Printing
+every wrong answer's prompt and tries buried a weak model's summary under 77,000 lines, so a wrong answer is two lines
+(answer against gold, raw responses); the benchmark's whole explanation comes with `-v`, `--tb=long` or
+`--tom-detail=full`, and is always in the JSON report. A model error, the same for a whole planning unit, is shown with
+the user's own frames by the first item; the others point to it. The repr is built from pytest's repr classes, so `-r`
+and `--tb=line` show its summary line with the data file and row, `--tb=no` nothing, and pytest-xdist carries it
+unchanged.
 """
 
 from __future__ import annotations
@@ -49,11 +47,9 @@ def detail(config: pytest.Config) -> str:
 
 def located(config: pytest.Config, summary: str, source: str, lines: Sequence[str], *,
             error: bool = False) -> ReprExceptionInfo:
-    """`lines` shown as pytest shows a failure's text, `summary` as what -r and --tb=line show.
-
-    The summary points into the data file ("<file> line <n>"). With --tb=line pytest prints the
-    summary after the text, so the text is left out; an `error` (setup) prints header and text
-    only, so the text is its first line.
+    """`lines` shown as pytest shows a failure's text, `summary` as what -r and --tb=line show. The summary points into
+    the data file ("<file> line <n>"). With --tb=line pytest prints the summary after the text, so the text is left out;
+    an `error` (setup) prints header and text only, so the text is its first line.
     """
     m = _SOURCE.match(source)
     where, lineno = (m["path"], int(m["line"])) if m is not None else (source, 0)
@@ -65,7 +61,6 @@ def located(config: pytest.Config, summary: str, source: str, lines: Sequence[st
                              reprcrash=ReprFileLocation(where, lineno, summary))
 
 
-# -- wrong answers ---------------------------------------------------------------------------------------
 def _value(sample: Sample[Any], value: object) -> str:
     """An answer or gold as a reader wants it: a choice letter with its text, names joined, long text cut."""
     if value is None:
@@ -108,10 +103,9 @@ def question_failure(item: pytest.Item, record: Record, sample: Sample[Any]) -> 
 
 
 def _responses(record: Record, most: int = 5) -> str:
-    """The raw responses on one line, each with what it was read as where the benchmark records that per try.
-
-    ToMBench shuffles the options per try, so '[[C]]' may stand for option A: the
-    reading after the arrow is in the original order, as the answer and gold are.
+    """The raw responses on one line, each with what it was read as where the benchmark records that per try. ToMBench
+    shuffles the options per try, so '[[C]]' may stand for option A: the reading after the arrow is in the original
+    order, as the answer and gold are.
     """
     trials = record.details.get("trials")
     readings: list[Any] = (
@@ -143,13 +137,11 @@ def derived_failure(config: pytest.Config, verdict: DerivedRecord, source: str) 
     return located(config, summary, source, lines)
 
 
-# -- model errors ------------------------------------------------------------------------------------------
 def model_error(item: pytest.Item, message: str, *, error: str, source: str = "",
                 traceback: str | None = None) -> ReprExceptionInfo:
-    """The error in full (with the user's frames) for the first item that meets it, one line for the others.
-
-    `error` is the model's error text, the same for each question it failed (a
-    trailing "(and N more)" aside); `message` adds where this item's data lies.
+    """The error in full (with the user's frames) for the first item that meets it, one line for the others. `error` is
+    the model's error text, the same for each question it failed (a trailing "(and N more)" aside); `message` adds where
+    this item's data lies.
     """
     key = _MORE.sub("", error)
     first = item.config.stash.setdefault(_FIRST_ERROR, {})

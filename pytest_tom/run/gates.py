@@ -1,11 +1,8 @@
-"""Gate items: thresholds and baseline comparisons, judged once every question has run.
-
-A gate reads the whole run's records, so it can only be judged after the last item:
-in one process after the run loop, under pytest-xdist on the controller once every
-worker has finished (the same place derived items are judged there). Each gate is
-reported through pytest's ordinary reporting hooks as an item marked `tom_gate`, so
-`N passed, N failed`, junitxml (with the gate's numbers as properties), `--lf` and the
-exit status see it like any test; nothing is raised from the terminal summary.
+"""Gate items: thresholds and baseline comparisons, judged once every question has run. A gate reads the whole run's
+records, so it can only be judged after the last item: in one process after the run loop, under pytest-xdist on the
+controller once every worker has finished (the same place derived items are judged there). Each gate is reported through
+pytest's ordinary reporting hooks as an item marked `tom_gate`, so `N passed, N failed`, junitxml (with the gate's
+numbers as properties), `--lf` and the exit status see it like any test; nothing is raised from the terminal summary.
 """
 
 from __future__ import annotations

@@ -1,22 +1,18 @@
-"""The run's live terminal output: answers received/total, retries, errors, rate, elapsed and ETA; one-time work.
+"""The run's live terminal output: answers received/total, retries, errors, rate, elapsed and ETA; one-time work. The
+engine calls `Progress(answered, total, errors=, retries=)` as each response arrives (`ProgressCallback`). The bar
+counts answers; failed requests and a backend's retries show beside the count, so a server being stormed shows as
+retries climbing while answers do not. Backends say what one-time work they do through `pytest_tom.notice`, whose sink
+is `Progress.say`. Both happen inside a test, where pytest captures output, so every write suspends the capture and goes
+through pytest's terminal writer on a line of its own: the test file's prefix (`examples/test_tom.py ....`) is ended
+first and written again after, so pytest's dots carry on as if nothing had been drawn.
 
-The engine calls `Progress(answered, total, errors=, retries=)` as each response arrives
-(`ProgressCallback`). The bar counts answers; failed requests and a backend's retries show
-beside the count, so a server being stormed shows as retries climbing while answers do not.
-Backends say what one-time work they do through `pytest_tom.notice`, whose sink is
-`Progress.say`. Both happen inside a test, where pytest captures output, so every write
-suspends the capture and goes through pytest's terminal writer on a line of its own: the
-test file's prefix (`examples/test_tom.py ....`) is ended first and written again after,
-so pytest's dots carry on as if nothing had been drawn.
-
-Modes (`--tom-progress`): ``auto`` (default) draws, on a terminal, a bar redrawn in place
-at most every 0.1 s and at least every second (a timer thread, so a burst is never shown a
-batch late), ended by one closing line; elsewhere (CI logs) the one-time-work lines, a
-plain line every 5 minutes and the closing line. ``on``: the bar always (what the tests
+Modes (`--tom-progress`): ``auto`` (default) draws, on a terminal, a bar redrawn in place at most every 0.1 s and at
+least every second (a timer thread, so a burst is never shown a batch late), ended by one closing line; elsewhere (CI
+logs) the one-time-work lines, a plain line every 5 minutes and the closing line. ``on``: the bar always (what the tests
 use). ``off``: nothing.
 
-Under pytest-xdist, workers show nothing (their output would garble the
-controller's); the controller shows xdist's own per-test progress.
+Under pytest-xdist, workers show nothing (their output would garble the controller's); the controller shows xdist's own
+per-test progress.
 """
 
 from __future__ import annotations
@@ -58,9 +54,8 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def status_text(done: int, total: int, elapsed: float, errors: int = 0, retries: int = 0) -> str:
-    """`45/90 answers, 0.62/s, elapsed 1:12, ETA 1:13` (ETA `?` until the first answer).
-
-    Once a request was retried or failed: `45/90 answers · 2 retries · 0 errors, 0.62/s, ...`.
+    """`45/90 answers, 0.62/s, elapsed 1:12, ETA 1:13` (ETA `?` until the first answer). Once a request was retried or
+    failed: `45/90 answers · 2 retries · 0 errors, 0.62/s, ...`.
     """
     rate = _rate(done, elapsed)
     eta = format_seconds((total - done - errors) / rate) if rate > 0 else "?"
@@ -79,9 +74,8 @@ def bar_line(done: int, total: int, elapsed: float, width: int = 80, errors: int
 
 
 def final_line(done: int, total: int, elapsed: float, errors: int = 0, retries: int = 0) -> str:
-    """The line a pass leaves behind: `pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)`.
-
-    Errors and retries, when there were any, follow: `...; 3 retries, 2 errors`.
+    """The line a pass leaves behind: `pytest-tom: 90/90 model requests answered in 2:31 (0.60/s)`. Errors and retries,
+    when there were any, follow: `...; 3 retries, 2 errors`.
     """
     line = f"pytest-tom: {done}/{total} model requests answered in {format_seconds(elapsed)} " \
            f"({_rate_text(_rate(done, elapsed))})"
@@ -122,7 +116,6 @@ class Progress:
         config.add_cleanup(lambda: _restore(previous))
         config.pluginmanager.register(self)
 
-    # -- what to show ------------------------------------------------------------------------------
     def _reporter(self) -> Any:
         return self.config.pluginmanager.get_plugin("terminalreporter")
 
@@ -135,7 +128,6 @@ class Progress:
             return None
         return "bar" if self.mode == "on" or getattr(reporter, "isatty", False) else "plain"
 
-    # -- the engine's callback ---------------------------------------------------------------------
     def __call__(self, done: int, total: int, *, errors: int = 0, retries: int = 0) -> None:
         style = self.style()
         if style is None:
@@ -198,9 +190,8 @@ class Progress:
 
     def _open(self, reporter: Any, tw: Any, *, erase: bool = False) -> None:
         """Start our own line: end pytest's (`file.py ...`), remember its prefix; pytest starts anew if interrupted.
-
-        With `erase` (the bar, which redraws in place anyway), a line holding only the
-        prefix is blanked instead of left behind, since `_close` writes it again.
+        With `erase` (the bar, which redraws in place anyway), a line holding only the prefix is blanked instead of left
+        behind, since `_close` writes it again.
         """
         self._prefix = reporter.currentfspath
         width = tw.width_of_current_line

@@ -1,12 +1,10 @@
 """Robustness items: hypothesis searches one question's perturbations for a change that breaks the model.
-
-`<bench>_robustness[<question>-<strategy>]` items exist only when strategies are asked for
-(`--tom-robustness` or a suite's `robustness=[...]`), carry `tom_robustness` and the question's
-marks, and run hypothesis inside the item: no test function takes fixtures (so the
-function-scoped-fixture health check never applies), and every model call goes through the
-engine and its cache. The database key is (suite, question, strategy, model), so a failing
-example is replayed first next run; the `tom-ci` profile makes CI reproducible, and
-`--tom-robustness-examples` bounds the model calls per item.
+`<bench>_robustness[<question>-<strategy>]` items exist only when strategies are asked for (`--tom-robustness` or a
+suite's `robustness=[...]`), carry `tom_robustness` and the question's marks, and run hypothesis inside the item: no
+test function takes fixtures (so the function-scoped-fixture health check never applies), and every model call goes
+through the engine and its cache. The database key is (suite, question, strategy, model), so a failing example is
+replayed first next run; the `tom-ci` profile makes CI reproducible, and `--tom-robustness-examples` bounds the model
+calls per item.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Addressing --tom-benchmark items by node id on the command line.
-
-Such items have no file, so pytest would reject `pytest "tombench[en-false_belief_task-0001]"`
-as a path. Before collection these arguments (also `tombench::tombench[...]`,
-`tombench_coherence[...]` or a bare benchmark name) leave `config.args` and become a
+"""Addressing --tom-benchmark items by node id on the command line. Such items have no file, so pytest would reject
+`pytest "tombench[en-false_belief_task-0001]"` as a path. Before collection these arguments (also
+`tombench::tombench[...]`, `tombench_coherence[...]` or a bare benchmark name) leave `config.args` and become a
 selection of the benchmark's items; an argument naming an existing path stays pytest's.
 """
 

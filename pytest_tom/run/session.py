@@ -1,7 +1,5 @@
-"""Per-run state, split by concern: suites and sampling, planning, records and report.
-
-`TomSession` only composes them and answers the plugin's hooks, each of which is
-a line or two in `plugin.py`. It lives in the config stash.
+"""Per-run state, split by concern: suites and sampling, planning, records and report. `TomSession` only composes them
+and answers the plugin's hooks, each of which is a line or two in `plugin.py`. It lives in the config stash.
 """
 
 from __future__ import annotations
@@ -51,8 +49,8 @@ class TomSession:
         self.derived_specs: list[DerivedSpec] = []
         """On the xdist controller: the derived items the workers handed over."""
         self.collection_order: list[str] = []
-        """On the xdist controller: the node ids as a worker collected them, so the report lists
-        records in collection order as one process does, not in the order workers finished."""
+        """On the xdist controller: the node ids as a worker collected them, so the report lists records in
+        collection order as one process does, not in the order workers finished."""
         self.problems: list[str] = []
         """Lines the run's end must show (the report not written, the cache not closed)."""
         self.notes: list[str] = []
@@ -73,7 +71,6 @@ class TomSession:
         """True on the pytest-xdist controller, which runs no items itself."""
         return self.worker is None and self.config.pluginmanager.has_plugin("dsession")
 
-    # -- models ------------------------------------------------------------------------------------------
     def default_model(self) -> Model:
         """The model --tom-model names (what the `tom_model` fixture returns unless overridden)."""
         uri = self.options.model
@@ -87,16 +84,14 @@ class TomSession:
 
     def check_model(self) -> None:
         """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
-
-        Not on an xdist worker (the controller checked), and not when a
-        pytest_tom_make_model hook may build the model from the URI itself.
+        Not on an xdist worker (the controller checked), and not when a pytest_tom_make_model hook may build the model
+        from the URI itself.
         """
         uri = self.options.model
         if not uri or self.worker is not None or self.config.hook.pytest_tom_make_model.get_hookimpls():
             return
         self.backends.check(uri)
 
-    # -- selection ---------------------------------------------------------------------------------------
     def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""
         by_suite: dict[str, list[Any]] = defaultdict(list)
@@ -145,7 +140,6 @@ class TomSession:
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["derived"] = [it.spec(selected).to_dict() for it in derived]
 
-    # -- records -----------------------------------------------------------------------------------------
     def logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown" or (report.when == "setup" and report.passed):
             return
@@ -155,11 +149,13 @@ class TomSession:
         """On an xdist worker: hand suite settings, engine statistics and answers to the controller."""
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["suites"] = self.suites.info()
+        out["engine"], out["responses"], out["model"] = self._engine_share()
+
+    def _engine_share(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+        """This process's engine statistics, answers (None without an engine) and model description."""
         engine = self.planner.engine
-        if engine is not None:
-            out["engine"] = engine.stats.to_dict()
-            out["responses"] = {k: r.to_dict() for k, r in engine.responses.items()}
-        out["model"] = self.planner.describe_model()
+        return (engine.stats.to_dict() if engine else None,
+                {k: r.to_dict() for k, r in engine.responses.items()} if engine else None, self.planner.describe_model())
 
     def absorb(self, output: dict[str, Any]) -> None:
         """On the controller: take in one worker's published share."""
@@ -171,7 +167,6 @@ class TomSession:
     def close(self) -> None:
         self.planner.close()
 
-    # -- output ------------------------------------------------------------------------------------------
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
             self.gather()
@@ -187,10 +182,7 @@ class TomSession:
                 self._gathered = True  # once, even if building the report below raises and is retried
                 if self.worker is None and not self.is_controller:
                     self.records.suites.update(self.suites.info())
-                    engine = self.planner.engine
-                    self.records.add_engine(engine.stats.to_dict() if engine else None,
-                                            {k: r.to_dict() for k, r in engine.responses.items()} if engine else None,
-                                            self.planner.describe_model())
+                    self.records.add_engine(*self._engine_share())
                 else:
                     self._in_collection_order()
 
@@ -214,10 +206,8 @@ class TomSession:
             return [f"pytest-tom: the summary could not be built: {type(exc).__name__}: {exc}"]
 
     def finish(self) -> str | None:
-        """Write the report if one was asked for; None, or the one line saying why it was not written.
-
-        Never raises: the terminal summary and the final counts come after this
-        hook, and a traceback here would take them with it.
+        """Write the report if one was asked for; None, or the one line saying why it was not written. Never raises: the
+        terminal summary and the final counts come after this hook, and a traceback here would take them with it.
         """
         problem = self._write_markdown()
         path = self.options.report

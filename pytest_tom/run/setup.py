@@ -34,10 +34,9 @@ def _usage_errors() -> Iterator[None]:
 
 
 class _RegistryHolder:
-    """Carries the registries from pytest_addoption to pytest_configure as a named plugin.
-
-    Each benchmark registered gets its hidden deprecated `--tom-<name>-*` flags at once, and its
-    deprecated ini keys once the command line is known, unless it asks for `--help` (which lists them).
+    """Carries the registries from pytest_addoption to pytest_configure as a named plugin. Each benchmark registered
+    gets its hidden deprecated `--tom-<name>-*` flags at once, and its deprecated ini keys once the command line is
+    known, unless it asks for `--help` (which lists them).
     """
 
     def __init__(self, parser: pytest.Parser) -> None:
@@ -61,9 +60,8 @@ class _RegistryHolder:
 
 def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Options for the built-in and entry-point benchmarks now; for hook-registered ones as they register.
-
-    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before
-    the command line is parsed, so its settings work with `--tom-set`.
+    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before the command line is
+    parsed, so its settings work with `--tom-set`.
     """
     holder = _RegistryHolder(parser)
     _add_general_options(parser, holder.registry)
@@ -104,12 +102,10 @@ ACTIVATION = "with --tom-model, --tom-benchmark (or their ini keys) or a pytest_
 
 
 def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[object]]], names_only: bool = False) -> None:
-    """Register the benchmarks' marks for --strict-markers and `pytest --markers` (each once).
-
-    `names_only` registers just each benchmark's own mark (`tombench`): generic facet marks
-    (`full`, `en`) would let a typo pass --strict-markers in a repo that never runs a benchmark,
-    so they are registered only when pytest-tom runs (`ACTIVATION`). pytest looks registered
-    marks up at each unknown one, so registering them at collection is in time.
+    """Register the benchmarks' marks for --strict-markers and `pytest --markers` (each once). `names_only` registers
+    just each benchmark's own mark (`tombench`): generic facet marks (`full`, `en`) would let a typo pass
+    --strict-markers in a repo that never runs a benchmark, so they are registered only when pytest-tom runs
+    (`ACTIVATION`). pytest looks registered marks up at each unknown one, so registering them at collection is in time.
     """
     done = config.stash.setdefault(_MARKS_KEY, set())
     for cls in classes:
@@ -186,10 +182,9 @@ def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.
 
 
 def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
-    """A suite whose data cannot be loaded ends the run as a usage error (see `collect.stop_at_load_error`).
-
-    Not on an xdist worker: an exit there reads as a crash; its collection error reaches the
-    controller, which stops the run the same way.
+    """A suite whose data cannot be loaded ends the run as a usage error (see `collect.stop_at_load_error`). Not on an
+    xdist worker: an exit there reads as a crash; its collection error reaches the controller, which stops the run the
+    same way.
     """
     if tom.worker is None:
         from pytest_tom.run.collect import stop_at_load_error as stop
@@ -204,10 +199,9 @@ def _is_tom_item(item: pytest.Item) -> bool:
 
 
 def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: Iterable[pytest.Item]) -> str | None:
-    """A line when `-m` left none of the collected pytest-tom items and names a word that is no mark; else None.
-
-    Known marks are the registered ones and, only when a word is none of those, the marks the
-    collected items carry (an unregistered mark is still a mark).
+    """A line when `-m` left none of the collected pytest-tom items and names a word that is no mark; else None. Known
+    marks are the registered ones and, only when a word is none of those, the marks the collected items carry (an
+    unregistered mark is still a mark).
     """
     expression = str(config.getoption("markexpr", "") or "")
     before = list(before)
@@ -236,10 +230,9 @@ def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> 
 
 
 def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
-    """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`).
-
-    In one process a usage error now; on an xdist worker (where raising here reads as a
-    crash) the first item stops the run with the message, before it asks for the model.
+    """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`). In one
+    process a usage error now; on an xdist worker (where raising here reads as a crash) the first item stops the run
+    with the message, before it asks for the model.
     """
     from pytest_tom.run.baseline import check_before_run
 
@@ -253,9 +246,8 @@ def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
 
 def after_loop(session: pytest.Session, tom: TomSession) -> None:
     """Judge what needs every record: derived items on the xdist controller, then the gates (one process or controller).
-
-    Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the
-    summary with it; here it counts as a failure, shown in one line after the summary.
+    Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the summary with it; here it
+    counts as a failure, shown in one line after the summary.
     """
     if tom.is_controller:
         from pytest_tom.run.controller import judge_derived
@@ -277,8 +269,8 @@ def after_loop(session: pytest.Session, tom: TomSession) -> None:
 
 
 REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
-"""The exit status of a run that passed but whose --tom-report could not be written (a run
-that failed keeps its own status): CI must not see such a run as green."""
+"""The exit status of a run that passed but whose --tom-report could not be written (a run that failed keeps its own
+status): CI must not see such a run as green."""
 
 _SUMMARY_CODES = frozenset({0, 1, 2, 4, 5, 6})
 """Exit statuses after which pytest calls pytest_terminal_summary (see _pytest.terminal)."""
@@ -328,11 +320,9 @@ def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
 
 
 def finish(tom: TomSession) -> None:
-    """Close the engine, then publish (xdist worker) or write the report; never raises.
-
-    Runs in pytest's sessionfinish, before the terminal summary, which an exception would lose:
-    a problem becomes one line after the summary (or at once when none follows), and a report
-    not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
+    """Close the engine, then publish (xdist worker) or write the report; never raises. Runs in pytest's sessionfinish,
+    before the terminal summary, which an exception would lose: a problem becomes one line after the summary (or at once
+    when none follows), and a report not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
     """
     try:
         tom.close()

@@ -1,11 +1,9 @@
-"""pytest-xdist: contiguous scheduling of question blocks, and the controller's share of the run.
-
-So a distributed run answers each request once and judges aggregates as one process would:
-with `--dist load`, `TomScheduling` (xdist's `pytest_xdist_make_scheduler` hook) gives each
-worker one contiguous block, the same `engine.planning.blocks()` the worker computes from its
-identical collection; workers do not run aggregate assertions (their members may run
-elsewhere) but hand their definitions over `workeroutput`, and the controller judges them on
-the merged records. pytest-xdist is imported only inside the functions that need it.
+"""pytest-xdist: contiguous scheduling of question blocks, and the controller's share of the run. So a distributed run
+answers each request once and judges aggregates as one process would: with `--dist load`, `TomScheduling` (xdist's
+`pytest_xdist_make_scheduler` hook) gives each worker one contiguous block, the same `engine.planning.blocks()` the
+worker computes from its identical collection; workers do not run aggregate assertions (their members may run elsewhere)
+but hand their definitions over `workeroutput`, and the controller judges them on the merged records. pytest-xdist is
+imported only inside the functions that need it.
 """
 
 from __future__ import annotations
