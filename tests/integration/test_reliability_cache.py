@@ -292,9 +292,12 @@ def test_a_cache_folder_that_cannot_be_created_runs_from_memory_with_one_warning
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_a_stopped_run_keeps_every_answer_it_received(work: Workdir, sig: signal.Signals) -> None:
     answered = 7
+    # The run starts as from a terminal, where Ctrl-C is live: a test runner started in the background (nohup, `&`)
+    # ignores SIGINT, and its children would inherit that and never stop.
     proc = subprocess.Popen(work.command("--tom-batch-size=1"), cwd=work.root,
                             env=work.env(TOM_TEST_BLOCK_AFTER=str(answered)),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     try:
         deadline = time.monotonic() + 120
         # The model logs a call when it starts: the 8th call is blocked, so 7 answers came back.
