@@ -114,16 +114,16 @@ def find_contexts(folder: Path) -> dict[int, Found]:
     return found
 
 
-def _runs(numbers: Sequence[int]) -> list[str]:
+def runs(numbers: Sequence[int]) -> list[str]:
     """`[77, 150, 151, 152]` -> `["trial77", "trial150-152"]`."""
     spans = [[n for _, n in run] for _, run in groupby(enumerate(sorted(numbers)), lambda t: t[1] - t[0])]
     return [f"trial{s[0]}" if len(s) == 1 else f"trial{s[0]}-{s[-1]}" for s in spans]
 
 
 def named(numbers: Sequence[int]) -> str:
-    runs = _runs(numbers)
-    shown = ", ".join(runs[:SHOWN])
-    return shown + (f" and {len(runs) - SHOWN} more runs" if len(runs) > SHOWN else "")
+    spans = runs(numbers)
+    shown = ", ".join(spans[:SHOWN])
+    return shown + (f" and {len(spans) - SHOWN} more runs" if len(spans) > SHOWN else "")
 
 
 def check_complete(folder: Path, found: Mapping[int, Found], wanted: Sequence[int], label: str, *, named_set: bool,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
-from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named
+from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named, runs
 from pytest_tom.fetch import MANIFEST, Limits, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import Release
@@ -71,7 +71,8 @@ def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: boo
         have = sorted(found)
         if have:
             raise TomDataError(f"no ToMValley context of the selected set ({label}) is here; it holds {len(have)} others "
-                               f"({named(have)}): choose them with --tom-set tomvalley.contexts=...", path=folder)
+                               f"({named(have)}): choose them with --tom-set tomvalley.contexts="
+                               f"{','.join(run.removeprefix('trial') for run in runs(have))}", path=folder)
         held = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
         raise TomDataError(
             "no ToMValley context here: expected trial<N>/ folders holding story.json + question_new.json, or a "

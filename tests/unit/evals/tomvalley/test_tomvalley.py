@@ -129,8 +129,10 @@ def test_a_context_in_both_layouts_is_refused(tmp_path: Path) -> None:
 
 def test_the_selected_set_must_be_present(tmp_path: Path) -> None:
     with pytest.raises(TomDataError, match=r"no ToMValley context of the selected set \(paper\).*2 others "
-                                           r"\(trial7001-7002\)"):
+                                           r"\(trial7001-7002\)") as error:
         load_folder(TV, range(50, 1050), "paper")
+    suggested = str(error.value).split("tomvalley.contexts=")[1].split()[0]
+    assert parse_contexts(suggested)[1] == (7001, 7002)  # the value the message suggests is one the setting takes
 
 
 # -- the whole release: every context once, each whole, none missing (issue 20) ------------------------------
