@@ -1,12 +1,13 @@
 """Suites of one run: loading each declared benchmark with its settings, and drawing samples. A suite is a benchmark
 instance with its settings (from flags, ini values and the suite declaration), its loaded samples and its derived
 assertions. Sampling (`--tom-sample`) draws a stratified subset after -m/-k, so the sample is drawn from what the user
-selected.
+selected; a benchmark whose cluster facet is `whole` is sampled by whole clusters.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -111,3 +112,18 @@ def stratified_sample(entries: Sequence[tuple[str, tuple[str, ...]]], n: int, se
         ranked = sorted(strata[k], key=lambda q: hashlib.sha256(f"{seed}:{q}".encode()).hexdigest())
         chosen.update(ranked[: alloc[k]])
     return chosen
+
+
+def whole_cluster_sample(entries: Sequence[tuple[str, str, tuple[str, ...]]], n: int, seed: int) -> tuple[set[str], list[int]]:
+    """Keep whole clusters holding about `n` of the (id, cluster, strata) `entries`: ceil(n x clusters / ids) of them
+    (so equal-sized clusters reach at least `n` ids), drawn by `stratified_sample` over the strata constant within
+    every cluster (one varying inside a cluster, such as Hi-ToM's order, is kept whole anyway). Returns the kept ids
+    and the positions of the strata used. Clusters of one id each draw exactly what `stratified_sample` draws.
+    """
+    members: dict[str, list[tuple[str, tuple[str, ...]]]] = defaultdict(list)
+    for qid, cluster, stratum in entries:
+        members[cluster].append((qid, stratum))
+    used = [i for i in range(len(entries[0][2])) if all(len({s[i] for _, s in m}) == 1 for m in members.values())]
+    picked = stratified_sample([(c, tuple(m[0][1][i] for i in used)) for c, m in members.items()],
+                               min(len(members), math.ceil(n * len(members) / len(entries))), seed)
+    return {qid for c in picked for qid, _ in members[c]}, used

@@ -88,7 +88,8 @@ class Facet:
     `marks`: pytest marks with their `--markers` text (may include non-values, such as derived kinds);
     `stratum`: `--tom-sample` draws within each combination of strata; `tables`: summary tables led by it
     (`()` alone, `("task",)` crossed with task); `gate`: each value gets a gateable accuracy;
-    `cluster`: it names the story or conversation, so intervals resample whole clusters.
+    `cluster`: it names the story or conversation, so intervals resample whole clusters; `whole` (cluster only):
+    `--tom-sample` keeps or drops each cluster whole, for metrics that compare a cluster's questions (Hi-ToM's chains).
     """
 
     name: str
@@ -97,6 +98,7 @@ class Facet:
     tables: tuple[tuple[str, ...], ...] = ()
     gate: bool = False
     cluster: bool = False
+    whole: bool = False
 
 
 def stop_at_answer_option(why: str) -> BenchmarkOption:
@@ -137,6 +139,7 @@ class Benchmark(ABC, Generic[E]):
     summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
     gate_facets: ClassVar[tuple[str, ...]] = ()
     cluster_facet: ClassVar[str | None] = None
+    sample_whole: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -146,11 +149,14 @@ class Benchmark(ABC, Generic[E]):
         clusters = [f.name for f in rows if f.cluster]
         if len(clusters) > 1:
             raise TypeError(f"{cls.__qualname__}: only one facet can be the cluster, got {clusters}")
+        if wrong := [f.name for f in rows if f.whole and not f.cluster]:
+            raise TypeError(f"{cls.__qualname__}: whole=True needs cluster=True, not so on {wrong}")
         cls.mark_docs = {cls.name: cls.description, **{m: d for f in rows for m, d in f.marks.items()}}
         cls.strata = tuple(f.name for f in rows if f.stratum)
         cls.summary_facets = tuple((f.name, *t) for f in rows for t in f.tables)
         cls.gate_facets = tuple(f.name for f in rows if f.gate)
         cls.cluster_facet = clusters[0] if clusters else None
+        cls.sample_whole = any(f.whole for f in rows)
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         given = dict(settings or {})

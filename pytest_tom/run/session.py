@@ -13,7 +13,7 @@ import pytest
 
 from pytest_tom.engine.planning import Planner
 from pytest_tom.engine.records import DerivedSpec, RunRecords
-from pytest_tom.engine.suites import Suites, stratified_sample
+from pytest_tom.engine.suites import Suites, whole_cluster_sample
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import Registry
 from pytest_tom.models import SchemeRegistry, as_model
@@ -101,11 +101,13 @@ class TomSession:
         if not by_suite:
             return list(items), []
         drop: set[str] = set()
-        for qitems in by_suite.values():
-            suite = qitems[0].suite
-            keep = stratified_sample(
-                [(it.sample.id, tuple(it.sample.facets.get(f, "") for f in suite.benchmark.strata)) for it in qitems],
-                suite.sample or 0, suite.seed)
+        strata: dict[str, list[str]] = {}
+        for sid, qitems in by_suite.items():
+            suite, b = qitems[0].suite, qitems[0].suite.benchmark
+            keep, used = whole_cluster_sample(
+                [(s.id, b.cluster(s.facets, s.id) if b.sample_whole else s.id, tuple(s.facets.get(f, "") for f in b.strata))
+                 for s in (it.sample for it in qitems)], suite.sample or 0, suite.seed)
+            strata[sid] = [b.strata[i] for i in used]
             drop.update(it.tom_key for it in qitems if it.sample.id not in keep)
         kept_keys = {it.tom_key for it in items if hasattr(it, "sample") and it.tom_key not in drop}
         kept: list[Any] = []
@@ -120,7 +122,7 @@ class TomSession:
                 (kept if set(it.member_keys()) <= kept_keys else deselected).append(it)
             else:
                 kept.append(it)
-        self.sample_notes = [n for n in (note_sample(q, deselected) for q in by_suite.values()) if n]
+        self.sample_notes = [n for n in (note_sample(q, deselected, strata[sid]) for sid, q in by_suite.items()) if n]
         return kept, deselected
 
     def selected_keys(self, items: Sequence[Any]) -> set[str]:
@@ -255,17 +257,23 @@ def _why_not_written(path: Path, exc: Exception) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def note_sample(questions: Sequence[Any], deselected: Sequence[Any]) -> str:
+def note_sample(questions: Sequence[Any], deselected: Sequence[Any], strata: Sequence[str]) -> str:
     """One line saying why a sample dropped items (no -m/-k explains pytest's "N deselected"); empty if none."""
-    suite = questions[0].suite
+    suite, b = questions[0].suite, questions[0].suite.benchmark
     dropped = [it for it in deselected if it.suite.sid == suite.sid]
     if not dropped:
         return ""
     groups = sum(1 for it in dropped if hasattr(it, "derived"))
-    by = ", ".join(suite.benchmark.strata) or "nothing"
+    whole = ""
+    if b.sample_whole:
+        gone = {it.tom_key for it in dropped if hasattr(it, "sample")}
+        kept = {b.cluster(q.sample.facets, q.sample.id) for q in questions if q.tom_key not in gone}
+        every = {b.cluster(q.sample.facets, q.sample.id) for q in questions}
+        whole = f"{len(kept)} of {len(every)} whole {b.cluster_facet} clusters, "
     line = (
         f"{suite.sid}: sample={suite.sample} keeps {len(questions) - (len(dropped) - groups)} of {len(questions)} "
-        f"questions (stratified by {by}; seed {suite.seed}); {len(dropped) - groups} questions deselected"
+        f"questions ({whole}stratified by {', '.join(strata) or 'nothing'}; seed {suite.seed}); "
+        f"{len(dropped) - groups} questions deselected"
     )
     if groups:
         line += f", and {groups} aggregate assertions whose groups the sample splits"

@@ -136,3 +136,27 @@ def test_the_random_model_answers_well_formed_lines(pytester: pytest.Pytester) -
 def test_marks_select_items_and_checks(pytester: pytest.Pytester, marks: str, count: int) -> None:
     result = run(pytester, "--tom-model=random", "--collect-only", "-q", "-m", marks)
     assert sum(1 for line in result.stdout.lines if "::" in line) == count
+
+
+def test_a_sample_keeps_whole_stories_and_joint_accuracy_is_over_them(pytester: pytest.Pytester) -> None:
+    setup(pytester)
+    result = run(pytester, "--tom-model=python:hitom_table:model", "--tom-sample=10", "--tom-seed=2")
+    result.stdout.fnmatch_lines(["*hitom: sample=10 keeps 10 of 20 questions (1 of 2 whole story clusters, stratified"
+                                 " by deception, length; seed 2); 10 questions deselected*"])
+    recs = records(pytester)
+    (story,) = {r.facets["story"] for r in recs}
+    assert sorted((r.facets["style"], r.facets["order"]) for r in recs) == sorted(
+        (s, str(k)) for s in ("cot", "vanilla") for k in range(5))  # both chains of the story, every order
+    tell = story.split("/")[0]
+    hand = [sum("W" not in p[tell][:k + 1] and "U" not in p[tell][:k + 1] for p in PLAN.values()) / 2 for k in range(5)]
+    m = {x.name: x.value for x in HiToM().metrics(recs)}
+    assert [m[f"overall.order.{k}.joint"] for k in range(5)] == hand
+
+
+def test_joint_accuracy_of_orders_run_alone_is_left_out_with_its_reason(pytester: pytest.Pytester) -> None:
+    setup(pytester)
+    result = run(pytester, "--tom-model=python:hitom_table:model", "-m", "order3")
+    m = {x.name: x.value for x in HiToM().metrics(records(pytester))}
+    assert "overall.order.3.joint" not in m and m["overall.order.3.joint_left_out"] == 4
+    result.stdout.fnmatch_lines(["*all order 3 joint accuracy not computed: chains without orders 0..3 all run and "
+                                 "scored 4*"])

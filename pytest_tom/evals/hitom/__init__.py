@@ -51,7 +51,7 @@ class HiToM(Benchmark[HiToMExtra]):
         Facet("style", {"vanilla": "Hi-ToM vanilla prompt (the MC files, the paper's VP).",
                         "cot": "Hi-ToM chain-of-thought prompt (the CoT files, the paper's CoTP)."},
               tables=((),), gate=True),
-        Facet("story", cluster=True),
+        Facet("story", cluster=True, whole=True),
         Facet("check", {_metrics.INVARIANTS: "Hi-ToM check: joint accuracy <= accuracy, never rising with the order.",
                         _metrics.DECLINE: "Hi-ToM check: order-4 accuracy is not above order-0 accuracy.",
                         _metrics.DECEPTION: "Hi-ToM check: at orders 1-4, deception does not raise accuracy."}),

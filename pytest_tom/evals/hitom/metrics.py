@@ -71,8 +71,8 @@ def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Seque
         key, what = (*prefix, "order", str(k)), f"{name} order {k}" if name and orders else ""
         out += _rate((*key, "accuracy"), what and f"{what} accuracy", table, mine)
         out += _rate((*key, "joint"), what and f"{what} joint accuracy", table, judged)
-        out += [Metric((*key, "joint_left_out"), left, what and f"{what}: chains lacking one of orders 0..{k}",
-                       "count", table)] if left else []
+        why = f"{what} joint accuracy not computed: chains without orders 0..{k} all run and scored"
+        out += [Metric((*key, "joint_left_out"), left, what and why, "count", table)] if left else []
     return out
 
 

@@ -125,3 +125,9 @@ def test_a_table_with_two_clusters_is_refused() -> None:
     with pytest.raises(TypeError, match="only one facet can be the cluster"):
         type("Two", (Benchmark,), {"name": "two", "description": "d",
                                    "facets": (Facet("a", cluster=True), Facet("b", cluster=True))})
+
+
+def test_whole_needs_the_cluster_and_only_hitom_samples_whole_clusters() -> None:
+    with pytest.raises(TypeError, match="whole=True needs cluster=True"):
+        type("Loose", (Benchmark,), {"name": "loose", "description": "d", "facets": (Facet("a", whole=True),)})
+    assert [n for n in (*TODAY, "hitom") if _cls(n).sample_whole] == ["hitom"]
