@@ -1,11 +1,8 @@
-"""Hi-ToM's release read into samples: one item per prompt file, its gold from the data files, all checked first.
+"""Hi-ToM's release read into samples: one item per prompt file (`Hi-ToM_prompts/`), its gold from `Hi-ToM_data/`.
 
-The release is two parallel trees of 1,200 files (`Hi-ToM_prompts/` without the gold,
-`Hi-ToM_data/` with it), `<Tell|No_Tell>/<MC|CoT>/length_<l>/sample_<s>/order_<o>.txt`. The
-official prompt is the prompt file byte for byte, so each is parsed into a sample, rendered back
-and compared with the file: what the harness sends always equals the release. MC and CoT data
-files disagree on 138 of 600 golds (spec §5); both are kept and the `gold` setting picks one.
-A copy must be the whole pinned release unless `partial`; errors name the file and line.
+Each prompt file is parsed, rendered back and compared with the file, so what the harness sends equals the release.
+MC and CoT data files disagree on 138 of 600 golds (spec §5): both are kept, the `gold` setting picks one. A copy
+must be the whole pinned release unless `partial`; errors name the file and line.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from pytest_tom.framework.release import Release, check_tree, pins_key
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
-"""(tell, style folder, length, sample, order) of every item, in the release's order."""
+"""(tell, style folder, length, sample, order) of every file of each tree, in the release's order."""
 STYLE = {"MC": "vanilla", "CoT": "cot"}
 """Folder -> `style` facet: MC is the paper's vanilla prompting (VP), CoT its chain-of-thought (CoTP)."""
 KEY = {"cot": "CoT", "mc": "MC"}
@@ -57,7 +54,7 @@ ADVICE = "or pass --tom-set hitom.partial=true (suite keyword partial=True) to r
 
 @dataclass(frozen=True, slots=True)
 class HiToMExtra:
-    """Where the item sits in the release, and both folders' golds (container names)."""
+    """Where the item sits in the release (`path`: the spec's unit id), and both folders' golds (container names)."""
 
     tell: str = field(metadata=KEEP)
     style: str = field(metadata=KEEP)
@@ -65,7 +62,6 @@ class HiToMExtra:
     sample: int
     order: int
     path: str = field(metadata=KEEP)
-    """The file below `Hi-ToM_prompts/` without `.txt` (the spec's unit id)."""
     gold_mc: str
     gold_cot: str
 
@@ -114,7 +110,6 @@ def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
 
 
 Chain = tuple[str, tuple[str, ...]]
-"""(object, agents X1..Xk) of an order-k question."""
 
 
 def chain(question: str) -> Chain | None:
@@ -153,12 +148,11 @@ WANTED = ("Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding hitom/ fro
 def check_trees(folder: Path, pins: Mapping[str, str], advice: str) -> None:
     """Both trees whole and with their pinned digests; `advice` (its `{tree}` filled in) ends the message."""
     for t in TREES:
-        check_tree(folder / t, {f"{rel(*k)}.txt": folder / t / f"{rel(*k)}.txt" for k in LAYOUT}, pins[t],
-                   advice.format(tree=t))
+        check_tree(folder / t, {f"{rel(*k)}.txt": folder / t / f"{rel(*k)}.txt" for k in LAYOUT}, pins[t], advice.format(tree=t))
 
 
 def download(folder: Path, pins: Mapping[str, str]) -> None:
-    """Fetch both trees file by file at REVISION and check their digests; the manifest, written last, marks it verified."""
+    """Both trees fetched file by file and checked; the manifest, written last, marks the copy verified."""
     (folder / MANIFEST).unlink(missing_ok=True)
     fetch_files(RAW, folder, {f"{t}/{rel(*k)}.txt": None for t in TREES for k in LAYOUT}, workers=8)
     check_trees(folder, pins, "the download is not the pinned release; refusing to use it")
@@ -177,27 +171,26 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
     if not partial:
         check_trees(folder, pins, "restore it, give --tom-set hitom.sha256={tree}=<sha256> for another revision, "
                     + ADVICE)
-    files = {t: {rel(*k): folder / t / f"{rel(*k)}.txt" for k in LAYOUT} for t in TREES}
-    present = {t: {n: p for n, p in fs.items() if p.is_file()} for t, fs in files.items()}
-    data = {n: parse(read_text(p), p, style=n.split("/")[1], data=True) for n, p in present["Hi-ToM_data"].items()}
+    files = {(t, k): folder / t / f"{rel(*k)}.txt" for t in TREES for k in LAYOUT}
+    data = {k: parse(read_text(p), p, style=k[1], data=True) for k in LAYOUT if (p := files[TREES[0], k]).is_file()}
     samples, differ, seen = [], 0, dict[tuple[str, int], Chain]()
-    for tell, style, length, sample, order in LAYOUT:
-        name, names = rel(tell, style, length, sample, order), {s: rel(tell, s, length, sample, order) for s in STYLE}
-        golds = {s: data[n].answer or "" for s, n in names.items() if n in data}
+    for key in LAYOUT:
+        tell, style, length, sample, order = key
+        pair = {s: (tell, s, length, sample, order) for s in STYLE}
+        golds = {s: data[k].answer or "" for s, k in pair.items() if k in data}
         if style == "MC" and len(golds) == 2:
             differ += golds["MC"] != golds["CoT"]
-            if replace(data[names["MC"]], answer=None) != replace(data[names["CoT"]], answer=None):
+            if replace(data[key], answer=None) != replace(data[pair["CoT"]], answer=None):
                 raise TomDataError("the MC and CoT data files differ in story, question or choices",
-                                   path=present["Hi-ToM_data"][name])
-        if prompt not in (STYLE[style], "both") or name not in present["Hi-ToM_prompts"]:
+                                   path=files[TREES[0], key])
+        if prompt not in (STYLE[style], "both") or not (path := files[TREES[1], key]).is_file():
             continue
-        path = present["Hi-ToM_prompts"][name]
         parsed = parse(text := read_text(path), path, style=style, data=False)
         if (need := KEY.get(gold, style)) not in golds:
-            raise TomDataError(f"no data file {names[need]}.txt to read the gold from (gold={gold})", path=path)
-        if name in data and replace(data[name], answer=None) != parsed:
-            raise TomDataError(f"differs from its data file {name}.txt in story, question or choices", path=path)
-        item = build((tell, style, length, sample, order), parsed, golds, gold)
+            raise TomDataError(f"no data file {rel(*pair[need])}.txt to read the gold from (gold={gold})", path=path)
+        if key in data and replace(data[key], answer=None) != parsed:
+            raise TomDataError(f"differs from its data file {rel(*key)}.txt in story, question or choices", path=path)
+        item = build(key, parsed, golds, gold)
         if render(item) != text:
             raise TomDataError("not the official prompt template (spec §3.1) byte for byte", path=path)
         check_chain(item, seen, path)
@@ -224,4 +217,3 @@ def build(key: tuple[str, str, int, int, int], prompt: Parsed, golds: Mapping[st
         marks=("hitom", f"order{order}", f"length{length}", STYLE[style], *(("deception",) if tell == "Tell" else ())),
         extra=HiToMExtra(tell, style, length, sample, order, path, golds.get("MC", ""), golds.get("CoT", "")),
     )
-

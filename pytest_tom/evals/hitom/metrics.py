@@ -1,17 +1,15 @@
 """Hi-ToM's standard and joint accuracy as the authors' notebooks compute them (spec §6), and its checks (§8).
 
-Accuracy counts an unreadable answer as not right; model errors leave every denominator. A chain
-(one style's 5 questions of a story) is jointly right at order k when its orders 0..k are all right;
-a chain asked at k without all of 0..k scored has no value there: it is counted, never guessed.
-Intervals resample whole stories. The soft checks fail only beyond `max_gap` with 95% confidence.
-The terminal prints what the paper's tables show at a glance (overall, per order, joint, and
-each margin's accuracy); every cell (deception x style x length x order) is in the JSON report.
+An unreadable answer is not right; model errors leave every denominator. A chain (one style's 5 questions of a
+story) is jointly right at order k when its orders 0..k are all right; a chain asked at k without all of 0..k scored
+has no value there: it is counted, never guessed. Intervals resample whole stories. The terminal prints the paper's
+tables at a glance; every cell (deception x style x length x order) is in the JSON report.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TypeVar
 
 from pytest_tom.derived import Derived, Judgement, Rule
@@ -61,10 +59,7 @@ def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:
 
 def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *,
                   orders: bool) -> list[Metric]:
-    """Standard accuracy of `records`, then each order's standard and joint accuracy (and chains left out).
-
-    `name` labels the slice's accuracy for the terminal (empty: JSON only); `orders` also prints its per-order lines.
-    """
+    """Accuracy and each order's accuracy, joint and chains left out; `name` ("": JSON only), `orders`: printed."""
     out = _rate((*prefix, "accuracy"), name and f"{name} accuracy", table, _items(records))
     for k in range(5):
         mine, (judged, left) = _items(r for r in records if r.facets["order"] == str(k)), joint(records, k)
@@ -98,13 +93,6 @@ def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
     for (tell, style, length), mine in by(records, CELL).items():
         out += slice_metrics(("cells", tell, style, f"length_{length}"), "", CELLS, mine, orders=False)
     return out
-
-
-def gap(a: Sequence[Record], b: Sequence[Record]) -> tuple[float, float, float]:
-    """acc(a) - acc(b) and its 95% interval: Newcombe's, widened to a bootstrap's over whole stories."""
-    g = gap_interval([float(r.passed) for r in a], [r.facets["story"] for r in a],
-                     [float(r.passed) for r in b], [r.facets["story"] for r in b])
-    return g.point, g.low, g.high
 
 
 def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
@@ -143,14 +131,15 @@ def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
     """A rule failing when acc(`a`) - acc(`b`) over the `facet` groups is beyond max_gap (`above`) or below -max_gap."""
     def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
         tol = float(derived.params.get("max_gap", 0.05))
-        groups: Mapping[str, list[Record]] = {v: [r for r in members if r.facets[facet] == v] for v in (a, b)}
-        d, low, high = gap(groups[a], groups[b])
-        details = {"gap": d, "ci95": [low, high], "n": [len(groups[a]), len(groups[b])], "max_gap": tol}
-        if low > tol if above else high < -tol:
-            return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * d:+.1f} points (95% interval "
-                             f"[{100 * low:+.1f}, {100 * high:+.1f}], {len(groups[a])} vs {len(groups[b])} items), "
-                             f"beyond the tolerance of {100 * tol:.1f} points", d, details=details)
-        return Judgement(True, value=d, details=details)
+        x, y = ([r for r in members if r.facets[facet] == v] for v in (a, b))
+        g = gap_interval([float(r.passed) for r in x], [r.facets["story"] for r in x],
+                         [float(r.passed) for r in y], [r.facets["story"] for r in y])
+        details = g.to_dict() | {"max_gap": tol}
+        if g.low > tol if above else g.high < -tol:
+            return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * g.point:+.1f} points (95% interval "
+                             f"[{100 * g.low:+.1f}, {100 * g.high:+.1f}], {g.n_a} vs {g.n_b} items), "
+                             f"beyond the tolerance of {100 * tol:.1f} points", g.point, details=details)
+        return Judgement(True, value=g.point, details=details)
     return rule
 
 

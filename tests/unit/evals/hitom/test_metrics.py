@@ -12,7 +12,7 @@ import pytest
 
 from pytest_tom.derived import Derived, evaluate
 from pytest_tom.evals.hitom import HiToM
-from pytest_tom.evals.hitom.metrics import DECEPTION, DECLINE, INVARIANTS, gap, joint
+from pytest_tom.evals.hitom.metrics import DECEPTION, DECLINE, INVARIANTS, joint
 from pytest_tom.evals.hitom.scoring import score
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.metric import Metric
@@ -113,10 +113,9 @@ def test_the_consistency_checks_pass_on_a_sound_run_and_say_why_they_fail() -> N
 
 
 def test_the_gap_interval_is_newcombes_with_one_story() -> None:
-    _, _, recs = records({k: "WRRRR" for k in PLAN})
-    story = [r for r in recs if r.facets["deception"] == "tell"]
-    a = [r for r in story if r.facets["order"] == "4"]
-    b = [r for r in story if r.facets["order"] == "0"]
+    bench, _, recs = records({k: "WRRRR" for k in PLAN})
+    story = [r for r in recs if r.facets["deception"] == "tell" and r.facets["order"] in ("0", "4")]
     (la, _), (_, ub) = wilson(1.0, 2), wilson(0.0, 2)
-    d, low, high = gap(a, b)
+    judged = evaluate(Derived("hitom", "x", DECLINE, tuple(r.sample_id for r in story)), index(story), bench.rule(DECLINE))
+    (low, high), d = judged.details["ci95"], judged.details["gap"]
     assert (d, high) == (1.0, 1.0) and low == pytest.approx(1 - ((1 - la) ** 2 + ub ** 2) ** 0.5)
