@@ -1,9 +1,8 @@
 """Hi-ToM (He et al., Findings of EMNLP 2023): higher-order theory of mind, orders 0-4, with deception.
 
-120 generated stories asked at ToM orders 0-4 ("where does A think B thinks ... the object is?")
-in vanilla (MC) and chain-of-thought (CoT) prompting: 1,200 items of 15 options. Modules: `data`
-(release files to checked samples, the prompt), `scoring` (answers to records), `metrics` (typed
-metrics, consistency checks). Spec: docs/benchmarks/hitom.md.
+120 generated stories asked at ToM orders 0-4 ("where does A think B thinks ... the object is?") in vanilla (MC) and
+chain-of-thought (CoT) prompting: 1,200 items of 15 options. Modules: `data` (release files to checked samples, the
+prompt), `scoring` (answers to records), `metrics` (typed metrics, checks). Spec: docs/benchmarks/hitom.md.
 """
 
 from __future__ import annotations

@@ -31,20 +31,15 @@ SHA256 = {"Hi-ToM_data": "26b3f3d19a83e3f0b08a031820cbc6b68a1f2992a5cf1907f1bfbb
           "Hi-ToM_prompts": "9b71063962ad3325ea61d0efb2172d0416e8172c1032625536ea4fd7ce877c22"}
 """Each tree's `tree_digest` at REVISION: the sha256 of its `sha256sum` manifest in shared/data/hitom/SOURCE.md."""
 DISAGREEMENTS = 138
-INSTRUCTION = {
-    "MC": "Read the following story and answer the multiple-choice question. Please provide answer without "
-          "explanations.",
-    "CoT": "Read the following story and answer the multiple-choice question. Think step-by-step. Provide the answer "
-           "first, and then explain it.",
-}
-NOTE = (
-    "Note: You should assume the following. (1) An agent witnesses everything and every movements before exiting a "
-    "location. (2) An agent A can infer another agent B's mental state only if A and B have been in the same location,"
-    " or have private or public interactions. (3) Note that every agent tend to lie. What a character tells others "
-    "doesn't affect his actual belief. An agent tend to trust a agent that exited the room later than himself. The exit"
-    " order is known to all agents. (4) Agents in private communications know that others won't hear them, but they "
-    "know that anyone can hear any public claims."
-)
+ASK = "Read the following story and answer the multiple-choice question. "
+INSTRUCTION = {"MC": ASK + "Please provide answer without explanations.",
+               "CoT": ASK + "Think step-by-step. Provide the answer first, and then explain it."}
+NOTE = ("Note: You should assume the following. (1) An agent witnesses everything and every movements before exiting a "
+        "location. (2) An agent A can infer another agent B's mental state only if A and B have been in the same "
+        "location, or have private or public interactions. (3) Note that every agent tend to lie. What a character tells "
+        "others doesn't affect his actual belief. An agent tend to trust a agent that exited the room later than himself."
+        " The exit order is known to all agents. (4) Agents in private communications know that others won't hear "
+        "them, but they know that anyone can hear any public claims.")
 LETTERS = "ABCDEFGHIJKLMNO"
 _QUESTION = re.compile(r"Where (?:is the (\w+) really|does (\w+) really think the (\w+) is"
                        r"|does (\w+) think ((?:\w+ thinks )+)the (\w+) is)\?")

@@ -1,8 +1,8 @@
 """From an answer to a record: the authors' first-line rule (spec §4.1), with §4.2's safe relaxations.
 
-The first non-blank line decides, an `Answer:` token dropped: the container of `<L>. <container>`
-(lower-cased; the letter is ignored, as upstream; text may follow) or a bare letter read through
-the choices. The rest is never searched: a CoT explanation names many containers.
+The first non-blank line decides, an `Answer:` token dropped: the container of `<L>. <container>` (lower-cased; the
+letter is ignored, as upstream; text may follow) or a bare letter read through the choices. The rest is never
+searched: a CoT explanation names many containers.
 """
 
 from __future__ import annotations
