@@ -15,17 +15,8 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
-from pytest_tom.evals.fantom import data as _data
-from pytest_tom.evals.fantom.data import (
-    AGGREGATION_FIELD,
-    CHOICE_SEED,
-    CONTEXTS,
-    OFFICIAL_URL,
-    FantomExtra,
-    check_whole,
-    data_file,
-    load_sets,
-)
+from pytest_tom.evals.fantom import data
+from pytest_tom.evals.fantom.data import CONTEXTS, FantomExtra
 from pytest_tom.evals.fantom.derived import RULES, character_checks, set_assertions
 from pytest_tom.evals.fantom.metrics import SHOW, context_reports
 from pytest_tom.evals.fantom.prompts import ask, parse_response
@@ -51,7 +42,7 @@ class FANToM(Benchmark[FantomExtra]):
                         "and/or full.", choices=CONTEXTS),
         BenchmarkOption("aggregation", "set", "Unit of the ALL*/ALL/family/per-character assertions: set (official "
                         "default), part or conversation (harder; conversation needs contexts=full).",
-                        choices=tuple(AGGREGATION_FIELD)),
+                        choices=data.AGGREGATIONS),
         BenchmarkOption("parsing", "official", "Answer handling: official (upstream's decisions, same numbers) or "
                         "strict (whole-word names, negation-aware yes/no, one choice letter).",
                         choices=("official", "strict")),
@@ -64,12 +55,12 @@ class FANToM(Benchmark[FantomExtra]):
                         "folder, a sentence-transformers name, python:module:attr, or none (skip those questions)."),
         BenchmarkOption("fact_f1_threshold", "0.5", "A fact question passes when its token F1 reaches this value "
                         "(facts are informational: never part of ALL*).", kind=float),
-        BenchmarkOption("choice_seed", str(CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
+        BenchmarkOption("choice_seed", str(data.CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
                         kind=int),
         BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
-        *release_options(OFFICIAL_URL, "the official archive (sha256-checked)",
+        *release_options(data.OFFICIAL_URL, "the official archive (sha256-checked)",
                          "sha256 of the archive --tom-download fetches, for a mirror or a new release; empty means "
-                         f"the official one ({_data.OFFICIAL_SHA256[:12]}...).",
+                         f"the official one ({data.OFFICIAL_SHA256[:12]}...).",
                          "trimmed copy (sets without belief, yes/no or who-knows answers); by default every set of a "
                          "local copy must be whole."),
     )
@@ -148,10 +139,10 @@ class FANToM(Benchmark[FantomExtra]):
     def load(self, source: DataSource) -> list[Sample[FantomExtra]]:
         self._allow_download = source.download
         # The pin is read at call time, so tests (and forks) can substitute their own.
-        path, verified = data_file(source, self.settings["source_url"], self.settings["sha256"] or _data.OFFICIAL_SHA256)
-        sets = load_sets(path, seed=int(self.settings["choice_seed"]))
+        path, verified = data.data_file(source, self.settings["source_url"], self.settings["sha256"] or data.OFFICIAL_SHA256)
+        sets = data.load_sets(path, seed=int(self.settings["choice_seed"]))
         if not verified and not self.settings["partial"]:
-            check_whole(sets, path)
+            data.check_whole(sets, path)
         samples: list[Sample[FantomExtra]] = []
         for context in self.contexts:
             samples += build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,

@@ -36,7 +36,7 @@ _QUESTION_TYPES = {  # question type: (family, answer format, the paper's label)
 }
 QUESTION_TYPES = tuple(_QUESTION_TYPES)
 TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
-AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
+AGGREGATIONS = ("set", "part", "conversation")  # each also names the facet holding a question's unit
 FAMILY, FORMAT, LABEL = ({q: row[i] for q, row in _QUESTION_TYPES.items()} for i in range(3))
 
 

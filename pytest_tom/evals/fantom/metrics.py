@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
+from pytest_tom.evals.fantom.data import FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
 from pytest_tom.evals.fantom.scoring import gold_int
 from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import accuracy, group_by, mean
@@ -141,10 +141,9 @@ def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[
     return out
 
 
-def scenario_report(records: Sequence[Record], scenario: str, aggregation: str, mode: str,
+def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: str,
                     context: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras."""
-    field = AGGREGATION_FIELD[aggregation]
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     tom = [r for r in scored if _qtype(r) in TOM_TYPES]
     asked = [r for r in records if _qtype(r) in TOM_TYPES and r.facets["accessibility"] == scenario]

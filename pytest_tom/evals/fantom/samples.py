@@ -14,16 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_tom.evals.fantom.data import (
-    AGGREGATION_FIELD,
-    DATA_FILE,
-    FAMILIES,
-    FAMILY,
-    FORMAT,
-    BeliefQA,
-    FantomExtra,
-    FantomSet,
-)
+from pytest_tom.evals.fantom.data import DATA_FILE, FAMILIES, FAMILY, FORMAT, BeliefQA, FantomExtra, FantomSet
 from pytest_tom.framework.base import slug
 from pytest_tom.sample import Choice, Conversation, Sample
 
@@ -88,12 +79,11 @@ def _plan(s: FantomSet, context: str, with_free: bool) -> list[_Planned]:
 def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, with_free: bool,
                   benchmark: str = "fantom") -> list[Sample[FantomExtra]]:
     """Every question of `sets` in one context, as samples with the old item ids, marks and facets."""
-    field = AGGREGATION_FIELD[aggregation]
     planned = [p for s in sets for p in _plan(s, context, with_free)]
     sizes: Counter[tuple[str, str]] = Counter()
     for p in planned:
         if p.qtype != "fact":
-            sizes[(unit_of(p.s, field), p.accessibility)] += 1
+            sizes[(unit_of(p.s, aggregation), p.accessibility)] += 1
     conversations: dict[str, tuple[Conversation, tuple[str, ...]]] = {}
     out = []
     for p in planned:
@@ -102,7 +92,7 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
             short, full = Conversation.parse(s.short_context), Conversation.parse(s.full_context)
             conversations[s.set_id] = (short if context == "short" else full, set_characters(s, (full, short)))
         conv, characters = conversations[s.set_id]
-        unit = unit_of(s, field)
+        unit = unit_of(s, aggregation)
         out.append(_sample(p, context, conv, characters, unit, sizes[(unit, p.accessibility)] if p.qtype != "fact" else 0,
                            benchmark))
     return out

@@ -16,13 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_tom.evals.simpletom.data import SimpleToMSample
-from pytest_tom.evals.simpletom.prompts import (
-    MENTAL_STATE,
-    PAPER_NAMES,
-    PromptConfig,
-    Reminder,
-    build_request,
-)
+from pytest_tom.evals.simpletom.prompts import MENTAL_STATE, PAPER_NAMES, PromptConfig, Reminder, build_request
 from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request
