@@ -20,7 +20,6 @@ from pytest_tom.evals.fantom.data import CONTEXTS, FantomExtra
 from pytest_tom.evals.fantom.derived import RULES, character_checks, set_assertions
 from pytest_tom.evals.fantom.metrics import SHOW, context_reports
 from pytest_tom.evals.fantom.prompts import ask, parse_response
-from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
@@ -145,7 +144,7 @@ class FANToM(Benchmark[FantomExtra]):
             data.check_whole(sets, path)
         samples: list[Sample[FantomExtra]] = []
         for context in self.contexts:
-            samples += build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,
+            samples += data.build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,
                                      benchmark=self.name)
         return samples
 
