@@ -142,11 +142,8 @@ class FANToM(Benchmark[FantomExtra]):
         sets = data.load_sets(path, seed=int(self.settings["choice_seed"]))
         if not verified and not self.settings["partial"]:
             data.check_whole(sets, path)
-        samples: list[Sample[FantomExtra]] = []
-        for context in self.contexts:
-            samples += data.build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,
-                                     benchmark=self.name)
-        return samples
+        return [s for context in self.contexts for s in data.build_samples(
+            sets, context, self.settings["aggregation"], with_free=self.with_free, benchmark=self.name)]
 
     def check_ready(self, samples: Sequence[Sample[FantomExtra]]) -> None:
         """Free-response beliefs need an embedder: a run without one fails before any model call, not at scoring."""

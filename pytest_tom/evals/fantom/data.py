@@ -244,8 +244,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             joining_speaker=str(rec.get("joining_speaker") or ""),
             fact_question=fields.text(fact, "question", path, record, "factQA"),
             fact_answer=fields.text(fact, "correct_answer", path, record, "factQA"),
-            beliefs=beliefs,
-            lists=lists, binaries=binaries,
+            beliefs=beliefs, lists=lists, binaries=binaries,
             source=f"{path.name} record {record}",
         ))
     return out
@@ -410,15 +409,10 @@ def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str
         "accessibility": p.accessibility or "n/a", "upstream_type": p.upstream, "tom_type": tom_type,
         "tom_order": order, "cyclicity": cyclicity, "character": character, "unit": unit,
     }
-    marks = [benchmark, context, family, FORMAT[qtype]]
-    if order in ("first_order", "second_order"):
-        marks.append(order)
-    if cyclicity:
-        marks.append(cyclicity)
-    if p.accessibility:
-        marks.append(p.accessibility)
+    wanted = (order if order in ("first_order", "second_order") else "", cyclicity, p.accessibility)
+    marks = (benchmark, context, family, FORMAT[qtype], *filter(None, wanted))
     return Sample(
         benchmark=benchmark, id=qid, context=conv, question=question, choices=choices, gold=gold,
-        characters=characters, facets=facets, marks=tuple(marks), extra=FantomExtra(tom_type=tom_type, **base),
+        characters=characters, facets=facets, marks=marks, extra=FantomExtra(tom_type=tom_type, **base),
         source=f"fantom/{DATA_FILE} set {s.set_id} ({context} context)",
     )

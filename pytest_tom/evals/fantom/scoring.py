@@ -190,8 +190,8 @@ def explain(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, 
     else:
         lines += [f"question: {sample.question}", f"gold: {sample.gold}"]
     if len(raws) > 1:
-        lines.append(f"reasoning: {short(raws[0])}")
-    lines.append(f"response: {short(raws[-1])}")
+        lines.append(f"reasoning: {clip(raws[0])!r}")
+    lines.append(f"response: {clip(raws[-1])!r}")
     shown = "unparseable" if parsed is None else (", ".join(parsed) if isinstance(parsed, list) else str(parsed))
     lines.append(f"parsed ({mode}): {shown or 'nobody'}")
     if why:
@@ -205,10 +205,6 @@ def excerpt(context: str, head: int = 3, tail: int = 3, width: int = 160) -> str
     if len(lines) > head + tail + 1:
         lines = [*lines[:head], f"[... {len(lines) - head - tail} more turns ...]", *lines[-tail:]]
     return "\n".join("    " + ln for ln in lines)
-
-
-def short(text: str | None, width: int = 300) -> str:
-    return repr(clip(text or "", width))
 
 
 def clip(text: str, width: int = 300) -> str:

@@ -45,14 +45,10 @@ def chains(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> li
 
 def balance_checks(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> list[Derived]:
     """One `letter_balance` item per question type with at least MIN_BALANCE_ANSWERS questions."""
-    out = []
-    for qtype in QUESTION_TYPES:
-        picked = [s for s in samples if s.extra.question_type == qtype]
-        if len(picked) >= MIN_BALANCE_ANSWERS:
-            out.append(Derived(benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(s.id for s in picked),
-                               marks=(benchmark, BALANCE, qtype), facets={"question_type": qtype},
-                               params={"threshold": SAME_LETTER_THRESHOLD}))
-    return out
+    by_type = {qtype: [s.id for s in samples if s.extra.question_type == qtype] for qtype in QUESTION_TYPES}
+    return [Derived(benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(ids), marks=(benchmark, BALANCE, qtype),
+                    facets={"question_type": qtype}, params={"threshold": SAME_LETTER_THRESHOLD})
+            for qtype, ids in by_type.items() if len(ids) >= MIN_BALANCE_ANSWERS]
 
 
 def _readable(r: Record) -> bool:

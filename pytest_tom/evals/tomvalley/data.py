@@ -220,10 +220,6 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
     return samples
 
 
-def qtype_of(subtype: str) -> str:
-    return "transformation" if subtype.startswith("transformation") else subtype
-
-
 def where_of(extra: ToMValleyExtra) -> tuple[str, str]:
     """(facet, value): the scenario of U/I questions ("3"), the span of transformations ("2-3", "1-5")."""
     if extra.subtype in ("understanding", "influence"):
@@ -233,16 +229,11 @@ def where_of(extra: ToMValleyExtra) -> tuple[str, str]:
     return "span", f"{extra.scenario}-{extra.scenario + 1}"
 
 
-def place_mark(extra: ToMValleyExtra) -> str:
-    facet, value = where_of(extra)
-    return f"scenario{value}" if facet == "scenario" else "span" + value.replace("-", "_")
-
-
 def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValleyExtra, context: Conversation,
                 main: str, source: str) -> ToMValleySample:
-    qtype = qtype_of(extra.subtype)
+    qtype = "transformation" if extra.subtype.startswith("transformation") else extra.subtype
     facet, value = where_of(extra)
-    marks = [BENCHMARK, extra.item, qtype, place_mark(extra)]
+    marks = [BENCHMARK, extra.item, qtype, f"scenario{value}" if facet == "scenario" else "span" + value.replace("-", "_")]
     if qtype == "transformation":
         marks.insert(3, extra.subtype)
     facets = {"context": context_id, "item": extra.item, "question_type": qtype, "subtype": extra.subtype, facet: value}
