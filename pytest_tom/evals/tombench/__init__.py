@@ -34,33 +34,20 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh")),
         BenchmarkOption("prompt", "vanilla", "Official prompt: vanilla or chain-of-thought.", choices=("vanilla", "cot")),
         BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int),
-        BenchmarkOption(
-            "permutations", "random", "Option orders: random (official), cyclic (each option once per position), none.",
-            choices=("random", "cyclic", "none"),
-        ),
+        BenchmarkOption("permutations", "random", "Option orders: random (official), cyclic (each option once per "
+                        "position), none.", choices=("random", "cyclic", "none")),
         BenchmarkOption("shuffle_seed", "42", "Seed of the option shuffles (official default 42).", kind=int),
-        BenchmarkOption(
-            "extraction", "lenient",
-            "Answer extraction: official (upstream, unreadable answers become 'A'), lenient (upstream rules, "
-            "unreadable answers are unparseable), strict (last [[X]] only).",
-            choices=("lenient", "official", "strict"),
-        ),
+        BenchmarkOption("extraction", "lenient", "Answer extraction: official (upstream, unreadable answers become "
+                        "'A'), lenient (upstream rules, unreadable answers are unparseable), strict (last [[X]] only).",
+                        choices=("lenient", "official", "strict")),
         BenchmarkOption("aggregation", "paper", "Metrics: paper (reproduces the tables) or clean.", choices=("paper", "clean")),
-        BenchmarkOption(
-            "scoring", "generate",
-            "generate (official: parse the generated answer), loglikelihood (pick the option the model scores "
-            "highest), or both (items scored by generation; the report gives how often the two disagree).",
-            choices=("generate", "loglikelihood", "both"),
-        ),
-        BenchmarkOption(
-            "ll_target", "letter",
-            "Log-likelihood continuation: letter ('[[A]]', the official answer format) or text (the option itself).",
-            choices=("letter", "text"),
-        ),
-        BenchmarkOption(
-            "ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the continuation's UTF-8 length).",
-            choices=("none", "bytes"),
-        ),
+        BenchmarkOption("scoring", "generate", "generate (official: parse the generated answer), loglikelihood (pick "
+                        "the option the model scores highest), or both (items scored by generation; the report gives "
+                        "how often the two disagree).", choices=("generate", "loglikelihood", "both")),
+        BenchmarkOption("ll_target", "letter", "Log-likelihood continuation: letter ('[[A]]', the official answer "
+                        "format) or text (the option itself).", choices=("letter", "text")),
+        BenchmarkOption("ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the "
+                        "continuation's UTF-8 length).", choices=("none", "bytes")),
         stop_at_answer_option("[[A]]: upstream reads [[A]] before any other answer (strict extraction never stops)"),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
         *release_options(
