@@ -1,11 +1,10 @@
 """FANToM (Kim et al., EMNLP 2023): theory of mind in multi-party conversations with information asymmetry.
 
-Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md):
-prompts byte for byte (upstream's unused header is off by default); the belief choice order from
-`random.seed(99)` in file order, so a selection never changes it; `official` parsing reproduces
-upstream's decisions, `strict` fixes its misreadings; free-response beliefs are judged by embedding
-similarity, requested from the engine so vectors are batched and cached; every set becomes ALL*/ALL/
-family assertions, and each character all-correct and list/yes-no consistency checks.
+Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md): prompts byte for byte
+(upstream's unused header is off by default); the belief choice order from `random.seed(99)` in file order, so a
+selection never changes it; `official` parsing reproduces upstream's decisions, `strict` fixes its misreadings;
+free-response beliefs are judged by embedding similarity, requested from the engine so vectors are batched and cached;
+every set becomes ALL*/ALL/family assertions, and each character all-correct and list/yes-no consistency checks.
 """
 
 from __future__ import annotations

@@ -285,17 +285,6 @@ def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
     return folder / DATA_FILE, verified
 
 
-def choice_options(belief: BeliefQA) -> tuple[str, str, str]:
-    """(option a, option b, gold letter) in the official order."""
-    if belief.correct_last:
-        return belief.wrong, belief.correct, "b"
-    return belief.correct, belief.wrong, "a"
-
-
-def unit_of(s: FantomSet, field: str) -> str:
-    return {"set": s.set_id, "part": s.part_id, "conversation": s.conversation_id}[field]
-
-
 def set_characters(s: FantomSet, conversations: Sequence[Conversation]) -> tuple[str, ...]:
     """Every name a consistent rename must replace: speakers, the list questions' names, the yes/no characters."""
     names: list[str] = []
@@ -349,7 +338,7 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
     sizes: Counter[tuple[str, str]] = Counter()
     for p in planned:
         if p.qtype != "fact":
-            sizes[(unit_of(p.s, aggregation), p.accessibility)] += 1
+            sizes[(getattr(p.s, f"{aggregation}_id"), p.accessibility)] += 1
     conversations: dict[str, tuple[Conversation, tuple[str, ...]]] = {}
     out = []
     for p in planned:
@@ -358,7 +347,7 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
             short, full = Conversation.parse(s.short_context), Conversation.parse(s.full_context)
             conversations[s.set_id] = (short if context == "short" else full, set_characters(s, (full, short)))
         conv, characters = conversations[s.set_id]
-        unit = unit_of(s, aggregation)
+        unit = getattr(s, f"{aggregation}_id")  # set_id, part_id or conversation_id
         out.append(_sample(p, context, conv, characters, unit, sizes[(unit, p.accessibility)] if p.qtype != "fact" else 0,
                            benchmark))
     return out
@@ -386,8 +375,8 @@ def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str
         question, tom_type, character = b.question, b.tom_type, b.character
         base.update(belief_wrong=b.wrong)
         if qtype == "belief_choice":
-            a, bb, gold = choice_options(b)
-            choices = (Choice("a", a), Choice("b", bb))
+            first, second, gold = (b.wrong, b.correct, "b") if b.correct_last else (b.correct, b.wrong, "a")
+            choices = (Choice("a", first), Choice("b", second))
         else:
             gold = b.correct
     elif qtype.endswith("_list"):

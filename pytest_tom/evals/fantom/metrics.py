@@ -55,11 +55,6 @@ def _qtype(r: Record) -> str:
     return r.facets.get("question_type", "")
 
 
-def _unit_size(r: Record) -> int:
-    """ToM questions in the record's unit; reports written before the typed contract kept it in the facets."""
-    return int(r.details.get("unit_size", r.facets.get("unit_size", -1)))
-
-
 def _all_by(records: Iterable[Record], field: str) -> float | None:
     """groupby(field)['result'].all().mean()."""
     by: dict[str, bool] = {}
@@ -150,7 +145,8 @@ def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: 
     target = [r for r in asked if r.outcome is not Outcome.ERROR]
     present = Counter(r.facets[field] for r in asked)
     errored = {r.facets[field] for r in asked if r.outcome is Outcome.ERROR}
-    sizes = {r.facets[field]: _unit_size(r) for r in target}
+    # ToM questions in a record's unit; reports written before the typed contract kept it in the facets
+    sizes = {r.facets[field]: int(r.details.get("unit_size", r.facets.get("unit_size", -1))) for r in target}
     complete = {u for u, n in present.items() if n == sizes.get(u, -1) and u not in errored}
     whole = [r for r in target if r.facets[field] in complete]
     p = scenario + ":"

@@ -25,7 +25,6 @@ PARSE_LABELS = "ABCD"
 """The labels the reference parser looks for (a C or D answer to a two-option question is unparseable)."""
 _DIRECT_PREFIX = re.compile(r"(?i)answer:?")
 _CONCLUSION = re.compile(r"(?i)the answer is:?")
-QUESTION_NAMES = {MENTAL_STATE: "mental-state", "behavior": "behavior", "judgment": "judgment"}
 
 
 def _fallback(text: str) -> str | None:
@@ -138,7 +137,7 @@ def explain(sample: SimpleToMSample, config: PromptConfig, text: str | None, let
     """Everything needed to judge a failure without opening the data: answer vs gold first, then the prompt's parts."""
     x = sample.extra
     cot = config.cot(x.question_type) is not None
-    kind = QUESTION_NAMES.get(x.question_type, x.question_type)
+    kind = x.question_type.replace("_", "-")  # "mental-state"
     if parsed is not None:
         answer = f"answered {_option(sample, parsed)}"
     elif letter is not None:

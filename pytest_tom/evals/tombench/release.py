@@ -1,8 +1,7 @@
 """Where the ToMBench release comes from, and whether all of it is there.
 
-A missing or cut file would drop items silently, so a local copy is checked against the file list,
-row counts and sha256s (or custom `sha256=` pins), unless `partial=true`; a cached download against
-its sha256s before each use.
+A missing or cut file would drop items silently, so a local copy is checked against the file list, row counts and
+sha256s (or custom `sha256=` pins), unless `partial=true`; a cached download against its sha256s before each use.
 """
 
 from __future__ import annotations
