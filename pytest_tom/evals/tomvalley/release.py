@@ -64,11 +64,6 @@ def _add(found: dict[int, Found], ctx: Found) -> None:
     found[ctx.number] = ctx
 
 
-def _folders(folder: Path) -> list[tuple[int, Path]]:
-    found = ((trial_number(p.name), p) for p in folder.rglob("trial*") if p.is_dir())
-    return sorted(((n, p) for n, p in found if n is not None), key=lambda t: (t[0], str(t[1])))
-
-
 def _from_folder(n: int, trial: Path) -> Found:
     """A `trial<N>/` folder: both files, or an error saying which is missing and what is there instead."""
     paths = [trial / name for name in FILES]
@@ -112,7 +107,8 @@ def _from_file(path: Path, data: Mapping[str, Any]) -> Iterable[Found]:
 def find_contexts(folder: Path) -> dict[int, Found]:
     """Every context in `folder` (`trial<N>/` folders anywhere below it, release files at its top), each once."""
     found: dict[int, Found] = {}
-    for n, trial in _folders(folder):
+    trials = ((trial_number(p.name), p) for p in folder.rglob("trial*") if p.is_dir())
+    for n, trial in sorted(((n, p) for n, p in trials if n is not None), key=lambda t: (t[0], str(t[1]))):
         _add(found, _from_folder(n, trial))
     for path in sorted(folder.glob("*.json")):
         if path.name == MANIFEST:
