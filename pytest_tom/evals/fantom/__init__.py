@@ -114,10 +114,8 @@ class FANToM(Benchmark[FantomExtra]):
             raise TomConfigError("fantom contexts: choose short, full or both")
         self.settings["contexts"] = ",".join(self.contexts)
         if self.settings["aggregation"] == "conversation" and "short" in self.contexts:
-            raise TomConfigError(
-                "fantom aggregation=conversation needs contexts=full: a short context holds one part of the "
-                "conversation (the official evaluator refuses this combination too)"
-            )
+            raise TomConfigError("fantom aggregation=conversation needs contexts=full: a short context holds one part of "
+                                 "the conversation (the official evaluator refuses this combination too)")
         if self.settings["max_new_tokens"] < 1:
             raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
@@ -150,10 +148,8 @@ class FANToM(Benchmark[FantomExtra]):
             self.embedder_choice(strict=True)
 
     def derived(self, samples: Sequence[Sample[FantomExtra]]) -> list[Derived]:
-        return [
-            *set_assertions(samples, with_free=self.with_free, benchmark=self.name),
-            *character_checks(samples, parsing=self.settings["parsing"], benchmark=self.name),
-        ]
+        return [*set_assertions(samples, with_free=self.with_free, benchmark=self.name),
+                *character_checks(samples, parsing=self.settings["parsing"], benchmark=self.name)]
 
     # -- embedder --------------------------------------------------------------------------------
     def embedder_choice(self, *, strict: bool = False) -> embedding.EmbedderChoice | None:

@@ -30,17 +30,12 @@ def chains(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> li
     by_story: dict[str, dict[str, SimpleToMSample]] = defaultdict(dict)
     for s in samples:
         by_story[s.extra.story_id][s.extra.question_type] = s
-    out = []
-    for sid, members in by_story.items():
-        if len(members) != len(QUESTION_TYPES):
-            continue
-        picked = [members[t] for t in QUESTION_TYPES]
-        first = picked[0]
-        out.append(Derived(benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
-                           marks=(benchmark, CHAIN, first.extra.scenario, first.facets["severity"]),
-                           facets={"scenario": first.extra.scenario, "severity": first.facets["severity"], "story": sid},
-                           params={"options": [[c.text for c in s.choices] for s in picked]}))
-    return out
+    complete = {sid: [qs[t] for t in QUESTION_TYPES] for sid, qs in by_story.items() if len(qs) == len(QUESTION_TYPES)}
+    return [Derived(benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
+                    marks=(benchmark, CHAIN, scenario, sev), facets={"scenario": scenario, "severity": sev, "story": sid},
+                    params={"options": [[c.text for c in s.choices] for s in picked]})
+            for sid, picked in complete.items()
+            for scenario, sev in ((picked[0].extra.scenario, picked[0].facets["severity"]),)]
 
 
 def balance_checks(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> list[Derived]:
