@@ -144,7 +144,7 @@ def _read(path: Path) -> list[Any]:
     if isinstance(raw, Mapping):
         # pandas.read_json also accepts the column-oriented layout {"set_id": {"0": ...}, ...}
         try:
-            keys = sorted(next(iter(raw.values())), key=lambda k: int(k))
+            keys = sorted(next(iter(raw.values())), key=int)
             raw = [{col: raw[col][k] for col in raw} for k in keys]
         except (StopIteration, TypeError, ValueError, KeyError):
             raise TomDataError("expected a list of question sets", path=path) from None

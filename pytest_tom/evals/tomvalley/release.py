@@ -198,10 +198,8 @@ def parse_contexts(value: str) -> tuple[str, tuple[int, ...]]:
 
 def tree_digest(sums: Mapping[str, str]) -> str:
     """sha256 of "<sha256>  trial<N>/<file>" lines in trial order: one pin for a whole set of files."""
-    def order(rel: str) -> tuple[int, int]:
-        trial, name = rel.split("/")
-        return int(trial[5:]), FILES.index(name)
-    lines = "".join(f"{sums[rel]}  {rel}\n" for rel in sorted(sums, key=order))
+    ordered = sorted(sums, key=lambda rel: (int(rel.split("/")[0][5:]), FILES.index(rel.split("/")[1])))
+    lines = "".join(f"{sums[rel]}  {rel}\n" for rel in ordered)
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
