@@ -287,14 +287,9 @@ def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
 
 def set_characters(s: FantomSet, conversations: Sequence[Conversation]) -> tuple[str, ...]:
     """Every name a consistent rename must replace: speakers, the list questions' names, the yes/no characters."""
-    names: list[str] = []
-    for conv in conversations:
-        names += conv.speakers
-    for family in FAMILIES:
-        lq = s.lists[family]
-        names += [*lq.correct, *lq.wrong]
-        names += [b.character for b in s.binaries[family]]
-    return tuple(dict.fromkeys(names))
+    speakers = [n for conv in conversations for n in conv.speakers]
+    asked = [n for f in FAMILIES for n in (*s.lists[f].correct, *s.lists[f].wrong, *(b.character for b in s.binaries[f]))]
+    return tuple(dict.fromkeys([*speakers, *asked]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,10 +330,7 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
                   benchmark: str = "fantom") -> list[Sample[FantomExtra]]:
     """Every question of `sets` in one context, as samples with the old item ids, marks and facets."""
     planned = [p for s in sets for p in _plan(s, context, with_free)]
-    sizes: Counter[tuple[str, str]] = Counter()
-    for p in planned:
-        if p.qtype != "fact":
-            sizes[(getattr(p.s, f"{aggregation}_id"), p.accessibility)] += 1
+    sizes = Counter((getattr(p.s, f"{aggregation}_id"), p.accessibility) for p in planned if p.qtype != "fact")
     conversations: dict[str, tuple[Conversation, tuple[str, ...]]] = {}
     out = []
     for p in planned:

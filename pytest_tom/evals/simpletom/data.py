@@ -295,13 +295,8 @@ def samples(rel: Release) -> list[SimpleToMSample]:
         raise TomDataError(
             f"{STORY_CONFIG}/{FILE} is missing: SimpleToM needs it for each story's severity, even in a partial copy",
             path=path_of(rel.folder, STORY_CONFIG))
-    out: list[SimpleToMSample] = []
-    for sid, row in rel.stories.items():
-        ms = rel.questions.get((sid, "mental_state"))
-        for qtype in QUESTION_TYPES:
-            q = rel.questions.get((sid, qtype))
-            if q is not None:
-                out.append(to_sample(row, q, ms))
+    out = [to_sample(row, q, rel.questions.get((sid, "mental_state"))) for sid, row in rel.stories.items()
+           for qtype in QUESTION_TYPES if (q := rel.questions.get((sid, qtype))) is not None]
     if not out:
         raise TomDataError("no SimpleToM questions in this folder", path=rel.folder)
     return out
