@@ -200,14 +200,11 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
         if gold not in {letter(i) for i in range(len(options))}:
             raise TomDataError(f"{w} field 'true answer': {gold!r} is not one of the letters a-{letter(len(options) - 1)}")
         parsed.append((ContextQuestion(str(qid), text, tuple(options)), gold))
-    context = Conversation(tuple(turns))
-    base_extra = dict(context_id=context_id, scenario_count=n, characters_information=info,
-                      scenarios=tuple(layouts), questions=tuple(cq for cq, _ in parsed))
+    context, scenarios, listed = Conversation(tuple(turns)), tuple(layouts), tuple(cq for cq, _ in parsed)
     samples = []
     for cq, gold in parsed:
         subtype, item, scenario, relation = classify(cq.qid, n, f"{where} question {cq.qid}")
-        extra = ToMValleyExtra(qid=cq.qid, subtype=subtype, item=item, scenario=scenario, relation=relation,
-                               **base_extra)  # type: ignore[arg-type]
+        extra = ToMValleyExtra(context_id, cq.qid, subtype, item, scenario, n, info, scenarios, listed, relation)
         samples.append(make_sample(context_id, cq, gold, extra, context, main, source))
     return samples
 
