@@ -131,7 +131,6 @@ class FANToM(Benchmark[FantomExtra]):
         """Free-response beliefs are asked only when an embedder can judge them."""
         return bool(self.settings["embedder"] != embedding.NONE)
 
-    # -- data ------------------------------------------------------------------------------------
     def load(self, source: DataSource) -> list[Sample[FantomExtra]]:
         self._allow_download = source.download
         # The pin is read at call time, so tests (and forks) can substitute their own.
@@ -151,7 +150,6 @@ class FANToM(Benchmark[FantomExtra]):
         return [*set_assertions(samples, with_free=self.with_free, benchmark=self.name),
                 *character_checks(samples, parsing=self.settings["parsing"], benchmark=self.name)]
 
-    # -- embedder --------------------------------------------------------------------------------
     def embedder_choice(self, *, strict: bool = False) -> embedding.EmbedderChoice | None:
         """Resolve the `embedder` setting without loading the model (cheap; used by describe())."""
         if not self.with_free:
@@ -182,7 +180,6 @@ class FANToM(Benchmark[FantomExtra]):
                                                             "error": self._choice_error}
         return out
 
-    # -- requests and scoring --------------------------------------------------------------------
     def program(self, sample: Sample[FantomExtra]) -> Program:
         mode = self.settings["parsing"]
         raws = yield from ask(sample, self.settings)
@@ -207,7 +204,6 @@ class FANToM(Benchmark[FantomExtra]):
             return _error(sample, raws, f"embedder {name} returned no vector")
         return score_free(sample, raws, answer, mode, name, [v for v in vectors if v is not None])
 
-    # -- metrics ---------------------------------------------------------------------------------
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
         """A question's or set's conversation (both contexts of it): every question reads the same dialogue.
 

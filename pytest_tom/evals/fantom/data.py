@@ -165,11 +165,10 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         question, correct, wrong, tom_type = (fields.text(b, k, path, record, w)
                                               for k in ("question", "correct_answer", "wrong_answer", "tom_type"))
         distinct_options((correct, wrong), 0, path, record, (f"{w}.correct_answer", f"{w}.wrong_answer"))
-        # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
-        correct_last = rng.choice([True, False])
+        # correct_last is drawn for every belief question in file order, exactly as upstream's flattening loop does
         beliefs.append(BeliefQA(question, str(qtype), tom_type, correct, wrong,
                                 fields.one_of(b, ACCESS, path, record, SCENARIOS, w), belief_character(question),
-                                correct_last))
+                                rng.choice([True, False])))
     return tuple(beliefs)
 
 
@@ -189,10 +188,8 @@ def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, rec
         if character.lower() in chars:
             raise TomDataError(f"two yes/no questions about {character}", path=path, record=record, field=w)
         chars.add(character.lower())
-        items.append(BinaryQA(
-            question=question, question_type=str(bq.get("question_type") or f"tom:{family}:binary"),
-            gold=str(gold), accessibility=fields.one_of(bq, ACCESS, path, record, SCENARIOS, w), character=character,
-        ))
+        items.append(BinaryQA(question, str(bq.get("question_type") or f"tom:{family}:binary"), str(gold),
+                              fields.one_of(bq, ACCESS, path, record, SCENARIOS, w), character))
     return tuple(items)
 
 
@@ -223,13 +220,11 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             ("info_accessibility", "infoAccessibilityQA_list", "infoAccessibilityQAs_binary"),
         ):
             lq = fields.obj(rec, list_key, path, record)
-            lists[family] = ListQA(
-                question=fields.text(lq, "question", path, record, list_key),
-                question_type=str(lq.get("question_type") or f"tom:{family}:list"),
-                correct=fields.names(lq, "correct_answer", path, record, list_key),
-                wrong=fields.names(lq, "wrong_answer", path, record, list_key),
-                accessibility=fields.one_of(lq, ACCESS, path, record, SCENARIOS, list_key),
-            )
+            lists[family] = ListQA(fields.text(lq, "question", path, record, list_key),
+                                   str(lq.get("question_type") or f"tom:{family}:list"),
+                                   fields.names(lq, "correct_answer", path, record, list_key),
+                                   fields.names(lq, "wrong_answer", path, record, list_key),
+                                   fields.one_of(lq, ACCESS, path, record, SCENARIOS, list_key))
             both = sorted(set(lists[family].correct) & set(lists[family].wrong))
             if both:
                 raise TomDataError(f"{', '.join(both)} both knows and does not know (in correct_answer and "

@@ -148,9 +148,6 @@ def score_free(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mo
     return result(sample, raws, Outcome.CORRECT if ok else Outcome.INCORRECT, parsed, details, mode, value, why)
 
 
-# --- messages -----------------------------------------------------------------------------------
-
-
 def explain(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, parsed: Any, why: str, mode: str) -> str:
     """Everything a user needs to judge a failure without opening the data file."""
     x = sample.extra
