@@ -59,11 +59,10 @@ class PromptConfig:
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
-    backgrounds = OPTIONS[2].convert("tomvalley", settings["backgrounds"])
     if int(settings["max_new_tokens"]) < 1:
         raise TomConfigError("tomvalley setting max_new_tokens must be at least 1")
     return PromptConfig(protocol=str(settings["protocol"]), style=str(settings["style"]),
-                        backgrounds=backgrounds, max_new_tokens=int(settings["max_new_tokens"]),
+                        backgrounds=settings["backgrounds"], max_new_tokens=int(settings["max_new_tokens"]),
                         temperature=float(settings["temperature"]))
 
 
