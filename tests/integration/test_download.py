@@ -365,7 +365,7 @@ def test_tom_download_fetches_into_the_cache_and_later_runs_reuse_it(
 
 @pytest.mark.realdata
 def test_the_real_tombench_release_matches_the_pinned_checksums(real_data_dir: Path, serve: Serve, tmp_path: Path) -> None:
-    from pytest_tom.evals.tombench import OFFICIAL_SHA256
+    from pytest_tom.evals.tombench.data import OFFICIAL_SHA256
 
     dest = fetch_pinned(serve(real_data_dir / "tombench") + "data/", OFFICIAL_SHA256, tmp_path / "cache")
     assert sorted(p.name for p in dest.iterdir()) == sorted(OFFICIAL_SHA256)

@@ -1,11 +1,10 @@
 """FANToM (Kim et al., EMNLP 2023): theory of mind in multi-party conversations with information asymmetry.
 
-Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md):
-prompts byte for byte (upstream's unused header is off by default); the belief choice order from
-`random.seed(99)` in file order, so a selection never changes it; `official` parsing reproduces
-upstream's decisions, `strict` fixes its misreadings; free-response beliefs are judged by embedding
-similarity, requested from the engine so vectors are batched and cached; every set becomes ALL*/ALL/
-family assertions, and each character all-correct and list/yes-no consistency checks.
+Faithful to the official evaluator (`eval_fantom.py`), explicit where we depart (docs/fantom.md): prompts byte for byte
+(upstream's unused header is off by default); the belief choice order from `random.seed(99)` in file order, so a
+selection never changes it; `official` parsing reproduces upstream's decisions, `strict` fixes its misreadings;
+free-response beliefs are judged by embedding similarity, requested from the engine so vectors are batched and cached;
+every set becomes ALL*/ALL/family assertions, and each character all-correct and list/yes-no consistency checks.
 """
 
 from __future__ import annotations
@@ -15,21 +14,11 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError, TomError
-from pytest_tom.evals.fantom import data as _data
-from pytest_tom.evals.fantom.data import (
-    AGGREGATION_FIELD,
-    CHOICE_SEED,
-    CONTEXTS,
-    OFFICIAL_URL,
-    FantomExtra,
-    check_whole,
-    data_file,
-    load_sets,
-)
+from pytest_tom.evals.fantom import data
+from pytest_tom.evals.fantom.data import CONTEXTS, FantomExtra
 from pytest_tom.evals.fantom.derived import RULES, character_checks, set_assertions
 from pytest_tom.evals.fantom.metrics import SHOW, context_reports
 from pytest_tom.evals.fantom.prompts import ask, parse_response
-from pytest_tom.evals.fantom.samples import build_samples
 from pytest_tom.evals.fantom.scoring import score, score_free
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
@@ -51,7 +40,7 @@ class FANToM(Benchmark[FantomExtra]):
                         "and/or full.", choices=CONTEXTS),
         BenchmarkOption("aggregation", "set", "Unit of the ALL*/ALL/family/per-character assertions: set (official "
                         "default), part or conversation (harder; conversation needs contexts=full).",
-                        choices=tuple(AGGREGATION_FIELD)),
+                        choices=data.AGGREGATIONS),
         BenchmarkOption("parsing", "official", "Answer handling: official (upstream's decisions, same numbers) or "
                         "strict (whole-word names, negation-aware yes/no, one choice letter).",
                         choices=("official", "strict")),
@@ -64,12 +53,12 @@ class FANToM(Benchmark[FantomExtra]):
                         "folder, a sentence-transformers name, python:module:attr, or none (skip those questions)."),
         BenchmarkOption("fact_f1_threshold", "0.5", "A fact question passes when its token F1 reaches this value "
                         "(facts are informational: never part of ALL*).", kind=float),
-        BenchmarkOption("choice_seed", str(CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
+        BenchmarkOption("choice_seed", str(data.CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
                         kind=int),
         BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
-        *release_options(OFFICIAL_URL, "the official archive (sha256-checked)",
+        *release_options(data.OFFICIAL_URL, "the official archive (sha256-checked)",
                          "sha256 of the archive --tom-download fetches, for a mirror or a new release; empty means "
-                         f"the official one ({_data.OFFICIAL_SHA256[:12]}...).",
+                         f"the official one ({data.OFFICIAL_SHA256[:12]}...).",
                          "trimmed copy (sets without belief, yes/no or who-knows answers); by default every set of a "
                          "local copy must be whole."),
     )
@@ -125,10 +114,8 @@ class FANToM(Benchmark[FantomExtra]):
             raise TomConfigError("fantom contexts: choose short, full or both")
         self.settings["contexts"] = ",".join(self.contexts)
         if self.settings["aggregation"] == "conversation" and "short" in self.contexts:
-            raise TomConfigError(
-                "fantom aggregation=conversation needs contexts=full: a short context holds one part of the "
-                "conversation (the official evaluator refuses this combination too)"
-            )
+            raise TomConfigError("fantom aggregation=conversation needs contexts=full: a short context holds one part of "
+                                 "the conversation (the official evaluator refuses this combination too)")
         if self.settings["max_new_tokens"] < 1:
             raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
@@ -144,19 +131,15 @@ class FANToM(Benchmark[FantomExtra]):
         """Free-response beliefs are asked only when an embedder can judge them."""
         return bool(self.settings["embedder"] != embedding.NONE)
 
-    # -- data ------------------------------------------------------------------------------------
     def load(self, source: DataSource) -> list[Sample[FantomExtra]]:
         self._allow_download = source.download
         # The pin is read at call time, so tests (and forks) can substitute their own.
-        path, verified = data_file(source, self.settings["source_url"], self.settings["sha256"] or _data.OFFICIAL_SHA256)
-        sets = load_sets(path, seed=int(self.settings["choice_seed"]))
+        path, verified = data.data_file(source, self.settings["source_url"], self.settings["sha256"] or data.OFFICIAL_SHA256)
+        sets = data.load_sets(path, seed=int(self.settings["choice_seed"]))
         if not verified and not self.settings["partial"]:
-            check_whole(sets, path)
-        samples: list[Sample[FantomExtra]] = []
-        for context in self.contexts:
-            samples += build_samples(sets, context, self.settings["aggregation"], with_free=self.with_free,
-                                     benchmark=self.name)
-        return samples
+            data.check_whole(sets, path)
+        return [s for context in self.contexts for s in data.build_samples(
+            sets, context, self.settings["aggregation"], with_free=self.with_free, benchmark=self.name)]
 
     def check_ready(self, samples: Sequence[Sample[FantomExtra]]) -> None:
         """Free-response beliefs need an embedder: a run without one fails before any model call, not at scoring."""
@@ -164,12 +147,9 @@ class FANToM(Benchmark[FantomExtra]):
             self.embedder_choice(strict=True)
 
     def derived(self, samples: Sequence[Sample[FantomExtra]]) -> list[Derived]:
-        return [
-            *set_assertions(samples, with_free=self.with_free, benchmark=self.name),
-            *character_checks(samples, parsing=self.settings["parsing"], benchmark=self.name),
-        ]
+        return [*set_assertions(samples, with_free=self.with_free, benchmark=self.name),
+                *character_checks(samples, parsing=self.settings["parsing"], benchmark=self.name)]
 
-    # -- embedder --------------------------------------------------------------------------------
     def embedder_choice(self, *, strict: bool = False) -> embedding.EmbedderChoice | None:
         """Resolve the `embedder` setting without loading the model (cheap; used by describe())."""
         if not self.with_free:
@@ -200,7 +180,6 @@ class FANToM(Benchmark[FantomExtra]):
                                                             "error": self._choice_error}
         return out
 
-    # -- requests and scoring --------------------------------------------------------------------
     def program(self, sample: Sample[FantomExtra]) -> Program:
         mode = self.settings["parsing"]
         raws = yield from ask(sample, self.settings)
@@ -225,7 +204,6 @@ class FANToM(Benchmark[FantomExtra]):
             return _error(sample, raws, f"embedder {name} returned no vector")
         return score_free(sample, raws, answer, mode, name, [v for v in vectors if v is not None])
 
-    # -- metrics ---------------------------------------------------------------------------------
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
         """A question's or set's conversation (both contexts of it): every question reads the same dialogue.
 

@@ -1,8 +1,15 @@
-"""FANToM data: the official file's records, checked (naming file, record and field), and `FantomExtra`."""
+"""FANToM data: the official file's records, checked (naming file, record and field), and the samples they make.
+
+Everything a prompt shows lives in a sample's generic fields (the conversation as speaker turns, the question, the
+two belief options in the official order), so a renamed or permuted sample is asked as rewritten; `FantomExtra`
+carries the rest. The question order, the dropped `no:long` questions of the short context and the full context's
+re-tagged scenarios are upstream's.
+"""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +18,10 @@ from typing import Any
 from pytest_tom.errors import TomDataError
 from pytest_tom.fetch import check_extracted, fetch_archive
 from pytest_tom.framework import fields
-from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.base import DataSource, slug
 from pytest_tom.framework.checks import distinct_options, read_json
 from pytest_tom.framework.release import Release, partial_advice
+from pytest_tom.sample import Choice, Conversation, Sample
 
 OFFICIAL_URL = "https://storage.googleapis.com/ai2-mosaic-public/projects/fantom/fantom.tar.gz"
 OFFICIAL_SHA256 = "1d08dfa0ea474c7f83b9bc7e3a7b466eab25194043489dd618b4c5223e1253a4"
@@ -36,7 +44,7 @@ _QUESTION_TYPES = {  # question type: (family, answer format, the paper's label)
 }
 QUESTION_TYPES = tuple(_QUESTION_TYPES)
 TOM_TYPES = tuple(t for t in QUESTION_TYPES if t != "fact")
-AGGREGATION_FIELD = {"set": "set", "part": "part", "conversation": "conversation"}
+AGGREGATIONS = ("set", "part", "conversation")  # each also names the facet holding a question's unit
 FAMILY, FORMAT, LABEL = ({q: row[i] for q, row in _QUESTION_TYPES.items()} for i in range(3))
 
 
@@ -86,17 +94,9 @@ class FantomSet:
     fact_question: str
     fact_answer: str  # FULL FACT A
     beliefs: tuple[BeliefQA, ...]
-    answerability_list: ListQA
-    info_list: ListQA
-    answerability_binary: tuple[BinaryQA, ...]
-    info_binary: tuple[BinaryQA, ...]
+    lists: Mapping[str, ListQA]  # by family (FAMILIES)
+    binaries: Mapping[str, tuple[BinaryQA, ...]]
     source: str  # file and record, for messages
-
-    def lists(self, family: str) -> ListQA:
-        return self.answerability_list if family == "answerability" else self.info_list
-
-    def binaries(self, family: str) -> tuple[BinaryQA, ...]:
-        return self.answerability_binary if family == "answerability" else self.info_binary
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ def _read(path: Path) -> list[Any]:
     if isinstance(raw, Mapping):
         # pandas.read_json also accepts the column-oriented layout {"set_id": {"0": ...}, ...}
         try:
-            keys = sorted(next(iter(raw.values())), key=lambda k: int(k))
+            keys = sorted(next(iter(raw.values())), key=int)
             raw = [{col: raw[col][k] for col in raw} for k in keys]
         except (StopIteration, TypeError, ValueError, KeyError):
             raise TomDataError("expected a list of question sets", path=path) from None
@@ -165,11 +165,10 @@ def _beliefs(rec: Mapping[str, Any], path: Path, record: str, rng: random.Random
         question, correct, wrong, tom_type = (fields.text(b, k, path, record, w)
                                               for k in ("question", "correct_answer", "wrong_answer", "tom_type"))
         distinct_options((correct, wrong), 0, path, record, (f"{w}.correct_answer", f"{w}.wrong_answer"))
-        # Drawn for every belief question in file order, exactly as upstream's flattening loop does.
-        correct_last = rng.choice([True, False])
+        # correct_last is drawn for every belief question in file order, exactly as upstream's flattening loop does
         beliefs.append(BeliefQA(question, str(qtype), tom_type, correct, wrong,
                                 fields.one_of(b, ACCESS, path, record, SCENARIOS, w), belief_character(question),
-                                correct_last))
+                                rng.choice([True, False])))
     return tuple(beliefs)
 
 
@@ -189,10 +188,8 @@ def _binaries(rec: Mapping[str, Any], family: str, bin_key: str, path: Path, rec
         if character.lower() in chars:
             raise TomDataError(f"two yes/no questions about {character}", path=path, record=record, field=w)
         chars.add(character.lower())
-        items.append(BinaryQA(
-            question=question, question_type=str(bq.get("question_type") or f"tom:{family}:binary"),
-            gold=str(gold), accessibility=fields.one_of(bq, ACCESS, path, record, SCENARIOS, w), character=character,
-        ))
+        items.append(BinaryQA(question, str(bq.get("question_type") or f"tom:{family}:binary"), str(gold),
+                              fields.one_of(bq, ACCESS, path, record, SCENARIOS, w), character))
     return tuple(items)
 
 
@@ -223,13 +220,11 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             ("info_accessibility", "infoAccessibilityQA_list", "infoAccessibilityQAs_binary"),
         ):
             lq = fields.obj(rec, list_key, path, record)
-            lists[family] = ListQA(
-                question=fields.text(lq, "question", path, record, list_key),
-                question_type=str(lq.get("question_type") or f"tom:{family}:list"),
-                correct=fields.names(lq, "correct_answer", path, record, list_key),
-                wrong=fields.names(lq, "wrong_answer", path, record, list_key),
-                accessibility=fields.one_of(lq, ACCESS, path, record, SCENARIOS, list_key),
-            )
+            lists[family] = ListQA(fields.text(lq, "question", path, record, list_key),
+                                   str(lq.get("question_type") or f"tom:{family}:list"),
+                                   fields.names(lq, "correct_answer", path, record, list_key),
+                                   fields.names(lq, "wrong_answer", path, record, list_key),
+                                   fields.one_of(lq, ACCESS, path, record, SCENARIOS, list_key))
             both = sorted(set(lists[family].correct) & set(lists[family].wrong))
             if both:
                 raise TomDataError(f"{', '.join(both)} both knows and does not know (in correct_answer and "
@@ -244,9 +239,7 @@ def load_sets(path: Path, *, seed: int = CHOICE_SEED) -> list[FantomSet]:
             joining_speaker=str(rec.get("joining_speaker") or ""),
             fact_question=fields.text(fact, "question", path, record, "factQA"),
             fact_answer=fields.text(fact, "correct_answer", path, record, "factQA"),
-            beliefs=beliefs,
-            answerability_list=lists["answerability"], info_list=lists["info_accessibility"],
-            answerability_binary=binaries["answerability"], info_binary=binaries["info_accessibility"],
+            beliefs=beliefs, lists=lists, binaries=binaries,
             source=f"{path.name} record {record}",
         ))
     return out
@@ -263,10 +256,10 @@ def check_whole(sets: Sequence[FantomSet], path: Path) -> None:
     for s in sets:
         parts: tuple[tuple[str, str, tuple[object, ...]], ...] = (
             ("beliefQAs", "no belief questions", s.beliefs),
-            ("answerabilityQAs_binary", "no yes/no answerability questions", s.answerability_binary),
-            ("infoAccessibilityQAs_binary", "no yes/no info-accessibility questions", s.info_binary),
-            ("answerabilityQA_list.correct_answer", "no character who knows", s.answerability_list.correct),
-            ("infoAccessibilityQA_list.correct_answer", "no character who knows", s.info_list.correct),
+            ("answerabilityQAs_binary", "no yes/no answerability questions", s.binaries["answerability"]),
+            ("infoAccessibilityQAs_binary", "no yes/no info-accessibility questions", s.binaries["info_accessibility"]),
+            ("answerabilityQA_list.correct_answer", "no character who knows", s.lists["answerability"].correct),
+            ("infoAccessibilityQA_list.correct_answer", "no character who knows", s.lists["info_accessibility"].correct),
         )
         for field, what, questions in parts:
             if not questions:
@@ -285,3 +278,117 @@ def data_file(source: DataSource, url: str, sha256: str) -> tuple[Path, bool]:
         f"fetch the official archive (sha256 {sha256[:12]}...). FANToM is for evaluation only, never for training.",
         label="FANToM", file=DATA_FILE).locate(source)
     return folder / DATA_FILE, verified
+
+
+def set_characters(s: FantomSet, conversations: Sequence[Conversation]) -> tuple[str, ...]:
+    """Every name a consistent rename must replace: speakers, the list questions' names, the yes/no characters."""
+    speakers = [n for conv in conversations for n in conv.speakers]
+    asked = [n for f in FAMILIES for n in (*s.lists[f].correct, *s.lists[f].wrong, *(b.character for b in s.binaries[f]))]
+    return tuple(dict.fromkeys([*speakers, *asked]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Planned:
+    s: FantomSet
+    qtype: str
+    index: int
+    accessibility: str
+    upstream: str
+
+
+def _plan(s: FantomSet, context: str, with_free: bool) -> list[_Planned]:
+    """The questions of one set in one context, in upstream's order, with the scenario tags upstream scores them by.
+
+    The short context drops `no:long` yes/no questions; the full context re-tags list and yes/no questions.
+    """
+    planned = [_Planned(s, "fact", -1, "", "fact")]
+    for i, b in enumerate(s.beliefs):
+        if with_free:
+            planned.append(_Planned(s, "belief_free", i, b.accessibility, b.question_type))
+        planned.append(_Planned(s, "belief_choice", i, b.accessibility, b.question_type + ":multiple-choice"))
+    for family in FAMILIES:
+        lq, bins = s.lists[family], s.binaries[family]
+        list_tag, yn_tags = lq.accessibility, [b.accessibility for b in bins]
+        if context == "full":  # upstream re-tags the full context's list and yes/no questions
+            list_tag = "inaccessible" if lq.wrong else lq.accessibility
+            yn_tag = "inaccessible" if not bins or any(b.gold != "yes" for b in bins) else bins[0].accessibility
+            yn_tags = [yn_tag] * len(bins)
+        planned.append(_Planned(s, f"{family}_list", -1, list_tag, lq.question_type))
+        for j, (bq, tag) in enumerate(zip(bins, yn_tags, strict=True)):
+            if context == "short" and bq.gold == "no:long":
+                continue  # upstream drops these in the short setting: the character is not in the context
+            planned.append(_Planned(s, f"{family}_yn", j, tag, bq.question_type))
+    return planned
+
+
+def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, with_free: bool,
+                  benchmark: str = "fantom") -> list[Sample[FantomExtra]]:
+    """Every question of `sets` in one context, as samples with the old item ids, marks and facets."""
+    planned = [p for s in sets for p in _plan(s, context, with_free)]
+    sizes = Counter((getattr(p.s, f"{aggregation}_id"), p.accessibility) for p in planned if p.qtype != "fact")
+    conversations: dict[str, tuple[Conversation, tuple[str, ...]]] = {}
+    out = []
+    for p in planned:
+        s = p.s
+        if s.set_id not in conversations:
+            short, full = Conversation.parse(s.short_context), Conversation.parse(s.full_context)
+            conversations[s.set_id] = (short if context == "short" else full, set_characters(s, (full, short)))
+        conv, characters = conversations[s.set_id]
+        unit = getattr(s, f"{aggregation}_id")  # set_id, part_id or conversation_id
+        out.append(_sample(p, context, conv, characters, unit, sizes[(unit, p.accessibility)] if p.qtype != "fact" else 0,
+                           benchmark))
+    return out
+
+
+def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str, ...], unit: str, unit_size: int,
+            benchmark: str) -> Sample[FantomExtra]:
+    s, qtype = p.s, p.qtype
+    family = FAMILY[qtype]
+    base: dict[str, Any] = {
+        "context": context, "set_id": s.set_id, "qtype": qtype, "index": p.index, "accessibility": p.accessibility,
+        "joining_speaker": s.joining_speaker, "fact_question": s.fact_question,
+        "fact_answer": s.fact_answer, "unit": unit, "unit_size": unit_size,
+    }
+    qid = f"{context}-{s.set_id}-{qtype}"
+    choices: tuple[Choice, ...] = ()
+    character = ""
+    tom_type = ""
+    gold: str | tuple[str, ...]
+    if qtype == "fact":
+        question, gold = s.fact_question, s.fact_answer
+    elif qtype in ("belief_free", "belief_choice"):
+        b = s.beliefs[p.index]
+        qid += f"-{p.index + 1}"
+        question, tom_type, character = b.question, b.tom_type, b.character
+        base.update(belief_wrong=b.wrong)
+        if qtype == "belief_choice":
+            first, second, gold = (b.wrong, b.correct, "b") if b.correct_last else (b.correct, b.wrong, "a")
+            choices = (Choice("a", first), Choice("b", second))
+        else:
+            gold = b.correct
+    elif qtype.endswith("_list"):
+        lq = s.lists[family]
+        question, gold = lq.question, tuple(lq.correct)
+        base.update(list_correct=tuple(lq.correct), list_wrong=tuple(lq.wrong))
+    else:
+        bq = s.binaries[family][p.index]
+        qid += f"-{slug(bq.character) or p.index}"
+        question, gold, character = bq.question, bq.gold.split(":")[0], bq.character.lower()
+        lq = s.lists[family]  # who knows, per the set's list: what a counterfactual about another character needs
+        base.update(binary_gold=bq.gold, binary_character=bq.character, list_correct=tuple(lq.correct),
+                    list_wrong=tuple(lq.wrong))
+    order = tom_type.split(":")[0].replace("-", "_") if tom_type else ""
+    cyclicity = tom_type.split(":")[1] if tom_type.count(":") == 1 and tom_type.split(":")[1] in ("cyclic", "acyclic") else ""
+    facets = {
+        "context": context, "set": s.set_id, "part": s.part_id, "conversation": s.conversation_id,
+        "family": family, "format": FORMAT[qtype], "question_type": qtype,
+        "accessibility": p.accessibility or "n/a", "upstream_type": p.upstream, "tom_type": tom_type,
+        "tom_order": order, "cyclicity": cyclicity, "character": character, "unit": unit,
+    }
+    wanted = (order if order in ("first_order", "second_order") else "", cyclicity, p.accessibility)
+    marks = (benchmark, context, family, FORMAT[qtype], *filter(None, wanted))
+    return Sample(
+        benchmark=benchmark, id=qid, context=conv, question=question, choices=choices, gold=gold,
+        characters=characters, facets=facets, marks=marks, extra=FantomExtra(tom_type=tom_type, **base),
+        source=f"fantom/{DATA_FILE} set {s.set_id} ({context} context)",
+    )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_tom.evals.fantom.data import AGGREGATION_FIELD, FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
+from pytest_tom.evals.fantom.data import FAMILIES, FAMILY, LABEL, QUESTION_TYPES, TOM_TYPES
 from pytest_tom.evals.fantom.scoring import gold_int
 from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import accuracy, group_by, mean
@@ -53,11 +53,6 @@ def _ok(r: Record) -> bool:
 
 def _qtype(r: Record) -> str:
     return r.facets.get("question_type", "")
-
-
-def _unit_size(r: Record) -> int:
-    """ToM questions in the record's unit; reports written before the typed contract kept it in the facets."""
-    return int(r.details.get("unit_size", r.facets.get("unit_size", -1)))
 
 
 def _all_by(records: Iterable[Record], field: str) -> float | None:
@@ -141,17 +136,17 @@ def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[
     return out
 
 
-def scenario_report(records: Sequence[Record], scenario: str, aggregation: str, mode: str,
+def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: str,
                     context: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras."""
-    field = AGGREGATION_FIELD[aggregation]
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     tom = [r for r in scored if _qtype(r) in TOM_TYPES]
     asked = [r for r in records if _qtype(r) in TOM_TYPES and r.facets["accessibility"] == scenario]
     target = [r for r in asked if r.outcome is not Outcome.ERROR]
     present = Counter(r.facets[field] for r in asked)
     errored = {r.facets[field] for r in asked if r.outcome is Outcome.ERROR}
-    sizes = {r.facets[field]: _unit_size(r) for r in target}
+    # ToM questions in a record's unit; reports written before the typed contract kept it in the facets
+    sizes = {r.facets[field]: int(r.details.get("unit_size", r.facets.get("unit_size", -1))) for r in target}
     complete = {u for u, n in present.items() if n == sizes.get(u, -1) and u not in errored}
     whole = [r for r in target if r.facets[field] in complete]
     p = scenario + ":"

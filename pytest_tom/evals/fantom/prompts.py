@@ -33,13 +33,9 @@ COT_FOLLOW_UP = "\n\nTherefore, the answer is:"
 def render_prompt(sample: Sample[FantomExtra]) -> str:
     """The official input text of one question (upstream's `setup_fantom`), from the sample's fields."""
     x = sample.extra
-    ctx = sample.context.render()
-    if x.qtype in ("fact", "belief_free"):
-        return TEMPLATES[x.qtype].format(context=ctx, question=sample.question)
-    if x.qtype == "belief_choice":
-        choices = "".join(f"({c.label}) {c.text}\n" for c in sample.choices).strip()
-        return TEMPLATES["belief_choice"].format(context=ctx, question=sample.question, choices=choices)
-    return TEMPLATES[x.qtype].format(context=ctx, question=sample.question, fact_q=x.fact_question, fact_a=x.fact_answer)
+    choices = "".join(f"({c.label}) {c.text}\n" for c in sample.choices).strip()  # each template takes what it shows
+    return TEMPLATES[x.qtype].format(context=sample.context.render(), question=sample.question, choices=choices,
+                                     fact_q=x.fact_question, fact_a=x.fact_answer)
 
 
 def parse_response(text: str) -> str:

@@ -9,18 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_tom import scoring as shared
 from pytest_tom.evals.fantom.data import LABEL, FantomExtra
 from pytest_tom.record import Outcome, Record
 from pytest_tom.sample import Sample
-from pytest_tom.scoring import (
-    binary_official,
-    binary_strict,
-    judge_list,
-    letter_official_correct,
-    letters_picked,
-    nearer,
-    token_f1,
-)
 
 
 def gold_int(gold: str) -> int:
@@ -61,7 +53,7 @@ def score(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: s
 
 def _fact(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, threshold: float,
           details: dict[str, Any]) -> Record:
-    f1 = token_f1(str(sample.gold).lower(), answer.lower())
+    f1 = shared.token_f1(str(sample.gold).lower(), answer.lower())
     details.update(token_f1=f1, threshold=threshold)
     if not answer.strip():
         return result(sample, raws, Outcome.UNPARSEABLE, None, details, mode, 0.0, "the answer is empty")
@@ -74,9 +66,9 @@ def _choice(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode:
     options = [c.text for c in sample.choices]
     labels = "".join(c.label for c in sample.choices)
     gold = sample.gold_label
-    letters = letters_picked(answer, mode, options, labels)
+    letters = shared.letters_picked(answer, mode, options, labels)
     # official: upstream's pattern decides, any letter is readable; strict: exactly the gold letter, and only one
-    ok, readable = ((letter_official_correct(answer, gold), bool(letters)) if mode == "official"
+    ok, readable = ((shared.letter_official_correct(answer, gold), bool(letters)) if mode == "official"
                     else (letters == (gold,), len(letters) == 1))
     parsed = ",".join(letters) if letters else None
     details.update(options=options, letters=list(letters), gold_letter=gold)
@@ -93,7 +85,7 @@ def _choice(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode:
 def _list(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, details: dict[str, Any]) -> Record:
     correct = tuple(sample.gold)
     wrong = sample.extra.list_wrong
-    j = judge_list(answer, correct, wrong, mode)
+    j = shared.judge_list(answer, correct, wrong, mode)
     details.update(named=list(j.named), excluded_aware=j.excluded_aware, included_unaware=j.included_unaware)
     names = sorted(j.named)
     if j.correct:
@@ -112,7 +104,7 @@ def _list(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: s
 
 def _yes_no(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, details: dict[str, Any]) -> Record:
     x = sample.extra
-    value = binary_official(answer) if mode == "official" else binary_strict(answer)
+    value = shared.binary_official(answer) if mode == "official" else shared.binary_strict(answer)
     gold = str(sample.gold)
     details.update(binarized=value, gold_yes_no=gold, gold_raw=x.binary_gold)
     said = {1: "yes", 0: "no", -1: None}[value]
@@ -139,9 +131,9 @@ def score_free(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mo
     if vectors is None:
         details["embedder"] = embedder
         return result(sample, raws, Outcome.UNPARSEABLE, None, details, mode, 0.0, "the answer is empty")
-    ok, sim_correct, sim_wrong = nearer(vectors[0], vectors[1], vectors[2])
-    f1_correct = token_f1(correct, answer)
-    f1_wrong = token_f1(wrong, answer)
+    ok, sim_correct, sim_wrong = shared.nearer(vectors[0], vectors[1], vectors[2])
+    f1_correct = shared.token_f1(correct, answer)
+    f1_wrong = shared.token_f1(wrong, answer)
     details.update(embedder=embedder, sim_personx=sim_correct, sim_omniscient=sim_wrong,
                    token_f1_personx=f1_correct, token_f1_omniscient=f1_wrong)
     value = f1_correct if ok else f1_wrong  # upstream's word_overlap
@@ -154,9 +146,6 @@ def score_free(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mo
         + (" (a tie counts as wrong, as upstream)" if tie else "")
     )
     return result(sample, raws, Outcome.CORRECT if ok else Outcome.INCORRECT, parsed, details, mode, value, why)
-
-
-# --- messages -----------------------------------------------------------------------------------
 
 
 def explain(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, parsed: Any, why: str, mode: str) -> str:
@@ -190,8 +179,8 @@ def explain(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, 
     else:
         lines += [f"question: {sample.question}", f"gold: {sample.gold}"]
     if len(raws) > 1:
-        lines.append(f"reasoning: {short(raws[0])}")
-    lines.append(f"response: {short(raws[-1])}")
+        lines.append(f"reasoning: {clip(raws[0])!r}")
+    lines.append(f"response: {clip(raws[-1])!r}")
     shown = "unparseable" if parsed is None else (", ".join(parsed) if isinstance(parsed, list) else str(parsed))
     lines.append(f"parsed ({mode}): {shown or 'nobody'}")
     if why:
@@ -205,10 +194,6 @@ def excerpt(context: str, head: int = 3, tail: int = 3, width: int = 160) -> str
     if len(lines) > head + tail + 1:
         lines = [*lines[:head], f"[... {len(lines) - head - tail} more turns ...]", *lines[-tail:]]
     return "\n".join("    " + ln for ln in lines)
-
-
-def short(text: str | None, width: int = 300) -> str:
-    return repr(clip(text or "", width))
 
 
 def clip(text: str, width: int = 300) -> str:

@@ -11,26 +11,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
+from pytest_tom.evals.simpletom import data, prompts, release, scoring
 from pytest_tom.evals.simpletom import derived as _derived
-from pytest_tom.evals.simpletom import prompts, release, scoring
-from pytest_tom.evals.simpletom.data import (
-    OFFICIAL_BASE_URL,
-    OFFICIAL_REVISION,
-    QUESTION_TYPES,
-    SCENARIOS,
-    SEVERITIES,
-    TYPE_NAMES,
-    SimpleToMExtra,
-    SimpleToMSample,
-    severity_mark,
-)
+from pytest_tom.evals.simpletom.data import SimpleToMExtra, SimpleToMSample
 from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
-__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
+__all__ = ["SimpleToM", "SimpleToMExtra", "SimpleToMSample"]
 
 
 class SimpleToM(Benchmark[SimpleToMExtra]):
@@ -41,22 +31,22 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
     options = (
         *prompts.OPTIONS,
         *release_options(
-            OFFICIAL_BASE_URL, "<config>/test.jsonl (Hugging Face allenai/SimpleToM, pinned revision)",
+            data.OFFICIAL_BASE_URL, "<config>/test.jsonl (Hugging Face allenai/SimpleToM, pinned revision)",
             "Checksums of the four configs' test.jsonl ('mental-state-qa=<sha256>,...' or a sha256sum manifest "
             "file with '<sha256>  <config>/test.jsonl' lines); empty: the official checksums are not published, so "
-            f"a copy is checked by structure (revision {OFFICIAL_REVISION[:12]}: 1,147 rows per config, three "
+            f"a copy is checked by structure (revision {data.OFFICIAL_REVISION[:12]}: 1,147 rows per config, three "
             "questions per story) and a download's sha256s are recorded then.",
             "partial copy (fewer rows, or configs missing apart from story-data); by default a local copy must be "
             "the whole release."),
     )
     facets = (
         Facet("question_type", {"simpletom": "SimpleToM questions and chains (Gu et al., 2024).",
-                                **{t: f"SimpleToM {TYPE_NAMES[t]} question." for t in QUESTION_TYPES}},
+                                **{t: f"SimpleToM {data.TYPE_NAMES[t]} question." for t in data.QUESTION_TYPES}},
               stratum=True, gate=True, tables=((), ("severity",), ("scenario",))),
-        Facet("scenario", {key: f"SimpleToM scenario: {name} ({n} stories)." for key, (name, n) in SCENARIOS.items()},
+        Facet("scenario", {key: f"SimpleToM scenario: {name} ({n} stories)." for key, (name, n) in data.SCENARIOS.items()},
               stratum=True, gate=True),
-        Facet("severity", {severity_mark(level): f"SimpleToM severity {level} ({name} key information)."
-                           for level, name in SEVERITIES.items()}, gate=True),
+        Facet("severity", {data.severity_mark(level): f"SimpleToM severity {level} ({name} key information)."
+                           for level, name in data.SEVERITIES.items()}, gate=True),
         # a question's story: its three questions (and its chain) share the story text
         Facet("story", {
             _derived.CHAIN: "SimpleToM chain: a story's mental state, behavior and judgment questions all pass; a "

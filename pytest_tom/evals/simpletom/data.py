@@ -33,8 +33,7 @@ SAMPLE_SUFFIX = {"mental_state": "ms", "behavior": "behavior", "judgment": "judg
 """Our sample id is f"{story_id}-{SAMPLE_SUFFIX[type]}": the story id stays visible, so the three are one family."""
 TYPE_NAMES = {"mental_state": "mental state", "behavior": "behavior", "judgment": "judgment"}
 
-OFFICIAL_STORIES = 1147
-OFFICIAL_ROWS = dict.fromkeys(CONFIGS, OFFICIAL_STORIES)
+OFFICIAL_ROWS = dict.fromkeys(CONFIGS, 1147)
 """Rows of each config at the pinned revision: 1,147 stories, one question of each type per story (3,441)."""
 
 SCENARIOS = {
@@ -259,17 +258,17 @@ def _join(rel: Release, q: Question, path: Path) -> None:
 PARTIAL_ADVICE = partial_advice("simpletom", fresh="fresh")
 
 
-def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tuple[Path, str | None, str]]:
-    """(file, record, what) keeps `rel` from being whole: a config missing or short, a story lacking a question."""
-    out: list[tuple[Path, str | None, str]] = []
+def check_whole(rel: Release, *, expect_rows: Mapping[str, int] | None) -> None:
+    """One error naming every config of a copy that should be the whole release: missing, short, lacking a question."""
+    out: list[tuple[Path, str]] = []
     for config in CONFIGS:
         path, found = path_of(rel.folder, config), rel.rows.get(config)
         if found is None:
-            out.append((path, None, "is missing"))
+            out.append((path, "is missing"))
         elif expect_rows is not None and found != expect_rows[config]:
             more = ("" if found < expect_rows[config]
                     else " (another revision? give its checksums with --tom-set simpletom.sha256)")
-            out.append((path, None, f"has {found} rows, not {expect_rows[config]}{more}"))
+            out.append((path, f"has {found} rows, not {expect_rows[config]}{more}"))
     if rel.rows.get(STORY_CONFIG) is not None:
         for config in QA_CONFIGS:
             if rel.rows.get(config) is None:
@@ -278,22 +277,15 @@ def problems(rel: Release, *, expect_rows: Mapping[str, int] | None) -> list[tup
             lacking = [sid for sid in rel.stories if (sid, qtype) not in rel.questions]
             if lacking:
                 shown = ", ".join(repr(s) for s in lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
-                out.append((path_of(rel.folder, config), None,
+                out.append((path_of(rel.folder, config),
                             f"lacks the {TYPE_NAMES[qtype]} question of {len(lacking)} stories ({shown})"))
-    return out
-
-
-def check_whole(rel: Release, *, expect_rows: Mapping[str, int] | None) -> None:
-    """One error naming every missing or short config of a copy that should be the whole release."""
-    found = problems(rel, expect_rows=expect_rows)
-    if not found:
+    if not out:
         return
     why = "a file missing, emptied or cut short would drop its questions and chains silently"
-    if len(found) == 1:
-        path, record, what = found[0]
-        raise TomDataError(f"the SimpleToM release is incomplete: this file {what}; {why}: {PARTIAL_ADVICE}",
-                           path=path, record=record)
-    listed = "; ".join(f"{p.parent.name}/{p.name} {what}" for p, _, what in found)
+    if len(out) == 1:
+        raise TomDataError(f"the SimpleToM release is incomplete: this file {out[0][1]}; {why}: {PARTIAL_ADVICE}",
+                           path=out[0][0])
+    listed = "; ".join(f"{p.parent.name}/{p.name} {what}" for p, what in out)
     raise TomDataError(f"the SimpleToM release is incomplete: {listed}; {why}: {PARTIAL_ADVICE}", path=rel.folder)
 
 
@@ -303,13 +295,8 @@ def samples(rel: Release) -> list[SimpleToMSample]:
         raise TomDataError(
             f"{STORY_CONFIG}/{FILE} is missing: SimpleToM needs it for each story's severity, even in a partial copy",
             path=path_of(rel.folder, STORY_CONFIG))
-    out: list[SimpleToMSample] = []
-    for sid, row in rel.stories.items():
-        ms = rel.questions.get((sid, "mental_state"))
-        for qtype in QUESTION_TYPES:
-            q = rel.questions.get((sid, qtype))
-            if q is not None:
-                out.append(to_sample(row, q, ms))
+    out = [to_sample(row, q, rel.questions.get((sid, "mental_state"))) for sid, row in rel.stories.items()
+           for qtype in QUESTION_TYPES if (q := rel.questions.get((sid, qtype))) is not None]
     if not out:
         raise TomDataError("no SimpleToM questions in this folder", path=rel.folder)
     return out

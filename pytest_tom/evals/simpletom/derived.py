@@ -30,29 +30,20 @@ def chains(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> li
     by_story: dict[str, dict[str, SimpleToMSample]] = defaultdict(dict)
     for s in samples:
         by_story[s.extra.story_id][s.extra.question_type] = s
-    out = []
-    for sid, members in by_story.items():
-        if len(members) != len(QUESTION_TYPES):
-            continue
-        picked = [members[t] for t in QUESTION_TYPES]
-        first = picked[0]
-        out.append(Derived(benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
-                           marks=(benchmark, CHAIN, first.extra.scenario, first.facets["severity"]),
-                           facets={"scenario": first.extra.scenario, "severity": first.facets["severity"], "story": sid},
-                           params={"options": [[c.text for c in s.choices] for s in picked]}))
-    return out
+    complete = {sid: [qs[t] for t in QUESTION_TYPES] for sid, qs in by_story.items() if len(qs) == len(QUESTION_TYPES)}
+    return [Derived(benchmark=benchmark, id=sid, kind=CHAIN, members=tuple(s.id for s in picked),
+                    marks=(benchmark, CHAIN, scenario, sev), facets={"scenario": scenario, "severity": sev, "story": sid},
+                    params={"options": [[c.text for c in s.choices] for s in picked]})
+            for sid, picked in complete.items()
+            for scenario, sev in ((picked[0].extra.scenario, picked[0].facets["severity"]),)]
 
 
 def balance_checks(samples: Sequence[SimpleToMSample], benchmark: str = BENCHMARK) -> list[Derived]:
     """One `letter_balance` item per question type with at least MIN_BALANCE_ANSWERS questions."""
-    out = []
-    for qtype in QUESTION_TYPES:
-        picked = [s for s in samples if s.extra.question_type == qtype]
-        if len(picked) >= MIN_BALANCE_ANSWERS:
-            out.append(Derived(benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(s.id for s in picked),
-                               marks=(benchmark, BALANCE, qtype), facets={"question_type": qtype},
-                               params={"threshold": SAME_LETTER_THRESHOLD}))
-    return out
+    by_type = {qtype: [s.id for s in samples if s.extra.question_type == qtype] for qtype in QUESTION_TYPES}
+    return [Derived(benchmark=benchmark, id=qtype, kind=BALANCE, members=tuple(ids), marks=(benchmark, BALANCE, qtype),
+                    facets={"question_type": qtype}, params={"threshold": SAME_LETTER_THRESHOLD})
+            for qtype, ids in by_type.items() if len(ids) >= MIN_BALANCE_ANSWERS]
 
 
 def _readable(r: Record) -> bool:

@@ -9,15 +9,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pytest_tom.evals.simpletom import derived
 from pytest_tom.evals.simpletom.data import QUESTION_TYPES, SCENARIOS
-from pytest_tom.evals.simpletom.derived import (
-    BUCKETS,
-    MIN_BALANCE_ANSWERS,
-    SAME_LETTER_THRESHOLD,
-    bucket,
-    letter_counts,
-    top_letter,
-)
 from pytest_tom.framework.metric import Show
 from pytest_tom.metrics import group_by, mean, tally
 from pytest_tom.record import Outcome, Record
@@ -78,13 +71,13 @@ def chain_stats(stories: Mapping[str, Mapping[str, Record]]) -> dict[str, Any]:
     """Counts and rates of the chain analysis over complete stories (spec 5 A and B)."""
     n = len(stories)
     c: dict[str, int] = dict.fromkeys(("mental_state", "behavior", "judgment", "ms_behavior", "b1j1", "b1j0", "b0j1", "b0j0"), 0)
-    buckets = dict.fromkeys(BUCKETS, 0)
+    buckets = dict.fromkeys(derived.BUCKETS, 0)
     for qs in stories.values():
         ms, b, j = (qs[t].outcome is Outcome.CORRECT for t in QUESTION_TYPES)
         for key, ok in (("mental_state", ms), ("behavior", b), ("judgment", j), ("ms_behavior", ms and b)):
             c[key] += ok
         c[f"b{int(b)}j{int(j)}"] += 1
-        buckets[bucket(ms, b, j)] += 1
+        buckets[derived.bucket(ms, b, j)] += 1
     return {"stories": n, "counts": c, "buckets": buckets, "bucket_rates": {k: _rate(v, n) for k, v in buckets.items()},
             "accuracy": {t: _rate(c[t], n) for t in QUESTION_TYPES},
             "p_behavior_given_ms": _rate(c["ms_behavior"], c["mental_state"]),
@@ -119,15 +112,15 @@ def balance(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
         rs = [r for r in records if r.facets.get("question_type") == t and r.outcome is not Outcome.ERROR]
         if not rs:
             continue
-        answers, golds = letter_counts(rs)
-        count, top = top_letter(answers)
+        answers, golds = derived.letter_counts(rs)
+        count, top = derived.top_letter(answers)
         share = count / len(rs)
         gold_share = golds.get(top, 0) / len(rs)
         by_gold = {g: tally(r for r in rs if r.gold == g).accuracy for g in sorted(golds)}
         out[t] = {"n": len(rs), "answers": dict(sorted(answers.items())), "golds": dict(sorted(golds.items())),
                   "top_letter": top, "same_answer_rate": share, "gold_share_of_top": gold_share,
-                  "constant": len(rs) >= MIN_BALANCE_ANSWERS and share >= SAME_LETTER_THRESHOLD
-                  and gold_share < SAME_LETTER_THRESHOLD, "accuracy_by_gold": by_gold}
+                  "constant": len(rs) >= derived.MIN_BALANCE_ANSWERS and share >= derived.SAME_LETTER_THRESHOLD
+                  and gold_share < derived.SAME_LETTER_THRESHOLD, "accuracy_by_gold": by_gold}
     return out
 
 

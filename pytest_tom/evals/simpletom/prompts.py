@@ -166,19 +166,13 @@ def user_prompt(story: str, question: str, choices: Sequence[Choice], config: Pr
     return f"{INSTRUCTION}\n\nStory: {story}\n\n{block}Question: {question}\n{_options(choices, _NL)}\n\n{ASK} {final}"
 
 
-def build_messages(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
-                   reminder: Reminder | None = None) -> tuple[Message, ...]:
-    """System and user messages of one question."""
-    return (Message("system", config.system(question_type)),
-            Message("user", user_prompt(story, question, choices, config, question_type, reminder)))
-
-
 def build_request(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
                   reminder: Reminder | None = None) -> Request:
     """The request of one question: temperature 0, the budget of its answer contract."""
     cot = config.cot(question_type) is not None
     return Request(
-        messages=build_messages(story, question, choices, config, question_type, reminder),
+        messages=(Message("system", config.system(question_type)),
+                  Message("user", user_prompt(story, question, choices, config, question_type, reminder))),
         settings=GenerationSettings(max_new_tokens=config.budget(question_type), temperature=0.0,
                                     stop_after=DIRECT_STOPS if config.stop_at_answer and not cot else ()),
         answer_labels=tuple(c.label for c in choices),

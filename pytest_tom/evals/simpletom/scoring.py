@@ -16,13 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_tom.evals.simpletom.data import SimpleToMSample
-from pytest_tom.evals.simpletom.prompts import (
-    MENTAL_STATE,
-    PAPER_NAMES,
-    PromptConfig,
-    Reminder,
-    build_request,
-)
+from pytest_tom.evals.simpletom.prompts import MENTAL_STATE, PAPER_NAMES, PromptConfig, Reminder, build_request
 from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Request
@@ -31,7 +25,6 @@ PARSE_LABELS = "ABCD"
 """The labels the reference parser looks for (a C or D answer to a two-option question is unparseable)."""
 _DIRECT_PREFIX = re.compile(r"(?i)answer:?")
 _CONCLUSION = re.compile(r"(?i)the answer is:?")
-QUESTION_NAMES = {MENTAL_STATE: "mental-state", "behavior": "behavior", "judgment": "judgment"}
 
 
 def _fallback(text: str) -> str | None:
@@ -144,7 +137,7 @@ def explain(sample: SimpleToMSample, config: PromptConfig, text: str | None, let
     """Everything needed to judge a failure without opening the data: answer vs gold first, then the prompt's parts."""
     x = sample.extra
     cot = config.cot(x.question_type) is not None
-    kind = QUESTION_NAMES.get(x.question_type, x.question_type)
+    kind = x.question_type.replace("_", "-")  # "mental-state"
     if parsed is not None:
         answer = f"answered {_option(sample, parsed)}"
     elif letter is not None:

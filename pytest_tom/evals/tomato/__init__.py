@@ -12,25 +12,16 @@ from typing import Any
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
+from pytest_tom.evals.tomato import data, prompts, release, scoring
 from pytest_tom.evals.tomato import derived as _derived
-from pytest_tom.evals.tomato import prompts, release, scoring
-from pytest_tom.evals.tomato.data import (
-    FACTOR_KEYS,
-    LEVELS,
-    MENTAL_STATES,
-    OFFICIAL_BASE_URL,
-    OFFICIAL_REVISION,
-    OFFICIAL_SHA256,
-    ToMATOExtra,
-    ToMATOSample,
-)
+from pytest_tom.evals.tomato.data import ToMATOExtra, ToMATOSample
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
-__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "ToMATO", "ToMATOExtra", "ToMATOSample"]
+__all__ = ["ToMATO", "ToMATOExtra", "ToMATOSample"]
 
 FACTOR_NAMES = {
     "openness": ("open", "closed"), "conscientiousness": ("conscientious", "unconscientious"),
@@ -53,10 +44,10 @@ class ToMATO(Benchmark[ToMATOExtra]):
         BenchmarkOption("personality_max_gap", "0.05",
                         "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
                         "(a share) in absolute terms, with 95 percent confidence.", kind=float),
-        *release_options(OFFICIAL_BASE_URL, "dataset/tomato*.json (pinned revision, checked against the git blob ids "
+        *release_options(data.OFFICIAL_BASE_URL, "dataset/tomato*.json (pinned revision, checked against the git blob ids "
                          "of its tree)", "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a "
                          "local copy is then checked against them instead of by Table 8's counts. Empty: revision "
-                         f"{OFFICIAL_REVISION[:12]}.", "partial copy (fewer questions than Table 8 counts); by "
+                         f"{data.OFFICIAL_REVISION[:12]}.", "partial copy (fewer questions than Table 8 counts); by "
                          "default a local copy must be the whole file."),
     )
     facets = (
@@ -64,7 +55,7 @@ class ToMATO(Benchmark[ToMATOExtra]):
         Facet("order", tables=(("false_belief",),)),
         Facet("mental_state", {"tomato": "ToMATO questions and checks (Shinoda et al., AAAI 2025).",
                                **{s: f"Question about a {s} (ToMATO mental state; ToMBench uses the same category "
-                                     "names)." for s in MENTAL_STATES}},
+                                     "names)." for s in data.MENTAL_STATES}},
               stratum=True, gate=True, tables=(("order",), ("false_belief",))),
         Facet("order", {
             "first_order": "ToMATO first-order question: what the speaker thinks, will do, wants, feels or knows.",
@@ -74,8 +65,8 @@ class ToMATO(Benchmark[ToMATOExtra]):
             "false_belief": "ToMATO-FB: a second-order question where the listener (partly) misreads the speaker.",
         }, stratum=True, gate=True),
         *(Facet(f, {f"{f}_{lvl}": f"ToMATO question about a speaker with {lvl} {f} "
-                                  f"({FACTOR_NAMES[f][LEVELS.index(lvl)]})." for lvl in LEVELS}, gate=True)
-          for f in FACTOR_KEYS),
+                                  f"({FACTOR_NAMES[f][data.LEVELS.index(lvl)]})." for lvl in data.LEVELS}, gate=True)
+          for f in data.FACTOR_KEYS),
         # a question's conversation: one per (SOTOPIA combo, mental state) holds up to 14 questions
         Facet("conversation", {
             _derived.FB_GAP: "ToMATO check: false-belief questions are not answered worse than the other "
@@ -89,7 +80,7 @@ class ToMATO(Benchmark[ToMATOExtra]):
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
-        self.pins = dict(OFFICIAL_SHA256)
+        self.pins = dict(data.OFFICIAL_SHA256)
         if self.settings["sha256"]:
             self.pins.update(parse_pins(self.settings["sha256"]))
         for key in ("fb_max_gap", "personality_max_gap"):

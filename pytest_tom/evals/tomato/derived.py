@@ -40,34 +40,23 @@ def _split(members: Sequence[Record], facet: str, a: str, b: str) -> Gap | None:
 def false_belief_gaps(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
     """One gap over all second-order questions, and one per mental state, where both groups have questions."""
     second = [s for s in samples if s.extra.order == 2]
-    out = []
-    for scope in ("all", *MENTAL_STATES):
-        mine = [s for s in second if scope in ("all", s.extra.mental_state)]
-        if not any(s.extra.false_belief for s in mine) or all(s.extra.false_belief for s in mine):
-            continue
-        facets = {"order": "second"} if scope == "all" else {"order": "second", "mental_state": scope}
-        out.append(Derived(
-            benchmark=benchmark, id=scope, kind=FB_GAP, members=tuple(s.id for s in mine),
-            marks=(benchmark, FB_GAP, "second_order", *(() if scope == "all" else (scope,))),
-            facets=facets, params={"max_gap": max_gap},
-        ))
-    return out
+    scopes = {scope: [s for s in second if scope in ("all", s.extra.mental_state)] for scope in ("all", *MENTAL_STATES)}
+    return [Derived(benchmark=benchmark, id=scope, kind=FB_GAP, members=tuple(s.id for s in mine),
+                    marks=(benchmark, FB_GAP, "second_order", *(() if scope == "all" else (scope,))),
+                    facets={"order": "second", **({} if scope == "all" else {"mental_state": scope})},
+                    params={"max_gap": max_gap})
+            for scope, mine in scopes.items() if len({s.extra.false_belief for s in mine}) == 2]  # both groups
 
 
 def personality_checks(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
     """One check per order, over the factors whose high and low halves both have questions."""
-    out = []
-    for order, name in ORDERS.items():
-        mine = [s for s in samples if s.extra.order == order]
-        factors = [f for f in FACTOR_KEYS if {s.extra.big_five[f] for s in mine} == {"high", "low"}]
-        if not factors:
-            continue
-        out.append(Derived(
-            benchmark=benchmark, id=f"{name}_order", kind=PERSONALITY, members=tuple(s.id for s in mine),
-            marks=(benchmark, PERSONALITY, f"{name}_order"), facets={"order": name},
-            params={"max_gap": max_gap, "factors": factors},
-        ))
-    return out
+    by_order = {name: [s for s in samples if s.extra.order == order] for order, name in ORDERS.items()}
+    split = {name: [f for f in FACTOR_KEYS if {s.extra.big_five[f] for s in mine} == {"high", "low"}]
+             for name, mine in by_order.items()}
+    return [Derived(benchmark=benchmark, id=f"{name}_order", kind=PERSONALITY, members=tuple(s.id for s in mine),
+                    marks=(benchmark, PERSONALITY, f"{name}_order"), facets={"order": name},
+                    params={"max_gap": max_gap, "factors": split[name]})
+            for name, mine in by_order.items() if split[name]]
 
 
 def _pts(v: float) -> str:

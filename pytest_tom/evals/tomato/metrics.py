@@ -82,11 +82,8 @@ def aggregate(records: Sequence[Record], label: str = "") -> dict[str, Any]:
     """Every ToMATO metric of one suite's records (JSON-serialisable); `label` says how it was asked."""
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     runs = min((len(run_correct(r)) for r in scored), default=0)
-    cells: dict[str, dict[str, Any]] = {}
-    for state in MENTAL_STATES:
-        mine = [r for r in scored if r.facets.get("mental_state") == state]
-        if mine:
-            cells[state] = {g: cell([r for r in mine if in_group(r, g)]) for g in GROUPS}
+    by_state = {state: [r for r in scored if r.facets.get("mental_state") == state] for state in MENTAL_STATES}
+    cells = {state: {g: cell([r for r in mine if in_group(r, g)]) for g in GROUPS} for state, mine in by_state.items() if mine}
     orders = {g: cell([r for r in scored if in_group(r, g)]) for g in (*GROUPS, "second_non_fb")}
     personality: dict[str, dict[str, Any]] = {}
     for factor in FACTOR_KEYS:

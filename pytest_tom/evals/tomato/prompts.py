@@ -20,7 +20,6 @@ SYSTEM = ("You are an expert at understanding human communication. Please levera
           "this format: [A], [B], [C], or [D]")  # App. C, verbatim
 COT = "Let's think step by step."  # zero-shot chain of thought, as in the authors' `prompts.py`
 DIRECT_TOKENS, COT_TOKENS = 256, 512  # the authors' `max_new_tokens` for local models
-EXTRACTIONS = ("first", "official", "last")
 PAPER_RUNS, PAPER_TEMPERATURE, PAPER_TOP_P = 5, 0.6, 0.9
 
 OPTIONS: tuple[BenchmarkOption, ...] = (
@@ -45,7 +44,7 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
                     "Answer extraction: first (the official first-match rule over [A]-[D]; a '[,]' is skipped), "
                     "official (the authors' regex \\[[A,B,C,D]\\] byte for byte: a '[,]' found first makes the answer "
                     "unreadable), last (the last [A]-[D], for chain of thought; an extension).",
-                    choices=EXTRACTIONS),
+                    choices=("first", "official", "last")),
     BenchmarkOption("scoring", "generate",
                     "generate (the paper: parse the generated answer) or loglikelihood (the option letter '[A]'-'[D]' "
                     "the model scores highest after the prompt, as the authors' mc_qa mode).",
@@ -64,7 +63,6 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
     stop_at_answer_option("its first [A]-[D] (official extraction: also [,]): the first match settles the answer "
                           "(last extraction never stops)"),
 )
-STOP = OPTIONS[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +106,7 @@ def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     c = PromptConfig(settings["system_prompt"], settings["layout"], settings["prompt"], settings["cot_placement"],
                      settings["extraction"], settings["scoring"], int(settings["runs"]), float(settings["temperature"]),
                      float(settings["top_p"]), int(settings["seed"]), int(settings["max_new_tokens"]),
-                     STOP.convert("tomato", settings.get("stop_at_answer", True)))
+                     OPTIONS[-1].convert("tomato", settings.get("stop_at_answer", True)))
     if c.runs < 1:
         raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")
     if c.temperature < 0 or not 0 < c.top_p <= 1:

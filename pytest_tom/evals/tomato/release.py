@@ -12,18 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.tomato.data import (
-    FOLDER,
-    OFFICIAL_GIT_BLOBS,
-    OFFICIAL_REVISION,
-    OFFICIAL_SHA256,
-    SUBSETS,
-    ToMATOSample,
-    check_subset,
-    counts,
-    expected_counts,
-    read_file,
-)
+from pytest_tom.evals.tomato import data
+from pytest_tom.evals.tomato.data import OFFICIAL_GIT_BLOBS, OFFICIAL_REVISION, OFFICIAL_SHA256, ToMATOSample, expected_counts
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
@@ -45,17 +35,17 @@ def git_blob_id(path: Path) -> str:
 def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, str],
            *, limits: Limits | None = None) -> tuple[Path, bool]:
     """The path of the subset's file, and whether it is a verified download (the framework's `Release` order)."""
-    name = SUBSETS[subset]
-    local = (f"tomato/{FOLDER}", "tomato", FOLDER, "")
+    name = data.SUBSETS[subset]
+    local = (f"tomato/{data.FOLDER}", "tomato", data.FOLDER, "")
     roots = [source.root / sub if sub else source.root for sub in local] if source.root is not None else []
     present = sorted({p.name for c in roots for p in c.glob("tomato*.json")})
     hint = (f"; this folder holds {', '.join(present)}: choose it with --tom-set tomato.subset="
-            f"{'|'.join(k for k, v in SUBSETS.items() if v in present)}") if present else ""
+            f"{'|'.join(k for k, v in data.SUBSETS.items() if v in present)}") if present else ""
     folder, verified = Release(
         "tomato", local, lambda c: (c / name).is_file(), OFFICIAL_REVISION, lambda c: (c / name).exists(),
         lambda c: check_manifest(c / name, pins), lambda c: download(source_url, c / name, pins, limits=limits),
         f"There is no {name} (subset {subset!r}){hint}. Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding "
-        f"tomato/{FOLDER}/{name}, or pass --tom-download "
+        f"tomato/{data.FOLDER}/{name}, or pass --tom-download "
         f"to fetch it from github.com/nttmdlab-nlp/ToMATO at revision {OFFICIAL_REVISION[:12]} (checked against the "
         "git blob id published in the repository tree).", label="ToMATO",
     ).locate(source)
@@ -96,15 +86,15 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
     Malformed records are reported first, then records outside the subset, then Table 8's
     counts and the pinned checksum (or the sha256 given for it).
     """
-    samples = read_file(path)
-    check_subset(samples, subset, path)
+    samples = data.read_file(path)
+    data.check_subset(samples, subset, path)
     if verified or partial:
         return samples
     want = pins.get(path.name)
     if want is not None and want != OFFICIAL_SHA256.get(path.name):
         check_sha256(path, want, benchmark="tomato", given=True, partial=False)  # the user's pin replaces counts
         return samples
-    found, expected = counts(samples), expected_counts(subset)
+    found, expected = data.counts(samples), expected_counts(subset)
     _check_counts(path, samples, found, expected)
     if path.name in OFFICIAL_SHA256:
         check_sha256(path, OFFICIAL_SHA256[path.name], benchmark="tomato", given=False, partial=False)

@@ -15,16 +15,7 @@ from typing import Any
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.tombench import data, release, scoring
-from pytest_tom.evals.tombench.data import (
-    ABILITY_CATEGORY,
-    CATEGORIES,
-    OFFICIAL_BASE_URL,
-    OFFICIAL_REVISION,
-    OFFICIAL_SHA256,
-    TASK_NAMES,
-    ToMBenchExtra,
-    ToMBenchSample,
-)
+from pytest_tom.evals.tombench.data import ToMBenchExtra, ToMBenchSample
 from pytest_tom.evals.tombench.metrics import SHOW, aggregate
 from pytest_tom.evals.tombench.prompts import Config
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, slug, stop_at_answer_option
@@ -32,7 +23,7 @@ from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.framework.release import parse_pins, release_options
 from pytest_tom.record import Record
 
-__all__ = ["OFFICIAL_BASE_URL", "OFFICIAL_REVISION", "OFFICIAL_SHA256", "ToMBench", "ToMBenchExtra", "ToMBenchSample"]
+__all__ = ["ToMBench", "ToMBenchExtra", "ToMBenchSample"]
 
 
 class ToMBench(Benchmark[ToMBenchExtra]):
@@ -43,39 +34,26 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh")),
         BenchmarkOption("prompt", "vanilla", "Official prompt: vanilla or chain-of-thought.", choices=("vanilla", "cot")),
         BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int),
-        BenchmarkOption(
-            "permutations", "random", "Option orders: random (official), cyclic (each option once per position), none.",
-            choices=("random", "cyclic", "none"),
-        ),
+        BenchmarkOption("permutations", "random", "Option orders: random (official), cyclic (each option once per "
+                        "position), none.", choices=("random", "cyclic", "none")),
         BenchmarkOption("shuffle_seed", "42", "Seed of the option shuffles (official default 42).", kind=int),
-        BenchmarkOption(
-            "extraction", "lenient",
-            "Answer extraction: official (upstream, unreadable answers become 'A'), lenient (upstream rules, "
-            "unreadable answers are unparseable), strict (last [[X]] only).",
-            choices=("lenient", "official", "strict"),
-        ),
+        BenchmarkOption("extraction", "lenient", "Answer extraction: official (upstream, unreadable answers become "
+                        "'A'), lenient (upstream rules, unreadable answers are unparseable), strict (last [[X]] only).",
+                        choices=("lenient", "official", "strict")),
         BenchmarkOption("aggregation", "paper", "Metrics: paper (reproduces the tables) or clean.", choices=("paper", "clean")),
-        BenchmarkOption(
-            "scoring", "generate",
-            "generate (official: parse the generated answer), loglikelihood (pick the option the model scores "
-            "highest), or both (items scored by generation; the report gives how often the two disagree).",
-            choices=("generate", "loglikelihood", "both"),
-        ),
-        BenchmarkOption(
-            "ll_target", "letter",
-            "Log-likelihood continuation: letter ('[[A]]', the official answer format) or text (the option itself).",
-            choices=("letter", "text"),
-        ),
-        BenchmarkOption(
-            "ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the continuation's UTF-8 length).",
-            choices=("none", "bytes"),
-        ),
+        BenchmarkOption("scoring", "generate", "generate (official: parse the generated answer), loglikelihood (pick "
+                        "the option the model scores highest), or both (items scored by generation; the report gives "
+                        "how often the two disagree).", choices=("generate", "loglikelihood", "both")),
+        BenchmarkOption("ll_target", "letter", "Log-likelihood continuation: letter ('[[A]]', the official answer "
+                        "format) or text (the option itself).", choices=("letter", "text")),
+        BenchmarkOption("ll_normalise", "none", "Log-likelihood normalisation: none, or bytes (divide by the "
+                        "continuation's UTF-8 length).", choices=("none", "bytes")),
         stop_at_answer_option("[[A]]: upstream reads [[A]] before any other answer (strict extraction never stops)"),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means 64 (vanilla) or 1024 (cot).", kind=int),
         *release_options(
-            OFFICIAL_BASE_URL, "data/*.jsonl (pinned revision)",
+            data.OFFICIAL_BASE_URL, "data/*.jsonl (pinned revision)",
             "Checksums of the release files, for a mirror or a new release: a sha256sum manifest file, or "
-            f"'name=sha256,...'; empty means the pinned revision {OFFICIAL_REVISION[:12]}.",
+            f"'name=sha256,...'; empty means the pinned revision {data.OFFICIAL_REVISION[:12]}.",
             "partial copy (missing files or rows); by default a local copy must be the whole release (every file, "
             "every row)."),
     )
@@ -83,10 +61,10 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         Facet("language", {"tombench": "ToMBench items (Chen et al., 2024).", "en": "English version of an item.",
                            "zh": "Chinese version of an item."},
               stratum=True, gate=True, tables=((), ("task",), ("category",), ("ability",))),
-        Facet("task", {**{abbr: f"ToMBench task: {name}." for abbr, name in TASK_NAMES.items()},
+        Facet("task", {**{abbr: f"ToMBench task: {name}." for abbr, name in data.TASK_NAMES.items()},
                        "extra": "ToMBench extra-ability items (no task)."}, gate=True),
-        Facet("category", {mark: f"Ability category: {cat}." for cat, mark in CATEGORIES.items()}, gate=True),
-        Facet("ability", {slug(a): f"ToMBench ability: {a} ({c})." for a, c in ABILITY_CATEGORY.items()},
+        Facet("category", {mark: f"Ability category: {cat}." for cat, mark in data.CATEGORIES.items()}, gate=True),
+        Facet("ability", {slug(a): f"ToMBench ability: {a} ({c})." for a, c in data.ABILITY_CATEGORY.items()},
               stratum=True, gate=True),
         Facet("qtype", {"two_choice": "Question with 2 options (yes/no style).",
                           "four_choice": "Question with 4 options."}),

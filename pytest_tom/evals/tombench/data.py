@@ -1,14 +1,14 @@
 """The ToMBench release: pinned files, the task/ability taxonomy, and release rows as typed samples.
 
-The release is 20 JSONL files with both languages on every row; each row becomes
-one `Sample` per language. Stories are not marked in the data (spec D3): they are
-recovered from INDEX restarts, and for FRT from blocks of four rows, which is how
-the paper counts its 140 stories (spec D4). Known release defects are carried on
-the sample (`Sample.defect`) so the item is an expected failure, not a surprise.
+The release is 20 JSONL files with both languages on every row; each row becomes one `Sample` per language. Stories are
+not marked in the data (spec D3): they are recovered from INDEX restarts, and for FRT from blocks of four rows, which is
+how the paper counts its 140 stories (spec D4). Known release defects are carried on the sample (`Sample.defect`) so the
+item is an expected failure, not a surprise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
@@ -165,22 +165,6 @@ class ToMBenchExtra:
 ToMBenchSample = Sample[ToMBenchExtra]
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    """One validated release row, both languages."""
-
-    row: int
-    ability: str
-    ability_raw: str
-    category: str
-    sub_label: str
-    index: int
-    answer: str
-    story_id: str
-    texts: Mapping[str, tuple[str, str, tuple[str, ...]]]  # per language: story, question, options
-    defect: str
-
-
 def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int) -> tuple[str, ...]:
     values: list[Any] = [rec.get(f) for f in names]
     c_missing, d_missing = is_missing(values[2]), is_missing(values[3])
@@ -196,7 +180,12 @@ def _options(rec: Mapping[str, Any], names: Sequence[str], path: Path, row: int)
     return tuple(strip_option_prefix(v.strip(), letter).strip() for letter, v in zip(LETTERS, values[:count], strict=False))
 
 
-def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
+_Row = tuple[ToMBenchExtra, Mapping[str, tuple[str, str, tuple[str, ...]]], str, str]
+"""One validated release row: its extra (language and story size still blank), each language's (story, question,
+options), the gold letter and the row's defect."""
+
+
+def _read_rows(path: Path, stem: str, task: str, languages: Sequence[str]) -> list[_Row]:
     """Validate every row of one file, in order; every error names the file, the line and the field."""
     rows: list[_Row] = []
     story_no = 0
@@ -248,27 +237,19 @@ def _read_rows(path: Path, task: str, languages: Sequence[str]) -> list[_Row]:
             # Two English rows of the real release (Unexpected Outcome Test 166, 168) double a distractor ("Angry"):
             # only a gold whose text is also another option's is ambiguous.
             distinct_options(texts[lang][2], LETTERS.index(answer), path, f"line {row}", FIELDS[lang][2], gold_only=True)
-        rows.append(_Row(row, ability, raw_ability, category, sub, index, answer, story_id, texts, defect))
+        extra = ToMBenchExtra(stem, row, "", task, ability, raw_ability, sub, category, index, story_id, 0)
+        rows.append((extra, texts, answer, defect))
     return rows
 
 
 def load_file(path: Path, languages: Sequence[str]) -> list[ToMBenchSample]:
     """Samples of one release file, one per row and language; both languages are always validated."""
     stem = path.name[: -len(".jsonl")]
-    task = TASK_FILES.get(stem, "extra")
-    rows = _read_rows(path, task, languages)
-    sizes = Counter(r.story_id for r in rows if r.story_id)
-    samples: list[ToMBenchSample] = []
-    for r in rows:
-        for lang in languages:
-            story, question, options = r.texts[lang]
-            extra = ToMBenchExtra(
-                file=stem, row=r.row, language=lang, task=task, ability=r.ability, ability_raw=r.ability_raw,
-                sub_label=r.sub_label, category=r.category, index=r.index, story_id=r.story_id,
-                story_size=sizes[r.story_id] if r.story_id else 0,
-            )
-            samples.append(to_sample(extra, story, question, options, r.answer, r.defect))
-    return samples
+    rows = _read_rows(path, stem, TASK_FILES.get(stem, "extra"), languages)
+    sizes = Counter(x.story_id for x, *_ in rows if x.story_id)
+    return [to_sample(dataclasses.replace(x, language=lang, story_size=sizes[x.story_id] if x.story_id else 0),
+                      *texts[lang], answer, defect)
+            for x, texts, answer, defect in rows for lang in languages]
 
 
 def to_sample(extra: ToMBenchExtra, story: str, question: str, options: Sequence[str], answer: str,

@@ -6,7 +6,7 @@ Each printed table says how it is computed: the suite's table pools questions, s
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,8 +82,7 @@ def _language(recs: Sequence[Record], mode: str) -> dict[str, Any]:
 def _coherent(recs: Sequence[Record], tasks: Mapping[str, Mapping[str, Any]], mode: str) -> dict[str, dict[str, Any]]:
     """Table 22: a story counts only if every one of its questions was scored, and passes only if all pass."""
     stories = {k: rs for k, rs in group_by(recs, "story").items() if k}
-    story_total: dict[str, int] = defaultdict(int)
-    story_pass: dict[str, int] = defaultdict(int)
+    story_total, story_pass = Counter[str](), Counter[str]()
     for rs in stories.values():
         # An errored record carries no details (no story_size); its story is skipped anyway.
         size = rs[0].details.get("story_size")

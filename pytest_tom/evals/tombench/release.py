@@ -1,8 +1,7 @@
 """Where the ToMBench release comes from, and whether all of it is there.
 
-A missing or cut file would drop items silently, so a local copy is checked against the file list,
-row counts and sha256s (or custom `sha256=` pins), unless `partial=true`; a cached download against
-its sha256s before each use.
+A missing or cut file would drop items silently, so a local copy is checked against the file list, row counts and
+sha256s (or custom `sha256=` pins), unless `partial=true`; a cached download against its sha256s before each use.
 """
 
 from __future__ import annotations
@@ -60,13 +59,9 @@ def load(folder: Path, languages: Sequence[str], rel: Release, *, verified: bool
     Malformed rows are reported first: they name file, line and field.
     """
     files = sorted(folder.glob("*.jsonl"))
-    samples: list[ToMBenchSample] = []
-    rows: dict[str, int] = {}
-    for f in files:
-        if f.name in rel.pins:
-            got = data.load_file(f, languages)
-            rows[f.name] = len({s.extra.row for s in got})
-            samples.extend(got)
+    by_file = {f.name: data.load_file(f, languages) for f in files if f.name in rel.pins}
+    rows = {name: len({s.extra.row for s in got}) for name, got in by_file.items()}
+    samples = [s for got in by_file.values() for s in got]
     unknown = [f.name for f in files if f.name not in rel.pins]
     if not rows:
         example = "False Belief Task.jsonl" if "False Belief Task.jsonl" in rel.pins else min(rel.pins)

@@ -49,15 +49,12 @@ def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise:
     """
     out: list[str | None] = []
     for t, resp in zip(planned, responses, strict=False):
-        lps = resp.logprobs
-        if not lps or len(lps) != len(t.request.choices):
+        lps, choices = resp.logprobs, t.request.choices
+        if not lps or len(lps) != len(choices):
             out.append(None)
             continue
-        scores = list(lps)
-        if normalise == "bytes":
-            scores = [lp / max(1, len(c.encode("utf-8"))) for lp, c in zip(lps, t.request.choices, strict=True)]
-        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
-        out.append(LETTERS[best])
+        scores = [lp / max(1, len(c.encode("utf-8"))) if normalise == "bytes" else lp for lp, c in zip(lps, choices, strict=True)]
+        out.append(LETTERS[max(range(len(scores)), key=lambda i: (scores[i], -i))])
     return out
 
 

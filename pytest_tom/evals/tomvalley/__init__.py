@@ -25,7 +25,6 @@ __all__ = ["ToMValley", "ToMValleyExtra", "ToMValleySample"]
 
 _MAX_SCENARIOS = 7
 
-
 _SCENARIO_MARKS = {f"scenario{s}": f"ToMValley understanding or influence question about scenario {s}."
                    for s in range(1, _MAX_SCENARIOS + 1)}
 _SPAN_MARKS = {

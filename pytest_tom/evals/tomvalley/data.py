@@ -81,13 +81,6 @@ class ToMValleyExtra:
 ToMValleySample = Sample[ToMValleyExtra]
 
 
-def scenario_number(key: str, where: str) -> int:
-    m = _SCENARIO_KEY.match(key.strip())
-    if not m:
-        raise TomDataError(f"{where}: scenario key {key!r} is not 'scenario N', 'scenario_N', 'scenarioN' or 'N'")
-    return int(m.group(1))
-
-
 def _speaker_dict(value: Any, where: str) -> list[Turn]:
     if not isinstance(value, dict) or not value:
         raise TomDataError(f"{where}: expected a non-empty {{speaker: utterance}} object, got {type(value).__name__}")
@@ -169,7 +162,9 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
     numbers = []
     for key, scen in story.items():
         w = f"{where} field 'stage.story.{key}'"
-        numbers.append(scenario_number(key, w))
+        if not (m := _SCENARIO_KEY.match(key.strip())):
+            raise TomDataError(f"{w}: scenario key {key!r} is not 'scenario N', 'scenario_N', 'scenarioN' or 'N'")
+        numbers.append(int(m.group(1)))
         if not isinstance(scen, dict) or "dialogue" not in scen:
             raise TomDataError(f"{w}: expected an object with a 'dialogue'")
         extra_keys = sorted(set(scen) - {"background", "dialogue"})
@@ -189,7 +184,6 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
     if len(questions) != expected:
         raise TomDataError(f"{where}: field 'question' has {len(questions)} questions; a context of {n} scenarios has "
                            f"{expected} (incomplete or damaged copy)")
-    listed: list[ContextQuestion] = []
     parsed: list[tuple[ContextQuestion, str]] = []
     for qid, q in questions.items():
         w = f"{where} question {qid}"
@@ -205,23 +199,14 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
         gold = _text(q.get("true answer"), f"{w} field 'true answer'")
         if gold not in {letter(i) for i in range(len(options))}:
             raise TomDataError(f"{w} field 'true answer': {gold!r} is not one of the letters a-{letter(len(options) - 1)}")
-        cq = ContextQuestion(str(qid), text, tuple(options))
-        listed.append(cq)
-        parsed.append((cq, gold))
-    context = Conversation(tuple(turns))
-    base_extra = dict(context_id=context_id, scenario_count=n, characters_information=info,
-                      scenarios=tuple(layouts), questions=tuple(listed))
+        parsed.append((ContextQuestion(str(qid), text, tuple(options)), gold))
+    context, scenarios, listed = Conversation(tuple(turns)), tuple(layouts), tuple(cq for cq, _ in parsed)
     samples = []
     for cq, gold in parsed:
         subtype, item, scenario, relation = classify(cq.qid, n, f"{where} question {cq.qid}")
-        extra = ToMValleyExtra(qid=cq.qid, subtype=subtype, item=item, scenario=scenario, relation=relation,
-                               **base_extra)  # type: ignore[arg-type]
+        extra = ToMValleyExtra(context_id, cq.qid, subtype, item, scenario, n, info, scenarios, listed, relation)
         samples.append(make_sample(context_id, cq, gold, extra, context, main, source))
     return samples
-
-
-def qtype_of(subtype: str) -> str:
-    return "transformation" if subtype.startswith("transformation") else subtype
 
 
 def where_of(extra: ToMValleyExtra) -> tuple[str, str]:
@@ -233,16 +218,11 @@ def where_of(extra: ToMValleyExtra) -> tuple[str, str]:
     return "span", f"{extra.scenario}-{extra.scenario + 1}"
 
 
-def place_mark(extra: ToMValleyExtra) -> str:
-    facet, value = where_of(extra)
-    return f"scenario{value}" if facet == "scenario" else "span" + value.replace("-", "_")
-
-
 def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValleyExtra, context: Conversation,
                 main: str, source: str) -> ToMValleySample:
-    qtype = qtype_of(extra.subtype)
+    qtype = "transformation" if extra.subtype.startswith("transformation") else extra.subtype
     facet, value = where_of(extra)
-    marks = [BENCHMARK, extra.item, qtype, place_mark(extra)]
+    marks = [BENCHMARK, extra.item, qtype, f"scenario{value}" if facet == "scenario" else "span" + value.replace("-", "_")]
     if qtype == "transformation":
         marks.insert(3, extra.subtype)
     facets = {"context": context_id, "item": extra.item, "question_type": qtype, "subtype": extra.subtype, facet: value}

@@ -74,13 +74,11 @@ def compositions(samples: Sequence[ToMValleySample], benchmark: str = BENCHMARK)
     for s in samples:
         if s.id in deps:
             by_context[s.extra.context_id][s.id] = deps[s.id]
-    out = []
-    for context, cdeps in by_context.items():
-        members = list(dict.fromkeys([m for cid, parts in cdeps.items() for m in (cid, *parts)]))
-        out.append(Derived(benchmark=benchmark, id=context, kind=COMPOSITION, members=tuple(members),
-                           marks=(benchmark, COMPOSITION), facets={"context": context},
-                           params={"dependencies": {k: list(v) for k, v in cdeps.items()}}))
-    return out
+    return [Derived(benchmark=benchmark, id=context, kind=COMPOSITION,
+                    members=tuple(dict.fromkeys(m for cid, parts in cdeps.items() for m in (cid, *parts))),
+                    marks=(benchmark, COMPOSITION), facets={"context": context},
+                    params={"dependencies": {k: list(v) for k, v in cdeps.items()}})
+            for context, cdeps in by_context.items()]
 
 
 def _short(record: Record) -> str:

@@ -18,8 +18,6 @@ from pytest_tom.framework.base import BenchmarkOption
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Conversation, Turn
 
-PROTOCOLS = ("context", "question")
-STYLES = ("vanilla", "cot")
 VANILLA = "Answer all the {n} questions based on the story"
 COT = ("Answer all the {n} questions based on the story, Please first think step by step, conduct analysis on the "
        "answers to the questions, and finally output the most likely answers.")
@@ -34,9 +32,9 @@ OPTIONS = (
                     "context (official, the paper's tables): all questions of a social context in one request, "
                     "answered as one JSON object, so 100 contexts are 100 requests; question: one question per request "
                     "(the layout of the official CoT case study; a different protocol whose numbers do not match the "
-                    "paper's tables).", choices=PROTOCOLS),
+                    "paper's tables).", choices=("context", "question")),
     BenchmarkOption("style", "vanilla", "vanilla or cot: the official instruction, or its chain-of-thought variant "
-                    "(\"Please first think step by step...\").", choices=STYLES),
+                    "(\"Please first think step by step...\").", choices=("vanilla", "cot")),
     BenchmarkOption("backgrounds", "false",
                     "true shows each scenario's background text, which the official evaluation removes because it "
                     "states the main character's mental states outright.", kind=bool),
@@ -61,11 +59,10 @@ class PromptConfig:
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
-    backgrounds = OPTIONS[2].convert("tomvalley", settings["backgrounds"])
     if int(settings["max_new_tokens"]) < 1:
         raise TomConfigError("tomvalley setting max_new_tokens must be at least 1")
     return PromptConfig(protocol=str(settings["protocol"]), style=str(settings["style"]),
-                        backgrounds=backgrounds, max_new_tokens=int(settings["max_new_tokens"]),
+                        backgrounds=settings["backgrounds"], max_new_tokens=int(settings["max_new_tokens"]),
                         temperature=float(settings["temperature"]))
 
 

@@ -4,6 +4,11 @@ A local folder may hold the repository's `trial<N>/story.json` + `question_new.j
 Hugging Face `DynToM.json`, or both. No checksums are published, so the pin is a tree digest of the
 pinned revision for the paper's 1,000 contexts and for all 1,161; a custom set is checked by structure.
 Either way a cached copy is re-checked against its recorded sha256s before each use.
+
+A local copy must hold every `trial<N>` context once, each whole: one removed, found twice (`trial077/` and
+`trial77`, or a doubled key), missing its story file, or a release file whose keys were renamed is an error naming
+file, context and field. It must hold every context of an explicit set, a gapless run of a named set, and every
+trial a file's name declares; `partial=true` waives this.
 """
 
 from __future__ import annotations
@@ -11,14 +16,153 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
+from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.tomvalley.data import ToMValleySample, context_samples
-from pytest_tom.evals.tomvalley.local import FILES, SHOWN, check_complete, find_contexts, named, runs
 from pytest_tom.fetch import MANIFEST, Limits, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.checks import loads, read_json, read_text
 from pytest_tom.framework.release import Release
+
+FILES = ("story.json", "question_new.json")
+RECORD_KEYS = ("stage", "question")
+_TRIAL = re.compile(r"^trial([0-9]+)$")
+_TRIAL_LIKE = re.compile(r"^\s*trial[\s_-]?[0-9]+\s*$", re.IGNORECASE)
+_DECLARED = re.compile(r"trials?[_-]?([0-9]+)-([0-9]+)", re.IGNORECASE)
+SHOWN = 8  # missing contexts (or runs of them) named in one message; the rest are counted
+
+
+def trial_number(name: str) -> int | None:
+    """N of `trial<N>` (leading zeros allowed: `trial077` is context 77); None for any other name."""
+    m = _TRIAL.match(name)
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One context of a local copy: its record (`{"stage": ..., "question": ...}`) and where it was read."""
+
+    number: int
+    spelling: str  # as the copy spells it (`trial077`); its id is always `trial<N>`
+    record: Mapping[str, Any]
+    where: str
+
+    @property
+    def cid(self) -> str:
+        return f"trial{self.number}"
+
+
+def _add(found: dict[int, Found], ctx: Found) -> None:
+    other = found.get(ctx.number)
+    if other is not None:
+        raise TomDataError(f"context {ctx.cid} is in both {other.where} (as {other.spelling!r}) and {ctx.where} (as "
+                           f"{ctx.spelling!r}); it would be counted twice: keep one copy")
+    found[ctx.number] = ctx
+
+
+def _from_folder(n: int, trial: Path) -> Found:
+    """A `trial<N>/` folder: both files, or an error saying which is missing and what is there instead."""
+    paths = [trial / name for name in FILES]
+    absent = [p.name for p in paths if not p.is_file()]
+    if absent:
+        held = sorted(p.name for p in trial.iterdir()) if trial.is_dir() else []
+        raise TomDataError(
+            f"context {trial.name} has no {' and no '.join(absent)} (expected {FILES[0]}, the story, and {FILES[1]}, "
+            f"the questions as evaluated); the folder holds {', '.join(held) or 'nothing'}: without "
+            f"{'them' if len(absent) > 1 else 'it'} the context would be dropped silently",
+            path=trial)
+    story, questions = (loads(read_text(p), p, record=trial.name) for p in paths)  # a doubled key names the trial
+    return Found(n, trial.name, {"stage": story, "question": questions}, str(trial))
+
+
+def _is_release(data: Any) -> bool:
+    """A top-level object with a `trial<N>`-like key, or a value with a 'stage' or 'question' key: a release file."""
+    if not isinstance(data, dict) or not data:
+        return False
+    return any(_TRIAL_LIKE.match(str(k)) for k in data) or any(
+        isinstance(v, dict) and any(k in v for k in RECORD_KEYS) for v in data.values())
+
+
+def _from_file(path: Path, data: Mapping[str, Any]) -> Iterable[Found]:
+    for key, record in data.items():
+        n = trial_number(str(key))
+        if n is None:
+            raise TomDataError(f"context id {key!r} is not 'trial<N>'", path=path, record=key)
+        if not isinstance(record, dict):
+            raise TomDataError(f"expected an object with the keys 'stage' (the story) and 'question' (the questions), "
+                               f"found {type(record).__name__}", path=path, record=key)
+        absent = [k for k in RECORD_KEYS if k not in record]
+        if absent:
+            held = ", ".join(repr(k) for k in record) or "no key at all"
+            raise TomDataError(f"expected the keys 'stage' (the story) and 'question' (the questions); "
+                               f"{' and '.join(repr(k) for k in absent)} {'is' if len(absent) == 1 else 'are'} "
+                               f"missing, found {held}", path=path, record=key, field=absent[0])
+        yield Found(n, str(key), record, str(path))
+
+
+def find_contexts(folder: Path) -> dict[int, Found]:
+    """Every context in `folder` (`trial<N>/` folders anywhere below it, release files at its top), each once."""
+    found: dict[int, Found] = {}
+    trials = ((trial_number(p.name), p) for p in folder.rglob("trial*") if p.is_dir())
+    for n, trial in sorted(((n, p) for n, p in trials if n is not None), key=lambda t: (t[0], str(t[1]))):
+        _add(found, _from_folder(n, trial))
+    for path in sorted(folder.glob("*.json")):
+        if path.name == MANIFEST:
+            continue
+        data = read_json(path)  # a doubled key names the top-level key: the context
+        if _is_release(data):
+            for ctx in _from_file(path, data):
+                _add(found, ctx)
+    return found
+
+
+def runs(numbers: Sequence[int]) -> list[str]:
+    """`[77, 150, 151, 152]` -> `["trial77", "trial150-152"]`."""
+    spans = [[n for _, n in run] for _, run in groupby(enumerate(sorted(numbers)), lambda t: t[1] - t[0])]
+    return [f"trial{s[0]}" if len(s) == 1 else f"trial{s[0]}-{s[-1]}" for s in spans]
+
+
+def named(numbers: Sequence[int]) -> str:
+    spans = runs(numbers)
+    shown = ", ".join(spans[:SHOWN])
+    return shown + (f" and {len(spans) - SHOWN} more runs" if len(spans) > SHOWN else "")
+
+
+def check_complete(folder: Path, found: Mapping[int, Found], wanted: Sequence[int], label: str, *, named_set: bool,
+                   partial: bool) -> None:
+    """Every context the selection needs from this copy is here, or an error naming the missing ones."""
+    if partial:
+        return
+    keep = set(wanted)
+    have = sorted(n for n in found if n in keep)
+    if not have:
+        return  # nothing of the set at all: the caller says what is here instead
+    if named_set:  # a local copy may hold part of a named set, without gaps
+        span = set(range(have[0], have[-1] + 1)) & keep
+        missing, why = sorted(span - set(have)), f"between trial{have[0]} and trial{have[-1]}, a run of the {label} set"
+    else:
+        missing, why = sorted(keep - set(have)), f"selected with --tom-set tomvalley.contexts={label}"
+    if missing:
+        raise TomDataError(
+            f"the ToMValley copy lacks {len(missing)} context{'s' if len(missing) > 1 else ''} {why}: {named(missing)} "
+            f"(removed, renamed or unreadable?); pass --tom-set tomvalley.partial=true (suite keyword partial=True) "
+            f"to run a deliberately partial copy", path=folder)
+    for path in sorted(folder.glob("*.json")):
+        m = _DECLARED.search(path.stem)
+        if m is None:
+            continue
+        declared = set(range(int(m.group(1)), int(m.group(2)) + 1)) & keep
+        gone = sorted(n for n in declared if n not in found)
+        if gone:
+            raise TomDataError(
+                f"the file's name declares trials {int(m.group(1))}-{int(m.group(2))}, and the copy lacks "
+                f"{len(gone)} of them: {named(gone)} (removed or renamed?); pass --tom-set tomvalley.partial=true "
+                "(suite keyword partial=True) to run a deliberately partial copy", path=path)
+
 
 OFFICIAL_REVISION = "0d6c91363fdbca22282f2a391ea3e5c52ead2c36"
 OFFICIAL_BASE_URL = f"https://raw.githubusercontent.com/GAIR-NLP/DynToM/{OFFICIAL_REVISION}/synthesize_data/script/data"
@@ -54,15 +198,13 @@ def parse_contexts(value: str) -> tuple[str, tuple[int, ...]]:
 
 def tree_digest(sums: Mapping[str, str]) -> str:
     """sha256 of "<sha256>  trial<N>/<file>" lines in trial order: one pin for a whole set of files."""
-    def order(rel: str) -> tuple[int, int]:
-        trial, name = rel.split("/")
-        return int(trial[5:]), FILES.index(name)
-    lines = "".join(f"{sums[rel]}  {rel}\n" for rel in sorted(sums, key=order))
+    ordered = sorted(sums, key=lambda rel: (int(rel.split("/")[0][5:]), FILES.index(rel.split("/")[1])))
+    lines = "".join(f"{sums[rel]}  {rel}\n" for rel in ordered)
     return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def load_folder(folder: Path, wanted: Sequence[int], label: str, *, partial: bool = False) -> list[ToMValleySample]:
-    """The wanted contexts' samples in trial order; the copy must hold the whole selection (see `local`) unless `partial`."""
+    """The wanted contexts' samples in trial order; the copy must hold the whole selection unless `partial`."""
     found = find_contexts(folder)
     check_complete(folder, found, wanted, label, named_set=label in SETS, partial=partial)
     keep = set(wanted)

@@ -28,13 +28,9 @@ _SINGLE_LEAD = re.compile(r"^\s*(?:\*\*)?\(?([A-Za-z])(?:\)|\.|:)?(?:\*\*)?(?:\s
 _SINGLE_CONCLUSION = re.compile(r"answer(?: is)?\s*[:：]?\s*\(?\**([A-Za-z])\**\)?(?![A-Za-z])", re.IGNORECASE)
 
 
-def normalise(text: str) -> str:
-    return unicodedata.normalize("NFKC", text)
-
-
 def answer_object(text: str, qids: Sequence[str]) -> dict[str, Any] | None:
     """The first JSON object in `text` holding one of `qids`, or None when there is none."""
-    text = normalise(text)
+    text = unicodedata.normalize("NFKC", text)
     decoder = json.JSONDecoder()
     wanted = set(qids)
     pos = text.find("{")
@@ -67,7 +63,7 @@ def read_single(text: str, qid: str, n_options: int) -> tuple[str | None, str]:
     obj = answer_object(text, [qid])
     if obj is not None:
         return read_value(obj.get(qid), n_options), "json"
-    flat = normalise(text)
+    flat = unicodedata.normalize("NFKC", text)
     m = _SINGLE_LEAD.match(flat)
     if m and (got := read_value(m.group(1), n_options)):
         return got, "leading letter"

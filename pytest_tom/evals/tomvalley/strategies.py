@@ -1,7 +1,5 @@
 """ToMValley's robustness: its one question shape, rephrased."""
 
-from __future__ import annotations
-
 import re
 
 from pytest_tom.robustness.base import Perturbable

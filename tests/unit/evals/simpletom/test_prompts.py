@@ -11,7 +11,6 @@ from pytest_tom.evals.simpletom.prompts import (
     PERSONAS,
     PromptConfig,
     Reminder,
-    build_messages,
     build_request,
     config_from,
     user_prompt,
@@ -132,7 +131,7 @@ def test_the_verbatim_texts_match_the_spec() -> None:
 def test_each_intervention_changes_the_behavior_and_judgment_messages(intervention: str, system: str, final: str) -> None:
     config = cfg(intervention=intervention)
     for question, choices, kind in ((B_Q, B_CHOICES, "behavior"), (J_Q, J_CHOICES, "judgment")):
-        sys_msg, user = build_messages(STORY, question, choices, config, kind)
+        sys_msg, user = build_request(STORY, question, choices, config, kind).messages
         assert (sys_msg.role, sys_msg.content) == ("system", system)
         assert user.role == "user" and user.content.endswith(f"\n\nWhat is the correct answer? {final}")
     assert config.reminder is (intervention in ("reminder", "cot_tom_reminder"))
@@ -149,11 +148,11 @@ def test_mental_state_questions_are_always_asked_as_in_the_baseline(intervention
 def test_a_persona_replaces_the_system_message_of_every_question(persona: str) -> None:
     config = cfg(persona=persona)
     for question, choices, kind in ((MS_Q, MS_CHOICES, "mental_state"), (B_Q, B_CHOICES, "behavior"), (J_Q, J_CHOICES, "judgment")):
-        messages = build_messages(STORY, question, choices, config, kind)
+        messages = build_request(STORY, question, choices, config, kind).messages
         assert messages[0].content == PERSONAS[persona]
         assert messages[1].content == user_prompt(STORY, question, choices, cfg(), kind)
     # With a non-system intervention the persona stays the system message (not a paper condition, but well defined).
-    assert build_messages(STORY, B_Q, B_CHOICES, cfg(persona=persona, intervention="cot"), "behavior")[0].content == PERSONAS[persona]
+    assert build_request(STORY, B_Q, B_CHOICES, cfg(persona=persona, intervention="cot"), "behavior").messages[0].content == PERSONAS[persona]
 
 
 def test_decoding_is_temperature_zero_with_the_reference_budgets() -> None:
