@@ -1,10 +1,10 @@
-"""What the plugin's hooks do, one function per hook, so `plugin.py` stays a list of one-liners."""
+"""What the plugin's hooks do: a function per module-level hook (so `plugin.py` stays one-liners), and `TomHooks`."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ from pytest_tom.framework.base import Benchmark
 from pytest_tom.models import SchemeRegistry
 from pytest_tom.options import TomOptions, add_benchmark_options, add_legacy_ini
 from pytest_tom.options import add_options as _add_general_options
+from pytest_tom.run import bounded
 from pytest_tom.run.select import take_node_id_args
 from pytest_tom.run.session import SESSION_KEY, TomSession
 from pytest_tom.run.xdist import OUTPUT_KEY, make_scheduler
@@ -130,7 +131,7 @@ def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
 
 
 def configure(config: pytest.Config) -> TomSession:
-    """Parse the options, register the marks and start the session (`plugin.py` builds its hook object on it)."""
+    """Parse the options, register the marks, start the session and register its hooks (then the xdist controller's)."""
     registry, backends = _registries(config)
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
     with _usage_errors():
@@ -149,19 +150,10 @@ def configure(config: pytest.Config) -> TomSession:
     with _usage_errors():
         load_for_run(tom)
     config.stash[SESSION_KEY] = tom
+    config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
+    if tom.worker is None and config.pluginmanager.has_plugin("xdist"):  # the controller (or one process with xdist)
+        config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
     return tom
-
-
-def add_xdist_controller(tom: TomSession) -> None:
-    """On the pytest-xdist controller (not a worker, not one process), the hooks that take the workers' share."""
-    if tom.worker is None and tom.config.pluginmanager.has_plugin("xdist"):
-        tom.config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
-
-
-def check_model(tom: TomSession) -> None:
-    """At session start, before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
-    with _usage_errors():
-        tom.check_model()
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
@@ -179,17 +171,6 @@ def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.
                                               wanted=tom.options.node_ids.get(name))
             items.extend(session.genitems(node))
     session.config.stash[_BEFORE_SELECTION] = list(items)
-
-
-def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
-    """A suite whose data cannot be loaded ends the run as a usage error (see `collect.stop_at_load_error`). Not on an
-    xdist worker: an exit there reads as a crash; its collection error reaches the controller, which stops the run the
-    same way.
-    """
-    if tom.worker is None:
-        from pytest_tom.run.collect import stop_at_load_error as stop
-
-        stop(tom.config, report, controller=tom.is_controller)
 
 
 def _is_tom_item(item: pytest.Item) -> bool:
@@ -214,21 +195,6 @@ def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: 
     return unknown_marks_line(expression, known)
 
 
-def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> None:
-    before = config.stash.get(_BEFORE_SELECTION, None)
-    if before is not None:
-        del config.stash[_BEFORE_SELECTION]
-        note = mark_typo_note(config, before, items)
-        if note is not None:
-            tom.notes.append(note)
-    kept, deselected = tom.sample(items)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
-    check_baseline(tom, items)
-    tom.hand_derived_to_controller(items)
-
-
 def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
     """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`). In one
     process a usage error now; on an xdist worker (where raising here reads as a crash) the first item stops the run
@@ -244,30 +210,6 @@ def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
         tom.refusal = f"pytest-tom: {exc}"
 
 
-def after_loop(session: pytest.Session, tom: TomSession) -> None:
-    """Judge what needs every record: derived items on the xdist controller, then the gates (one process or controller).
-    Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the summary with it; here it
-    counts as a failure, shown in one line after the summary.
-    """
-    if tom.is_controller:
-        from pytest_tom.run.controller import judge_derived
-
-        try:
-            judge_derived(session.config, session, tom)
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            session.testsfailed += 1
-            tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, those "
-                                f"not reported above were not judged: {type(exc).__name__}: {exc}")
-    if tom.worker is None:
-        from pytest_tom.run.gates import judge_gates
-
-        try:
-            tom.gate_results = judge_gates(session, tom)
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            session.testsfailed += 1
-            tom.problems.append(f"pytest-tom: ERROR: judging the gates failed: {type(exc).__name__}: {exc}")
-
-
 REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
 """The exit status of a run that passed but whose --tom-report could not be written (a run that failed keeps its own
 status): CI must not see such a run as green."""
@@ -276,77 +218,156 @@ _SUMMARY_CODES = frozenset({0, 1, 2, 4, 5, 6})
 """Exit statuses after which pytest calls pytest_terminal_summary (see _pytest.terminal)."""
 
 
-def bound_failures(terminalreporter: Any, tom: TomSession) -> Any:
-    """Show the first few failures per group only (see `run.bounded`); what to hand `restore_failures`."""
-    if tom.worker is not None:
-        return None
-    from pytest_tom.run import bounded
+class TomHooks:
+    """Hooks that need the run's state; registered by `configure`, one instance per run."""
 
-    return bounded.hide(terminalreporter, tom)
+    def __init__(self, tom: TomSession) -> None:
+        self.tom = tom
 
+    def pytest_sessionstart(self) -> None:
+        """Before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
+        with _usage_errors():
+            self.tom.check_model()
 
-def restore_failures(terminalreporter: Any, tom: TomSession, hidden: Any) -> None:
-    """Every failure back for the final counts, and one line per group whose failures were not shown."""
-    if hidden is None:
-        return
-    from pytest_tom.run import bounded
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Draw --tom-sample after -m/-k (and say when -m names no mark); on an xdist worker, hand derived items over."""
+        before = config.stash.get(_BEFORE_SELECTION, None)
+        if before is not None:
+            del config.stash[_BEFORE_SELECTION]
+            note = mark_typo_note(config, before, items)
+            if note is not None:
+                self.tom.notes.append(note)
+        kept, deselected = self.tom.sample(items)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+        check_baseline(self.tom, items)
+        self.tom.hand_derived_to_controller(items)
 
-    bounded.restore(terminalreporter, hidden)
-    bounded.write(terminalreporter, hidden, tom)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite whose data cannot be loaded ends the run as a usage error (exit 4, `collect.stop_at_load_error`),
+        shown under any --tb and -q. Not on an xdist worker: an exit there reads as a crash; its collection error reaches
+        the controller, which stops the run the same way.
+        """
+        if self.tom.worker is None:
+            from pytest_tom.run.collect import stop_at_load_error
 
+            stop_at_load_error(self.tom.config, report, controller=self.tom.is_controller)
 
-def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
-    if tom.worker is not None:
-        return
-    lines = tom.summary_lines()
-    if lines:
-        terminalreporter.write_sep("=", "pytest-tom summary")
-        for line in lines:
-            terminalreporter.write_line(line)
-    from pytest_tom.run.gates import summary_lines as gate_lines
+    def pytest_report_collectionfinish(self) -> list[str]:
+        """Say why items were deselected when a sample (not -m/-k) dropped them."""
+        return [f"pytest-tom: {note}" for note in self.tom.sample_notes]
 
-    gates = gate_lines(tom.gate_results)
-    if gates:
-        terminalreporter.write_sep("=", "pytest-tom gates")
-        for line in gates:
-            terminalreporter.write_line(line, red=line.startswith("  FAIL") or "failed" in line.split(":")[1][:40],
-                                        green=line.startswith("  PASS") or line.endswith("passed"))
-    for note in tom.notes:
-        terminalreporter.write_line(note)
-    tom.notes.clear()
-    for problem in tom.problems:
-        terminalreporter.write_line(problem, red=True, bold=True)
-    tom.problems.clear()
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """In a gate run, wrong answers get their own status (`27 wrong`): the gates, not they, decide the exit."""
+        from pytest_tom.run.gates import teststatus
 
+        return teststatus(report, self.tom)
 
-def finish(tom: TomSession) -> None:
-    """Close the engine, then publish (xdist worker) or write the report; never raises. Runs in pytest's sessionfinish,
-    before the terminal summary, which an exception would lose: a problem becomes one line after the summary (or at once
-    when none follows), and a report not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
-    """
-    try:
-        tom.close()
-    except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
-        tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
-                            f"{type(exc).__name__}: {exc}")
-    if tom.worker is not None:
-        tom.publish()
-        return
-    problem = tom.finish()
-    session = tom.config.pluginmanager.get_plugin("session")
-    status = getattr(session, "exitstatus", None)
-    if problem is not None:
-        tom.problems.append(problem)
-        if session is not None and status == pytest.ExitCode.OK:
-            session.exitstatus = REPORT_NOT_WRITTEN
-    reporter = tom.config.pluginmanager.get_plugin("terminalreporter")
-    if tom.problems and (reporter is None or status not in _SUMMARY_CODES):
-        for line in tom.problems:
-            if reporter is not None:
-                reporter.write_line(line, red=True, bold=True)
-            else:
-                sys.stderr.write(line + "\n")
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Gather records (on the xdist controller they arrive from the workers)."""
+        self.tom.logreport(report)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """After the loop, judge what needs every record: derived items on the xdist controller, then the gates (one
+        process or controller). Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the
+        summary with it; here it counts as a failure, shown in one line after the summary. A run stopped by a
+        configuration error ends as a usage error.
+        """
+        from pytest_tom.run.collect import RunStopped
+
+        try:
+            result = yield
+        except RunStopped as stop:  # a usage error reads as one line, not as "! _pytest.outcomes.Exit: ... !"
+            raise pytest.UsageError(str(stop.msg)) from None
+        tom = self.tom
+        if tom.is_controller:
+            from pytest_tom.run.controller import judge_derived
+
+            try:
+                judge_derived(session.config, session, tom)
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                session.testsfailed += 1
+                tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, "
+                                    f"those not reported above were not judged: {type(exc).__name__}: {exc}")
+        if tom.worker is None:
+            from pytest_tom.run.gates import judge_gates
+
+            try:
+                tom.gate_results = judge_gates(session, tom)
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                session.testsfailed += 1
+                tom.problems.append(f"pytest-tom: ERROR: judging the gates failed: {type(exc).__name__}: {exc}")
+        return result
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        """Around pytest's own summary (not on xdist workers): before it, the failures beyond the first few per group are
+        left out of what pytest's FAILURES section and short summary list (`run.bounded`); after it they are put back and
+        counted per group, and the accuracies, gates, notes and problems close the run.
+        """
+        tom = self.tom
+        hidden = bounded.hide(terminalreporter, tom) if tom.worker is None else None
+        try:
+            yield
+        finally:
+            bounded.restore(terminalreporter, hidden)
+            bounded.write(terminalreporter, hidden, tom)
+        if tom.worker is not None:
+            return
+        from pytest_tom.run.gates import summary_lines as gate_lines
+
+        lines = tom.summary_lines()
+        if lines:
+            terminalreporter.write_sep("=", "pytest-tom summary")
+            for line in lines:
+                terminalreporter.write_line(line)
+        gates = gate_lines(tom.gate_results)
+        if gates:
+            terminalreporter.write_sep("=", "pytest-tom gates")
+            for line in gates:
+                terminalreporter.write_line(line, red=line.startswith("  FAIL") or "failed" in line.split(":")[1][:40],
+                                            green=line.startswith("  PASS") or line.endswith("passed"))
+        for note in tom.notes:
+            terminalreporter.write_line(note)
+        tom.notes.clear()
+        for problem in tom.problems:
+            terminalreporter.write_line(problem, red=True, bold=True)
         tom.problems.clear()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        """Close the engine, then publish (xdist worker) or write the report; never raises. This runs before the terminal
+        summary, which an exception would lose: a problem becomes one line after the summary (or at once when none
+        follows), and a report not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
+        """
+        tom = self.tom
+        try:
+            tom.close()
+        except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
+            tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
+                                f"{type(exc).__name__}: {exc}")
+        if tom.worker is not None:
+            tom.publish()
+            return
+        problem = tom.finish()
+        session = tom.config.pluginmanager.get_plugin("session")
+        status = getattr(session, "exitstatus", None)
+        if problem is not None:
+            tom.problems.append(problem)
+            if session is not None and status == pytest.ExitCode.OK:
+                session.exitstatus = REPORT_NOT_WRITTEN
+        reporter = tom.config.pluginmanager.get_plugin("terminalreporter")
+        if tom.problems and (reporter is None or status not in _SUMMARY_CODES):
+            for line in tom.problems:
+                if reporter is not None:
+                    reporter.write_line(line, red=True, bold=True)
+                else:
+                    sys.stderr.write(line + "\n")
+            tom.problems.clear()
 
 
 class XdistController:
