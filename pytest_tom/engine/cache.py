@@ -255,14 +255,18 @@ class ResponseCache:
             path=self.path,
         )
 
-    def _warn_unwritable(self) -> None:
-        if self._warned or self.write_error is None or not self._memory:
-            return
-        self._warned = True
-        warnings.warn(TomCacheWarning(
-            f"pytest-tom: the response cache {self.path} cannot be written ({self.write_error}): this run keeps "
-            "its new answers in memory, and the next run will ask them again. Make the file and its folder "
-            "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
+    def _warn(self) -> None:
+        """Once, that the file cannot be written; then what the writer thread found (called by `put_many` and `flush`)."""
+        if not self._warned and self.write_error is not None and self._memory:
+            self._warned = True
+            warnings.warn(TomCacheWarning(
+                f"pytest-tom: the response cache {self.path} cannot be written ({self.write_error}): this run keeps "
+                "its new answers in memory, and the next run will ask them again. Make the file and its folder "
+                "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
+        with self._lock:
+            notices, self._notices = self._notices, []
+        for notice in notices:
+            warnings.warn(TomCacheWarning(notice), stacklevel=3)
 
     def get_many(self, fingerprint: str, request_keys: Sequence[str]) -> dict[str, Response]:
         """Return the cached responses among `request_keys`, keyed by request key."""
@@ -308,8 +312,7 @@ class ResponseCache:
         unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
-        self._warn_unwritable()
-        self._give_notices()
+        self._warn()
         return stored
 
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
@@ -332,14 +335,7 @@ class ResponseCache:
             self._queue.put(None)
             writer.join()
             self._writer = None
-        self._warn_unwritable()
-        self._give_notices()
-
-    def _give_notices(self) -> None:
-        with self._lock:
-            notices, self._notices = self._notices, []
-        for notice in notices:
-            warnings.warn(TomCacheWarning(notice), stacklevel=3)
+        self._warn()
 
     def _write_queued(self) -> None:
         """The writer thread: one transaction for everything queued since the last one, until `flush`."""

@@ -113,10 +113,6 @@ class RunRecords:
 
 def merge_engine_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Sum the engine statistics of several processes (xdist workers)."""
-    if not parts:
-        return {}
-    if len(parts) == 1:
-        return dict(parts[0])
     out: dict[str, Any] = {}
     for part in parts:
         _add_into(out, part)

@@ -82,16 +82,6 @@ class TomSession:
         made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
         return as_model(made, uri=uri) if made is not None else self.backends.make(uri)
 
-    def check_model(self) -> None:
-        """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
-        Not on an xdist worker (the controller checked), and not when a pytest_tom_make_model hook may build the model
-        from the URI itself.
-        """
-        uri = self.options.model
-        if not uri or self.worker is not None or self.config.hook.pytest_tom_make_model.get_hookimpls():
-            return
-        self.backends.check(uri)
-
     def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""
         by_suite: dict[str, list[Any]] = defaultdict(list)
@@ -140,11 +130,6 @@ class TomSession:
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["derived"] = [it.spec(selected).to_dict() for it in derived]
 
-    def logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" or (report.when == "setup" and report.passed):
-            return
-        self.records.add_properties(report.nodeid, report.user_properties)
-
     def publish(self) -> None:
         """On an xdist worker: hand suite settings, engine statistics and answers to the controller."""
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
@@ -164,9 +149,6 @@ class TomSession:
         if not self.derived_specs and output.get("derived"):
             self.derived_specs = [DerivedSpec.from_dict(d) for d in output["derived"]]
 
-    def close(self) -> None:
-        self.planner.close()
-
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
             self.gather()
@@ -177,14 +159,14 @@ class TomSession:
 
     def gather(self) -> None:
         """Bring this process's suite settings, engine statistics and model into `records` (once), for gates and report."""
-        if self._report is None:
-            if not self._gathered:
-                self._gathered = True  # once, even if building the report below raises and is retried
-                if self.worker is None and not self.is_controller:
-                    self.records.suites.update(self.suites.info())
-                    self.records.add_engine(*self._engine_share())
-                else:
-                    self._in_collection_order()
+        if self._report is not None or self._gathered:
+            return
+        self._gathered = True  # once, even if building the report below raises and is retried
+        if self.worker is None and not self.is_controller:
+            self.records.suites.update(self.suites.info())
+            self.records.add_engine(*self._engine_share())
+        else:
+            self._in_collection_order()
 
     def _in_collection_order(self) -> None:
         """Order the controller's records as the workers collected them (they arrive as workers finish)."""

@@ -225,9 +225,14 @@ class TomHooks:
         self.tom = tom
 
     def pytest_sessionstart(self) -> None:
-        """Before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
-        with _usage_errors():
-            self.tom.check_model()
+        """Before collection, check --tom-model's URI without building the model: a misspelled one is one usage error
+        now, not a minute per item (`SchemeRegistry.check`). Not on an xdist worker (the controller checked), and not
+        when a pytest_tom_make_model hook may build the model from the URI itself.
+        """
+        uri = self.tom.options.model
+        if uri and self.tom.worker is None and not self.tom.config.hook.pytest_tom_make_model.get_hookimpls():
+            with _usage_errors():
+                self.tom.backends.check(uri)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -268,7 +273,8 @@ class TomHooks:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather records (on the xdist controller they arrive from the workers)."""
-        self.tom.logreport(report)
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.tom.records.add_properties(report.nodeid, report.user_properties)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
@@ -346,7 +352,7 @@ class TomHooks:
         """
         tom = self.tom
         try:
-            tom.close()
+            tom.planner.close()
         except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
             tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
                                 f"{type(exc).__name__}: {exc}")
