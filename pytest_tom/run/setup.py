@@ -291,10 +291,10 @@ class TomHooks:
             raise pytest.UsageError(str(stop.msg)) from None
         tom = self.tom
         if tom.is_controller:
-            from pytest_tom.run.controller import judge_derived
+            from pytest_tom.run.gates import judge_derived
 
             try:
-                judge_derived(session.config, session, tom)
+                judge_derived(session, tom)
             except Exception as exc:  # noqa: BLE001 - see the docstring
                 session.testsfailed += 1
                 tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, "
