@@ -112,7 +112,6 @@ class Engine:
                  progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None) -> None:
         self.model = model
         self.cache = cache
-        self.batch_size = batch_size
         if batch_size:
             # Once, not per wave: a backend that backed off after out-of-memory keeps its smaller size.
             model.batch_size = batch_size

@@ -1,4 +1,7 @@
-"""What the plugin's hooks do: a function per module-level hook (so `plugin.py` stays one-liners), and `TomHooks`."""
+"""pytest-tom's hooks (`plugin.py`, the entry point, re-exports the module-level ones) and the `tom_model` fixture.
+`TomHooks`, the hooks on the run's state, is registered by `pytest_configure`. See
+https://docs.pytest.org/en/stable/reference/reference.html#hooks for the hooks.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +12,21 @@ from typing import Any
 
 import pytest
 
-from pytest_tom.errors import TomConfigError
+from pytest_tom import hookspecs
+from pytest_tom.errors import TomConfigError, TomError
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.models import SchemeRegistry
+from pytest_tom.models.base import Model
 from pytest_tom.options import TomOptions, add_benchmark_options, add_legacy_ini
 from pytest_tom.options import add_options as _add_general_options
 from pytest_tom.run import bounded
 from pytest_tom.run.select import take_node_id_args
-from pytest_tom.run.session import SESSION_KEY, TomSession
+from pytest_tom.run.session import SESSION_KEY, TomSession, tom_session
 from pytest_tom.run.xdist import OUTPUT_KEY, make_scheduler
 from pytest_tom.settings import LIST_WORD, SET_INI, listing
 from pytest_tom.suggest import mark_name, unknown_marks_line
+from pytest_tom.suite import Suite
 
 REGISTRY_PLUGIN = "pytest-tom-registry"
 
@@ -52,17 +58,16 @@ class _RegistryHolder:
         if self.legacy_ini is not None:
             add_legacy_ini(self.parser, cls, self.legacy_ini)
 
-    def command_line_known(self, show_help: bool) -> None:
-        if not show_help and self.legacy_ini is None:
-            self.legacy_ini = set()
-            for cls in self.registry.loadable():
-                add_legacy_ini(self.parser, cls, self.legacy_ini)
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Offer the pytest_tom_* hooks to conftest.py files and plugins."""
+    pluginmanager.add_hookspecs(hookspecs)
 
 
-def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Options for the built-in and entry-point benchmarks now; for hook-registered ones as they register.
-    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before the command line is
-    parsed, so its settings work with `--tom-set`.
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The --tom-* options and their ini twins: for the built-in and entry-point benchmarks now, for hook-registered
+    ones as they register. `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before
+    the command line is parsed, so its settings work with `--tom-set`.
     """
     holder = _RegistryHolder(parser)
     _add_general_options(parser, holder.registry)
@@ -79,14 +84,19 @@ def _registries(config: pytest.Config) -> tuple[Registry, SchemeRegistry]:
     return holder.registry, holder.backends
 
 
-def initial_conftests_loaded(early_config: pytest.Config) -> None:
-    """Register the deprecated ini keys now that the initial conftests' benchmarks are known (not for `--help`)."""
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    """After the initial conftests, the deprecated ini keys of every benchmark now known (not for `--help`)."""
+    yield
     holder = early_config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
-    if isinstance(holder, _RegistryHolder):
-        holder.command_line_known(show_help=bool(getattr(early_config.known_args_namespace, "help", False)))
+    show_help = getattr(early_config.known_args_namespace, "help", False)
+    if isinstance(holder, _RegistryHolder) and not show_help and holder.legacy_ini is None:
+        holder.legacy_ini = set()
+        for cls in holder.registry.loadable():
+            add_legacy_ini(holder.parser, cls, holder.legacy_ini)
 
 
-def show_settings(config: pytest.Config) -> int | None:
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """`pytest --tom-set list`: print every benchmark's settings (from the registry) and exit 0; None otherwise."""
     given = config.getoption(SET_INI, default=None) or []
     if LIST_WORD not in (str(g).strip() for g in given):
@@ -120,25 +130,31 @@ def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[objec
                 config.addinivalue_line("markers", f"{mark}: {text}")
 
 
-def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
-    """A test module declares a suite: register its benchmark's marks before its items are marked."""
-    registry, _ = _registries(config)
-    try:
-        cls = registry.get(benchmark)
-    except Exception:  # noqa: BLE001, S110 - the suite's collector reports an unknown or broken benchmark
-        return
-    register_marks(config, [cls])
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
+    """Collect a module-level `pytest_tom.suite(...)` as a suite of question items, its benchmark's marks registered
+    before its items are marked.
+    """
+    if not isinstance(obj, Suite):
+        return None
+    from pytest_tom.run.collect import SuiteCollector
+
+    registry, _ = _registries(collector.config)
+    with contextlib.suppress(Exception):  # the suite's collector reports an unknown or broken benchmark
+        register_marks(collector.config, [registry.get(obj.benchmark)])
+    return SuiteCollector.from_parent(collector, name=name, declaration=obj)
 
 
-def configure(config: pytest.Config) -> TomSession:
-    """Parse the options, register the marks, start the session and register its hooks (then the xdist controller's)."""
+def pytest_configure(config: pytest.Config) -> None:
+    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the
+    session and register its hooks (then the xdist controller's).
+    """
     registry, backends = _registries(config)
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
     with _usage_errors():
         options = TomOptions.from_config(config, registry, node_ids)
         for name in options.benchmarks:
             registry.get(name)
-    # Facet marks only where pytest-tom runs; register_suite_marks covers a suite in a test module.
+    # Facet marks only where pytest-tom runs; pytest_pycollect_makeitem covers a suite in a test module.
     register_marks(config, registry.loadable(), names_only=not (options.model or options.benchmarks))
     config.addinivalue_line("markers", "tom_robustness: pytest-tom's robustness items (--tom-robustness): hypothesis "
                                        "searches a question's perturbations for one that breaks the model.")
@@ -153,24 +169,42 @@ def configure(config: pytest.Config) -> TomSession:
     config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
     if tom.worker is None and config.pluginmanager.has_plugin("xdist"):  # the controller (or one process with xdist)
         config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
-    return tom
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
 """The items -m/-k chose from, kept from the first to the last collection_modifyitems hook."""
 
 
-def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.Item]) -> None:
-    """Collect the --tom-benchmark suites (only the addressed items when node ids were given)."""
-    if tom.active:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the --tom-benchmark suites before -m/-k deselect, so marks select among them (only the addressed items when
+    node ids were given).
+    """
+    tom = tom_session(config)
+    if tom.options.benchmarks:
         from pytest_tom.run.collect import SuiteCollector
-        from pytest_tom.suite import Suite
 
         for name in tom.options.benchmarks:
             node = SuiteCollector.from_parent(session, name=name, nodeid=name, declaration=Suite(name),
                                               wanted=tom.options.node_ids.get(name))
             items.extend(session.genitems(node))
-    session.config.stash[_BEFORE_SELECTION] = list(items)
+    config.stash[_BEFORE_SELECTION] = list(items)
+
+
+@pytest.fixture(scope="session")
+def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
+    """The model under test, from --tom-model; override it in conftest.py to hand in your own. An override may return a
+    `pytest_tom.Model` or any callable that takes a batch of chat conversations and a settings dict and returns one
+    string per conversation.
+    """
+    try:
+        model = tom_session(request.config).default_model()
+    except TomError as exc:
+        from pytest_tom.run.collect import stop_run
+
+        raise stop_run(f"pytest-tom: {exc}") from None
+    yield model
+    model.close()
 
 
 def _is_tom_item(item: pytest.Item) -> bool:
