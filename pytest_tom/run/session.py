@@ -63,10 +63,6 @@ class TomSession:
         """On an xdist worker: why the run must not start (a baseline that does not cover it); the first item stops it."""
 
     @property
-    def active(self) -> bool:
-        return bool(self.options.benchmarks)
-
-    @property
     def is_controller(self) -> bool:
         """True on the pytest-xdist controller, which runs no items itself."""
         return self.worker is None and self.config.pluginmanager.has_plugin("dsession")
@@ -75,10 +71,8 @@ class TomSession:
         """The model --tom-model names (what the `tom_model` fixture returns unless overridden)."""
         uri = self.options.model
         if not uri:
-            raise TomConfigError(
-                "no model to test: pass --tom-model=URI (e.g. random, mock:first, python:pkg.mod:fn, replay:report.json) "
-                "or override the tom_model fixture in conftest.py"
-            )
+            raise TomConfigError("no model to test: pass --tom-model=URI (e.g. random, mock:first, python:pkg.mod:fn, "
+                                 "replay:report.json) or override the tom_model fixture in conftest.py")
         made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
         return as_model(made, uri=uri) if made is not None else self.backends.make(uri)
 
@@ -159,23 +153,17 @@ class TomSession:
 
     def gather(self) -> None:
         """Bring this process's suite settings, engine statistics and model into `records` (once), for gates and report."""
-        if self._report is not None or self._gathered:
+        if self._gathered:
             return
         self._gathered = True  # once, even if building the report below raises and is retried
         if self.worker is None and not self.is_controller:
             self.records.suites.update(self.suites.info())
             self.records.add_engine(*self._engine_share())
-        else:
-            self._in_collection_order()
-
-    def _in_collection_order(self) -> None:
-        """Order the controller's records as the workers collected them (they arrive as workers finish)."""
-        if not self.collection_order:
-            return
-        position = {nodeid: i for i, nodeid in enumerate(self.collection_order)}
-        last = len(position)
-        self.records.items = dict(sorted(self.records.items.items(), key=lambda kv: position.get(kv[0], last)))
-        self.records.derived = dict(sorted(self.records.derived.items(), key=lambda kv: position.get(kv[0], last)))
+        elif self.collection_order:  # the controller's records as the workers collected them (they arrive as workers finish)
+            position = {nodeid: i for i, nodeid in enumerate(self.collection_order)}
+            last = len(position)
+            self.records.items = dict(sorted(self.records.items.items(), key=lambda kv: position.get(kv[0], last)))
+            self.records.derived = dict(sorted(self.records.derived.items(), key=lambda kv: position.get(kv[0], last)))
 
     def summary_lines(self) -> list[str]:
         """The summary's lines; never raises, so a bug in building them cannot take the test results with it."""
