@@ -139,7 +139,7 @@ class Progress:
         with self._lock, _never_fails():
             now = time.monotonic()
             if not self._active:
-                self._begin(total, now, style)
+                self._begin(now, style)
             self._done, self._total, self._errors, self._retries = done, total, errors, retries
             if done + errors >= total:
                 self._end()
@@ -215,9 +215,8 @@ class Progress:
                 tw.line(line)
             self._close(reporter, tw)
 
-    def _begin(self, total: int, now: float, style: str) -> None:
+    def _begin(self, now: float, style: str) -> None:
         self._active = True
-        self._done, self._total, self._errors, self._retries = 0, total, 0, 0
         self._start = self._plain_at = now
         self._drawn_at, self._drawn_done = 0.0, -1
         if style == "bar":
