@@ -229,21 +229,6 @@ def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: 
     return unknown_marks_line(expression, known)
 
 
-def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
-    """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`). In one
-    process a usage error now; on an xdist worker (where raising here reads as a crash) the first item stops the run
-    with the message, before it asks for the model.
-    """
-    from pytest_tom.run.baseline import check_before_run
-
-    try:
-        check_before_run(tom, items)
-    except TomConfigError as exc:
-        if tom.worker is None:
-            raise pytest.UsageError(f"pytest-tom: {exc}") from None
-        tom.refusal = f"pytest-tom: {exc}"
-
-
 REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
 """The exit status of a run that passed but whose --tom-report could not be written (a run that failed keeps its own
 status): CI must not see such a run as green."""
@@ -270,7 +255,11 @@ class TomHooks:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """Draw --tom-sample after -m/-k (and say when -m names no mark); on an xdist worker, hand derived items over."""
+        """Draw --tom-sample after -m/-k (and say when -m names no mark); refuse a baseline that does not cover the
+        selected items, before any model request (`run.baseline`): in one process a usage error now, on an xdist worker
+        (where raising here reads as a crash) the first item stops the run with the message. On a worker, hand derived
+        items over.
+        """
         before = config.stash.get(_BEFORE_SELECTION, None)
         if before is not None:
             del config.stash[_BEFORE_SELECTION]
@@ -281,7 +270,14 @@ class TomHooks:
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
-        check_baseline(self.tom, items)
+        from pytest_tom.run.baseline import check_before_run
+
+        try:
+            check_before_run(self.tom, items)
+        except TomConfigError as exc:
+            if self.tom.worker is None:
+                raise pytest.UsageError(f"pytest-tom: {exc}") from None
+            self.tom.refusal = f"pytest-tom: {exc}"
         self.tom.hand_derived_to_controller(items)
 
     @pytest.hookimpl(tryfirst=True)
