@@ -21,14 +21,8 @@ class TomDataError(TomError):
     """
 
     def __init__(self, message: str, *, path: object = None, record: object = None, field: str | None = None) -> None:
-        where = []
-        if path is not None:
-            where.append(f"file {path}")
-        if record is not None:
-            where.append(f"record {record}")
-        if field is not None:
-            where.append(f"field {field!r}")
-        prefix = ", ".join(where)
+        where = (("file", path), ("record", record), ("field", None if field is None else repr(field)))
+        prefix = ", ".join(f"{label} {value}" for label, value in where if value is not None)
         super().__init__(f"{prefix}: {message}" if prefix else message)
         self.path = path
         self.record = record

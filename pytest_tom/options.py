@@ -218,7 +218,7 @@ def report_path_problem(path: Path) -> str | None:
 
 
 def check_report_path(path: Path, flag: str = C.REPORT_OPTION) -> None:
-    """Refuse an unwritable report path at configure time, before the run spends any model time."""
+    """Refuse an unwritable output path at configure time, before the run spends any model time."""
     problem = report_path_problem(path)
     if problem is not None:
         raise TomConfigError(f"{flag}={path}: {problem}")
@@ -259,10 +259,8 @@ class TomOptions:
         benchmarks = benchmark_names(_value(config, "tom_benchmark"))
         benchmarks += tuple(b for b in (node_ids or {}) if b not in benchmarks)
         data_dir = _value(config, "tom_data_dir") or os.environ.get(C.DATA_DIR_ENV) or None
-        cache_dir = _value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
-        if not cache_dir:
-            base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-            cache_dir = str(Path(base) / "pytest-tom")
+        cache_dir = (_value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
+                     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-tom")
         sample = _int(config, "tom_sample", C.SAMPLE_OPTION)
         batch = _int(config, "tom_batch_size", C.BATCH_SIZE_OPTION)
         max_errors = _int(config, "tom_max_errors", C.MAX_ERRORS_OPTION, minimum=0) or 0
@@ -382,7 +380,5 @@ def gate_config(config: pytest.Config, root: Path) -> GateConfig:
     for flag, target in (("--tom-baseline-save", cfg.save), ("--tom-markdown", cfg.markdown),
                          ("--tom-baseline-update", cfg.baseline if cfg.update else None)):
         if target is not None:
-            problem = report_path_problem(target)
-            if problem is not None:
-                raise TomConfigError(f"{flag}={target}: {problem}")
+            check_report_path(target, flag)
     return cfg

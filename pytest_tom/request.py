@@ -17,11 +17,6 @@ MODEL_UNDER_TEST = ""
 """`Request.model` of a request for the model under test (every other value names a scoring model)."""
 
 
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no whitespace, so equal objects hash equally."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -82,7 +77,9 @@ class Request:
     """Content hash of everything the model sees and every decoding setting (computed once)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", sha256_text(canonical_json(self.to_dict())))
+        # Sorted keys and no whitespace, so equal requests hash equally.
+        canonical = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        object.__setattr__(self, "key", sha256_text(canonical))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "settings": self.settings.to_dict(),

@@ -52,11 +52,8 @@ class Conversation:
     @classmethod
     def parse(cls, text: str) -> Conversation:
         """Split "Name: utterance" lines into turns; `render()` gives `text` back byte for byte."""
-        turns = []
-        for line in text.split("\n"):
-            m = _SPEAKER.match(line)
-            turns.append(Turn(m.group(1), line[m.end() :]) if m else Turn("", line))
-        return cls(tuple(turns))
+        matches = ((line, _SPEAKER.match(line)) for line in text.split("\n"))
+        return cls(tuple(Turn(m.group(1), line[m.end() :]) if m else Turn("", line) for line, m in matches))
 
     def render(self) -> str:
         return "\n".join(t.render() for t in self.turns)
@@ -158,13 +155,7 @@ def rewrite_text(sample: Sample[E], fn: Callable[[str], str], *, facets: Sequenc
     else:
         ctx = Story(fn(sample.context.text))
     choices = tuple(Choice(c.label, fn(c.text)) for c in sample.choices)
-    gold: str | tuple[str, ...]
-    if sample.choices:
-        gold = sample.gold  # a label
-    elif isinstance(sample.gold, tuple):
-        gold = tuple(fn(g) for g in sample.gold)
-    else:
-        gold = fn(sample.gold)
+    gold = sample.gold if sample.choices else map_text(sample.gold, fn)  # a choice label stays
     new_facets = {k: (fn(v) if k in facets else v) for k, v in sample.facets.items()}
     return dataclasses.replace(
         sample, context=ctx, question=fn(sample.question), choices=choices, gold=gold,

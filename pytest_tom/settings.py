@@ -57,15 +57,6 @@ def parse_entries(lines: Iterable[str], origin: str) -> list[Setting]:
     return [parse_entry(line, origin) for line in entry_lines(lines)]
 
 
-def option_of(cls: type[Benchmark[object]], name: str, origin: str) -> BenchmarkOption:
-    """The setting `name` of `cls`, or a usage error listing its settings with the nearest one."""
-    known = {o.name: o for o in cls.options}
-    if name not in known:
-        raise TomConfigError(f"{origin} {cls.name}.{name}: {cls.name} has no setting {name!r}{nearest(name, known)}; "
-                             f"its settings: {', '.join(known) or 'none'}")
-    return known[name]
-
-
 def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[object]]],
             names: Sequence[str]) -> dict[str, dict[str, str]]:
     """Per benchmark, the settings of `entries` (a later entry wins), each checked as the benchmark will read it. `get`
@@ -78,9 +69,12 @@ def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[obje
             raise TomConfigError(f"{e.origin} {e.benchmark}.{e.name}: no benchmark {e.benchmark!r}"
                                  f"{nearest(e.benchmark, names)}; available: {', '.join(names)}")
         cls = get(e.benchmark)
-        option = option_of(cls, e.name, e.origin)
+        known = {o.name: o for o in cls.options}
+        if e.name not in known:
+            raise TomConfigError(f"{e.origin} {cls.name}.{e.name}: {cls.name} has no setting {e.name!r}"
+                                 f"{nearest(e.name, known)}; its settings: {', '.join(known) or 'none'}")
         try:
-            option.convert(cls.name, e.value)
+            known[e.name].convert(cls.name, e.value)
         except TomConfigError as exc:
             raise TomConfigError(f"{e.origin}: {exc}") from None
         out.setdefault(e.benchmark, {})[e.name] = e.value

@@ -5,27 +5,21 @@ pytest-xdist workers write to one cache file at once. Errors are never cached: a
 
 What happens when the file misbehaves, and why:
 
-* **Damaged** (garbage, truncated, not a database): found when the cache opens
-  (`PRAGMA quick_check`, 15-50 ms warm) or at the first failing read; a
-  `TomCacheError` naming the file stops the run. Running on without the cache
-  would silently re-ask every answer it holds (hours and money on an API) and
-  SQLite may write into a damaged file; the check runs before any model request,
-  and `--tom-no-cache` is the fall-back a user may choose.
-* **Not writable** (read-only file or folder, full disk): what the file holds is
-  still read (read-only if need be), new answers are kept in memory for the run,
-  and one `TomCacheWarning` says so; no question is ever asked twice.
-* **Empty** (0 bytes) or not a file: a new cache is built aside and linked into
-  place whole, so an empty file was emptied by something (a full disk, a failed
-  copy); SQLite would take it for a new cache, so it is a `TomCacheError`.
-* **An answer edited on disk**: each row carries sha256 of its key and answer JSON,
-  checked at every read; a failing (or undecodable) answer is a miss, asked again,
-  and one `TomCacheWarning` counts them. A cache from before checksums is migrated
-  on open by checksumming its rows as they are (re-asking them would cost the whole
-  cache); a read-only old cache is read unchecked.
-* **Removed or replaced during the run**: the connection would keep writing into
-  the deleted file. Every write first compares the path's inode with the one
-  opened; on a change this run's answers are read back from the old file, the cache
-  is opened again at the path, they are written there, and one warning says so.
+* **Damaged** (garbage, truncated, not a database): found when the cache opens (`PRAGMA quick_check`, 15-50 ms warm) or
+  at the first failing read; a `TomCacheError` naming the file stops the run. Running on without the cache would
+  silently re-ask every answer it holds (hours and money on an API) and SQLite may write into a damaged file; the check
+  runs before any model request, and `--tom-no-cache` is the fall-back a user may choose.
+* **Not writable** (read-only file or folder, full disk): what the file holds is still read (read-only if need be), new
+  answers are kept in memory for the run, and one `TomCacheWarning` says so; no question is ever asked twice.
+* **Empty** (0 bytes) or not a file: a new cache is built aside and linked into place whole, so an empty file was
+  emptied by something (a full disk, a failed copy); SQLite would take it for a new cache, so it is a `TomCacheError`.
+* **An answer edited on disk**: each row carries sha256 of its key and answer JSON, checked at every read; a failing (or
+  undecodable) answer is a miss, asked again, and one `TomCacheWarning` counts them. A cache from before checksums is
+  migrated on open by checksumming its rows as they are (re-asking them would cost the whole cache); a read-only old
+  cache is read unchecked.
+* **Removed or replaced during the run**: the connection would keep writing into the deleted file. Every write first
+  compares the path's inode with the one opened; on a change this run's answers are read back from the old file, the
+  cache is opened again at the path, they are written there, and one warning says so.
 """
 
 from __future__ import annotations
@@ -36,6 +30,7 @@ import json
 import os
 import queue
 import sqlite3
+import stat
 import threading
 import time
 import warnings
@@ -97,8 +92,6 @@ class ResponseCache:
         self._opened = time.time()
         self._notices: list[str] = []
         """Warnings found by the writer thread, given in the engine's thread at the next `flush`."""
-        self.checksum_failures = 0
-        """Entries that failed their checksum (or could not be decoded) and were asked again, this run."""
         self._directory = directory
         self._conn = self._open(directory)
 
@@ -139,8 +132,6 @@ class ResponseCache:
             st = os.stat(self.path)
         except OSError:
             return
-        import stat
-
         if not stat.S_ISREG(st.st_mode):
             raise TomCacheError(
                 f"the response cache {self.path} is not a file. Move it away, point --tom-cache-dir at another "
@@ -255,14 +246,18 @@ class ResponseCache:
             path=self.path,
         )
 
-    def _warn_unwritable(self) -> None:
-        if self._warned or self.write_error is None or not self._memory:
-            return
-        self._warned = True
-        warnings.warn(TomCacheWarning(
-            f"pytest-tom: the response cache {self.path} cannot be written ({self.write_error}): this run keeps "
-            "its new answers in memory, and the next run will ask them again. Make the file and its folder "
-            "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
+    def _warn(self) -> None:
+        """Once, that the file cannot be written; then what the writer thread found (called by `put_many` and `flush`)."""
+        if not self._warned and self.write_error is not None and self._memory:
+            self._warned = True
+            warnings.warn(TomCacheWarning(
+                f"pytest-tom: the response cache {self.path} cannot be written ({self.write_error}): this run keeps "
+                "its new answers in memory, and the next run will ask them again. Make the file and its folder "
+                "writable, or point --tom-cache-dir at a writable folder."), stacklevel=3)
+        with self._lock:
+            notices, self._notices = self._notices, []
+        for notice in notices:
+            warnings.warn(TomCacheWarning(notice), stacklevel=3)
 
     def get_many(self, fingerprint: str, request_keys: Sequence[str]) -> dict[str, Response]:
         """Return the cached responses among `request_keys`, keyed by request key."""
@@ -296,7 +291,6 @@ class ResponseCache:
                 if kept is not None and wanted[key] not in found:
                     found[wanted[key]] = kept
         if failed:
-            self.checksum_failures += failed
             warnings.warn(TomCacheWarning(
                 f"pytest-tom: {failed} cached answer{'s' if failed > 1 else ''} in {self.path} failed "
                 f"{'their' if failed > 1 else 'its'} checksum (edited or damaged on disk) and "
@@ -308,8 +302,7 @@ class ResponseCache:
         unwritable file: those answers stay in memory and one warning says so.
         """
         stored = self._write([(fingerprint, k, r) for k, r in items])
-        self._warn_unwritable()
-        self._give_notices()
+        self._warn()
         return stored
 
     def store(self, fingerprint: str, request_key: str, response: Response) -> None:
@@ -332,14 +325,7 @@ class ResponseCache:
             self._queue.put(None)
             writer.join()
             self._writer = None
-        self._warn_unwritable()
-        self._give_notices()
-
-    def _give_notices(self) -> None:
-        with self._lock:
-            notices, self._notices = self._notices, []
-        for notice in notices:
-            warnings.warn(TomCacheWarning(notice), stacklevel=3)
+        self._warn()
 
     def _write_queued(self) -> None:
         """The writer thread: one transaction for everything queued since the last one, until `flush`."""

@@ -77,8 +77,7 @@ def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
 
 def error_record(sample: Sample[Any], message: str, request_keys: Sequence[str] = ()) -> Record:
     """The record of a question that has no answer: an ERROR, never scored, with the reason."""
-    return Record(benchmark=sample.benchmark, sample_id=sample.id, outcome=Outcome.ERROR, facets=dict(sample.facets),
-                  request_keys=tuple(request_keys), parse_rate=0.0, message=message)
+    return Record.of(sample, Outcome.ERROR, request_keys=tuple(request_keys), parse_rate=0.0, message=message)
 
 
 @dataclass(slots=True)
@@ -113,7 +112,6 @@ class Engine:
                  progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None) -> None:
         self.model = model
         self.cache = cache
-        self.batch_size = batch_size
         if batch_size:
             # Once, not per wave: a backend that backed off after out-of-memory keeps its smaller size.
             model.batch_size = batch_size

@@ -153,13 +153,9 @@ class Planner:
         if self._order is None:
             self._order = [it for it in items if hasattr(it, "tom_key") and hasattr(it, "sample")]
             by_pos = {it.nodeid: i for i, it in enumerate(items)}
-            if self.worker is not None:
-                _, count = self.worker
-                pattern = question_pattern(self.names)
-                block = blocks([bool(pattern.search(it.nodeid)) for it in items], count)
-                self._unit_of = {it.tom_key: block[by_pos[it.nodeid]] for it in self._order}
-            else:
-                self._unit_of = {it.tom_key: 0 for it in self._order}
+            pattern = question_pattern(self.names)
+            block = blocks([bool(pattern.search(it.nodeid)) for it in items], self.worker[1] if self.worker else 1)
+            self._unit_of = {it.tom_key: block[by_pos[it.nodeid]] for it in self._order}  # one process: one block
         return self._order
 
     def _unit(self, missing: Sequence[str], items: Sequence[Any]) -> list[PlannedItem]:

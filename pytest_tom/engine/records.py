@@ -55,7 +55,7 @@ class RunRecords:
         self._benchmarks: dict[str, Benchmark[Any] | None] = {}
 
     def add_local(self, record: Record | DerivedRecord) -> None:
-        """Store a record produced in this process (its report then needs no parsing)."""
+        """Store a record (one produced in this process needs no parsing from its report)."""
         if isinstance(record, DerivedRecord):
             self.derived[record.nodeid] = record
         else:
@@ -66,14 +66,8 @@ class RunRecords:
         if nodeid in self.items or nodeid in self.derived:
             return
         for name, value in properties:
-            if name != RECORD_PROPERTY or not isinstance(value, dict):
-                continue
-            if value.get("kind") == "group":
-                rec = DerivedRecord.from_dict(value)
-                self.derived[rec.nodeid] = rec
-            else:
-                item = Record.from_dict(value)
-                self.items[item.nodeid] = item
+            if name == RECORD_PROPERTY and isinstance(value, dict):
+                self.add_local(DerivedRecord.from_dict(value) if value.get("kind") == "group" else Record.from_dict(value))
 
     def add_engine(self, stats: Mapping[str, Any] | None, responses: Mapping[str, Mapping[str, Any]] | None,
                    model: Mapping[str, Any] | None) -> None:
@@ -113,10 +107,6 @@ class RunRecords:
 
 def merge_engine_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Sum the engine statistics of several processes (xdist workers)."""
-    if not parts:
-        return {}
-    if len(parts) == 1:
-        return dict(parts[0])
     out: dict[str, Any] = {}
     for part in parts:
         _add_into(out, part)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_tom.errors import TomError
@@ -61,15 +62,12 @@ def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
     for it in items:
         if hasattr(it, "derived") and it.suite.sid in suites and all(k in selected for k in it.member_keys()):
             derived.setdefault(it.suite.sid, []).append(it.derived)
-    out = []
-    for (sid, suite), name in zip(suites.items(), suite_labels(list(suites)), strict=True):
-        groups = derived.get(sid, [])
-        out.append(PlannedSuite(
-            name=name, benchmark=suite.benchmark.name,
-            settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
-            metrics=planned_metrics(suite.benchmark, samples[sid], groups),
-            group_metrics=frozenset(d.kind for d in groups)))
-    return out
+    return [PlannedSuite(
+        name=name, benchmark=suite.benchmark.name,
+        settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
+        metrics=planned_metrics(suite.benchmark, samples[sid], derived.get(sid, [])),
+        group_metrics=frozenset(d.kind for d in derived.get(sid, [])))
+        for (sid, suite), name in zip(suites.items(), suite_labels(list(suites)), strict=True)]
 
 
 def suite_labels(sids: Sequence[str]) -> list[str]:
@@ -107,7 +105,7 @@ def baseline_results(views: Sequence[SuiteView], tom: TomSession) -> list[GateRe
     model = tom.records.model or {}
     results: list[GateResult] = []
     if cfg.baseline is not None and (cfg.baseline.exists() or not cfg.update):
-        results.extend(_compare(runs, tom))
+        results.extend(_compare(runs, tom, cfg.baseline))
     if cfg.update and cfg.baseline is not None:
         results = [replace(r, passed=True, details={**r.details, "updated": True},
                            message=f"{r.message}\n(--tom-baseline-update: not failing; the baseline is rewritten from "
@@ -126,15 +124,13 @@ def baseline_results(views: Sequence[SuiteView], tom: TomSession) -> list[GateRe
     return results
 
 
-def _compare(runs: Sequence[SuiteRun], tom: TomSession) -> list[GateResult]:
+def _compare(runs: Sequence[SuiteRun], tom: TomSession, path: Path) -> list[GateResult]:
     cfg = tom.options.gates
-    if cfg.baseline is None:
-        return []
-    name = f"baseline:{cfg.baseline.name}"
-    if tom.baseline is None and not cfg.baseline.exists():
-        return [GateResult(name, "baseline", "", False, None, describe_missing(cfg.baseline))]
+    name = f"baseline:{path.name}"
+    if tom.baseline is None and not path.exists():
+        return [GateResult(name, "baseline", "", False, None, describe_missing(path))]
     try:
-        baseline = tom.baseline if tom.baseline is not None else load_baseline(cfg.baseline)
+        baseline = tom.baseline if tom.baseline is not None else load_baseline(path)
         return compare(baseline, runs, rules(tom), alpha=cfg.alpha, force=cfg.force, noise_flip_rate=cfg.noise_flip_rate)
     except TomError as exc:
         return [GateResult(name, "baseline", "", False, None, str(exc))]

@@ -20,8 +20,8 @@ from pytest_tom.models.base import Model, format_user_frames
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.run import failures
 from pytest_tom.run.gates import is_gate_run
+from pytest_tom.run.robustness import RobustnessItem
 from pytest_tom.run.robustness import register_marks as register_robust_marks
-from pytest_tom.run.robustness import robustness_items
 from pytest_tom.run.session import tom_session
 
 if TYPE_CHECKING:
@@ -33,12 +33,8 @@ if TYPE_CHECKING:
     from pytest_tom.suite import Suite
 
 
-class QuestionFailed(AssertionError):
-    """A question answered wrongly or unreadably; its message is the whole explanation."""
-
-
-class DerivedFailed(AssertionError):
-    """An aggregate assertion that does not hold."""
+class ItemFailed(AssertionError):
+    """A question answered wrongly or unreadably, or an aggregate assertion that does not hold."""
 
 
 class ModelFailed(TomModelError):
@@ -153,12 +149,11 @@ def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytes
         from pytest_tom.robustness import resolve  # loads hypothesis and the built-in strategies: only when asked
 
         specs = resolve(list(loaded.robustness))
-    if specs:
         register_robust_marks(parent.config, specs)
     for i, s in enumerate(loaded.samples):
         yield make(QuestionItem, f"{bench}[{s.id}]", sample=s, suite=loaded)
-        if specs:
-            yield from robustness_items(make, loaded, s, specs)
+        yield from (make(RobustnessItem, f"{bench}_robustness[{s.id}-{spec.name}]", base=s, suite=loaded, spec=spec)
+                    for spec in specs if spec.applies(s))
         yield from derived_items(i)
     yield from derived_items(-1)  # derived results of a suite without samples
 
@@ -204,22 +199,6 @@ class _TomItem(pytest.Function):
             return failures.located(self.config, str(exc), self._source(), str(exc).splitlines(), error=True)
         return None
 
-    def _setup_fixtures(self) -> None:
-        """Set up fixtures as pytest does; an exception out of the user's fixtures is shown once with their frames."""
-        try:
-            super().setup()
-        except RunStopped as exc:
-            self._stop(str(exc.msg))
-        except TomConfigError as exc:
-            self._stop(f"pytest-tom: {exc}")
-        except Exception as exc:
-            if isinstance(exc, TomError) or type(exc).__name__ == "FixtureLookupError":
-                raise  # pytest shows a missing fixture with the fixtures available: leave it be
-            error = f"fixture setup failed: {type(exc).__name__}: {exc}"
-            failed = ModelFailed(error, error=error)
-            self._fixture_error = failed
-            raise failed from exc
-
     def _stop(self, message: str) -> NoReturn:
         """Stop the run once: a usage error in one process; on an xdist worker, a stop request with this item failing.
         (An exit on a worker reads as a crash on the controller; a stop request is what xdist hands on.)
@@ -233,13 +212,26 @@ class _TomItem(pytest.Function):
         """Resolve `tom_model` through pytest's fixture machinery, once per process. Items only need the model for the
         first planning unit; filling fixtures for each of 7,000 questions would double a cached run's per-item cost, so
         once the engine holds the model, later items skip it (function-scoped autouse fixtures do not run for them
-        either).
+        either). An exception out of the user's fixtures is shown once with their frames.
         """
         tom = tom_session(self.config)
         if tom.refusal is not None:
             self._stop(tom.refusal)
-        if tom.planner.engine is None:
-            self._setup_fixtures()
+        if tom.planner.engine is not None:
+            return
+        try:
+            super().setup()
+        except RunStopped as exc:
+            self._stop(str(exc.msg))
+        except TomConfigError as exc:
+            self._stop(f"pytest-tom: {exc}")
+        except Exception as exc:
+            if isinstance(exc, TomError) or type(exc).__name__ == "FixtureLookupError":
+                raise  # pytest shows a missing fixture with the fixtures available: leave it be
+            error = f"fixture setup failed: {type(exc).__name__}: {exc}"
+            failed = ModelFailed(error, error=error)
+            self._fixture_error = failed
+            raise failed from exc
 
     def _ensure(self, keys: list[str]) -> None:
         tom = tom_session(self.config)
@@ -278,10 +270,10 @@ class QuestionItem(_TomItem):
     def runtest(self) -> None:
         """A wrong or unreadable answer fails the item, except in a gate run, where the gates decide (`run.gates`)."""
         if not self.record.passed and not is_gate_run(tom_session(self.config)):
-            raise QuestionFailed(self.record.message or self.record.outcome.value)
+            raise ItemFailed(self.record.message or self.record.outcome.value)
 
     def _show(self, exc: BaseException) -> TerminalRepr | None:
-        if isinstance(exc, QuestionFailed):
+        if isinstance(exc, ItemFailed):
             return failures.question_failure(self, self.record, self.sample)
         return super()._show(exc)
 
@@ -329,10 +321,10 @@ class DerivedItem(_TomItem):
 
     def runtest(self) -> None:
         if self.verdict.verdict is Verdict.FAILED and not is_gate_run(tom_session(self.config)):
-            raise DerivedFailed(self.verdict.message)
+            raise ItemFailed(self.verdict.message)
 
     def _show(self, exc: BaseException) -> TerminalRepr | None:
-        if isinstance(exc, DerivedFailed):
+        if isinstance(exc, ItemFailed):
             return failures.derived_failure(self.config, self.verdict, self.location[0])
         return super()._show(exc)
 

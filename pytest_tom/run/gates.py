@@ -1,23 +1,30 @@
-"""Gate items: thresholds and baseline comparisons, judged once every question has run. A gate reads the whole run's
-records, so it can only be judged after the last item: in one process after the run loop, under pytest-xdist on the
-controller once every worker has finished (the same place derived items are judged there). Each gate is reported through
-pytest's ordinary reporting hooks as an item marked `tom_gate`, so `N passed, N failed`, junitxml (with the gate's
-numbers as properties), `--lf` and the exit status see it like any test; nothing is raised from the terminal summary.
+"""Items judged once every question has run, reported through pytest's ordinary reporting hooks like items that ran, so
+`N passed, N failed`, junitxml, `--lf` and the exit status see them like any test; nothing is raised from the terminal
+summary. Gates (thresholds and baseline comparisons, marked `tom_gate`, their numbers as junitxml properties) read the
+whole run's records: in one process after the run loop, under pytest-xdist on the controller once every worker has
+finished. There too the controller judges the derived items: their members may run on different workers, so workers hand
+the definitions over (`TomSession.hand_derived_to_controller`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from pytest_tom.constants import RECORD_PROPERTY
+from pytest_tom.derived import partial_group
+from pytest_tom.engine.records import DerivedSpec
 from pytest_tom.gates import GateResult
 from pytest_tom.gates.metrics import SuiteView as SuiteView  # re-exported: the gates' view of a suite lives there
 from pytest_tom.gates.thresholds import threshold_results
 from pytest_tom.output.junit import gate_properties
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.run.baseline import baseline_results, suite_labels
+from pytest_tom.run.failures import derived_failure
 
 if TYPE_CHECKING:
     from pytest_tom.run.session import TomSession
@@ -25,6 +32,25 @@ if TYPE_CHECKING:
 GATE_MARK = "tom_gate"
 
 When = Literal["setup", "call", "teardown"]
+Report = Callable[..., pytest.TestReport]
+"""`_report` with the item's node id, location and keywords given: (when, outcome, longrepr=None, props=None)."""
+
+
+def _report(nodeid: str, location: tuple[str, int | None, str], keywords: Iterable[str], when: When,
+            outcome: Literal["passed", "failed", "skipped"], longrepr: Any = None,
+            props: list[tuple[str, object]] | None = None) -> pytest.TestReport:
+    return pytest.TestReport(nodeid, location, dict.fromkeys(keywords, 1), outcome, longrepr, when,
+                             user_properties=props or [])
+
+
+def _log(session: pytest.Session, nodeid: str, location: tuple[str, int | None, str],
+         reports: Sequence[pytest.TestReport]) -> None:
+    """Report one item that ran nowhere, phase by phase, as the runner reports an item that ran."""
+    hook = session.config.hook
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    for rep in reports:
+        hook.pytest_runtest_logreport(report=rep)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
 def is_gate_run(tom: TomSession) -> bool:
@@ -58,29 +84,17 @@ def judge_gates(session: pytest.Session, tom: TomSession) -> list[GateResult]:
     return results
 
 
-def _gate_report(nodeid: str, when: When, outcome: Literal["passed", "failed"], longrepr: Any = None,
-                 props: list[tuple[str, object]] | None = None) -> pytest.TestReport:
-    location = (GATE_MARK, None, nodeid)
-    keywords: dict[str, Any] = {GATE_MARK: 1, nodeid: 1}
-    return pytest.TestReport(nodeid, location, keywords, outcome, longrepr, when, user_properties=props or [])
-
-
 def report_gates(session: pytest.Session, results: Sequence[GateResult]) -> None:
     """Report each gate through the ordinary hooks, as the xdist controller reports derived items."""
-    hook = session.config.hook
     session.testscollected += len(results)
     for result in results:
         nodeid = f"{GATE_MARK}[{result.name}]"
         location = (GATE_MARK, None, nodeid)
-        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+        report: Report = functools.partial(_report, nodeid, location, (GATE_MARK, nodeid))
         props = gate_properties(result)  # on every phase, as an item's user_properties are (junitxml reads teardown's)
-        hook.pytest_runtest_logreport(report=_gate_report(nodeid, "setup", "passed", None, props))
-        call = _gate_report(nodeid, "call", "passed" if result.passed else "failed",
-                            None if result.passed else result.message, props)
+        call = report("call", "passed" if result.passed else "failed", None if result.passed else result.message, props)
         _html_extras(call, result)
-        hook.pytest_runtest_logreport(report=call)
-        hook.pytest_runtest_logreport(report=_gate_report(nodeid, "teardown", "passed", None, props))
-        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
+        _log(session, nodeid, location, [report("setup", "passed", None, props), call, report("teardown", "passed", None, props)])
 
 
 def _html_extras(report: pytest.TestReport, result: GateResult) -> None:
@@ -101,8 +115,6 @@ def teststatus(report: pytest.TestReport, tom: TomSession) -> tuple[str, str, st
     """In a gate run, a wrong answer is its own status (`27 wrong`), neither a failure nor a pass."""
     if report.when != "call" or not report.passed or not is_gate_run(tom):
         return None
-    from pytest_tom.constants import RECORD_PROPERTY
-
     for name, value in report.user_properties:
         if name != RECORD_PROPERTY or not isinstance(value, dict):
             continue
@@ -125,3 +137,46 @@ def summary_lines(results: Sequence[GateResult]) -> list[str]:
     failed = sum(not r.passed for r in results)
     head = f"gates: all {len(results)} passed" if not failed else f"gates: {failed} of {len(results)} failed"
     return [head] + [f"  {line(r)}" for r in results]
+
+
+def judge_derived(session: pytest.Session, tom: TomSession) -> None:
+    """On the xdist controller: judge and report every derived item the workers handed over."""
+    specs = tom.derived_specs
+    if not specs or session.shouldfail or session.shouldstop:
+        return
+    members: dict[str, dict[str, Record]] = defaultdict(dict)
+    for r in tom.records.items.values():
+        members[r.suite][r.sample_id] = r
+    within_budget = tom.records.errors() <= tom.options.max_errors
+    session.testscollected += len(specs)
+    for spec in specs:
+        report: Report = functools.partial(_report, spec.nodeid, spec.location,
+                                           (*spec.derived.marks, spec.nodeid.rsplit("::", 1)[-1]))
+        reports = _judge_one(spec, report, members[spec.suite], tom, within_budget)
+        _log(session, spec.nodeid, spec.location, [*reports, report("teardown", "passed")])
+
+
+def _judge_one(spec: DerivedSpec, report: Report, members: dict[str, Record], tom: TomSession,
+               within_budget: bool) -> list[pytest.TestReport]:
+    path, line, _ = spec.location
+    d = spec.derived
+
+    def skipped(reason: str, props: list[tuple[str, object]] | None = None) -> list[pytest.TestReport]:
+        return [report("setup", "skipped", (path, line, f"Skipped: {reason}"), props)]
+
+    if not spec.selected:
+        return skipped(partial_group(d, sum(m in members for m in d.members)))
+    bench = tom.records.benchmark(spec.suite)
+    if bench is None:
+        return [report("setup", "failed", f"pytest-tom: cannot rebuild benchmark {d.benchmark!r} to judge {d.id}")]
+    rec = tom.records.judge(spec, members, bench)
+    props: list[tuple[str, object]] = [(RECORD_PROPERTY, rec.to_dict())]
+    if rec.verdict is Verdict.ERROR:
+        if within_budget:
+            return skipped(f"tolerated by --tom-max-errors={tom.options.max_errors}: {rec.message}", props)
+        return [report("setup", "failed", rec.message, props)]
+    if rec.verdict is Verdict.SKIPPED:
+        return skipped(rec.message)
+    if rec.verdict is Verdict.PASSED or is_gate_run(tom):
+        return [report("setup", "passed"), report("call", "passed", None, props)]
+    return [report("setup", "passed"), report("call", "failed", derived_failure(tom.config, rec, path), props)]

@@ -91,6 +91,10 @@ def _prefix_text(prefix: object, startpath: Path) -> str:
     return prefix if isinstance(prefix, str) else ""
 
 
+def _write_over_bar(tw: Any, line: str) -> None:
+    tw.write("\r" + line.ljust(tw.fullwidth - 1) + "\n")
+
+
 def _restore(sink: notice.Sink | None) -> None:
     notice.set_sink(sink)
 
@@ -135,7 +139,7 @@ class Progress:
         with self._lock, _never_fails():
             now = time.monotonic()
             if not self._active:
-                self._begin(total, now, style)
+                self._begin(now, style)
             self._done, self._total, self._errors, self._retries = done, total, errors, retries
             if done + errors >= total:
                 self._end()
@@ -152,7 +156,8 @@ class Progress:
             return
         with self._lock, _never_fails():
             if self._active and style == "bar":
-                self._write_over_bar(line)
+                with self._terminal() as (_, tw):
+                    _write_over_bar(tw, line)
                 if self._done + self._errors == 0:
                     self._start = time.monotonic()  # the rate and ETA count the answering, not the loading
                 self._draw()
@@ -160,13 +165,6 @@ class Progress:
                 self._lines(line)
                 if self._active and self._done + self._errors == 0:
                     self._start = time.monotonic()
-
-    # -- pytest hooks: never leave a half-drawn bar behind -------------------------------------------
-    def pytest_keyboard_interrupt(self) -> None:
-        self.abandon()
-
-    def pytest_unconfigure(self) -> None:
-        self.abandon()
 
     def abandon(self) -> None:
         """End a bar whose pass never finished (Ctrl-C), so pytest's next line starts on its own line."""
@@ -177,6 +175,9 @@ class Progress:
                     self._stop.set()
                 with self._terminal() as (_, tw):
                     tw.line()
+
+    pytest_keyboard_interrupt = pytest_unconfigure = abandon
+    """pytest hooks: never leave a half-drawn bar behind."""
 
     # -- drawing (under the lock) --------------------------------------------------------------------
     @contextlib.contextmanager
@@ -214,9 +215,8 @@ class Progress:
                 tw.line(line)
             self._close(reporter, tw)
 
-    def _begin(self, total: int, now: float, style: str) -> None:
+    def _begin(self, now: float, style: str) -> None:
         self._active = True
-        self._done, self._total, self._errors, self._retries = 0, total, 0, 0
         self._start = self._plain_at = now
         self._drawn_at, self._drawn_done = 0.0, -1
         if style == "bar":
@@ -233,18 +233,11 @@ class Progress:
         line = final_line(self._done, self._total, time.monotonic() - self._start, self._errors, self._retries)
         with self._terminal() as (reporter, tw):
             if self.style() == "bar":
-                self._write_over_bar(line, tw)
+                _write_over_bar(tw, line)
             else:
                 self._open(reporter, tw)
                 tw.line(line)
             self._close(reporter, tw)
-
-    def _write_over_bar(self, line: str, tw: Any = None) -> None:
-        if tw is None:
-            with self._terminal() as (_, tw):
-                self._write_over_bar(line, tw)
-            return
-        tw.write("\r" + line.ljust(tw.fullwidth - 1) + "\n")
 
     def _draw(self) -> None:
         now = time.monotonic()

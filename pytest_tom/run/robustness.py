@@ -10,7 +10,6 @@ calls per item.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -110,9 +109,3 @@ def register_marks(config: pytest.Config, specs: list[StrategySpec]) -> None:
 
 _MARKS = pytest.StashKey[set[str]]()
 
-
-def robustness_items(make: Callable[..., pytest.Item], loaded: LoadedSuite, sample: Sample[Any],
-                     specs: list[StrategySpec]) -> list[pytest.Item]:
-    bench = loaded.benchmark.name
-    return [make(RobustnessItem, f"{bench}_robustness[{sample.id}-{spec.name}]", base=sample, suite=loaded, spec=spec)
-            for spec in specs if spec.applies(sample)]

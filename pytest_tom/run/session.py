@@ -63,10 +63,6 @@ class TomSession:
         """On an xdist worker: why the run must not start (a baseline that does not cover it); the first item stops it."""
 
     @property
-    def active(self) -> bool:
-        return bool(self.options.benchmarks)
-
-    @property
     def is_controller(self) -> bool:
         """True on the pytest-xdist controller, which runs no items itself."""
         return self.worker is None and self.config.pluginmanager.has_plugin("dsession")
@@ -75,22 +71,10 @@ class TomSession:
         """The model --tom-model names (what the `tom_model` fixture returns unless overridden)."""
         uri = self.options.model
         if not uri:
-            raise TomConfigError(
-                "no model to test: pass --tom-model=URI (e.g. random, mock:first, python:pkg.mod:fn, replay:report.json) "
-                "or override the tom_model fixture in conftest.py"
-            )
+            raise TomConfigError("no model to test: pass --tom-model=URI (e.g. random, mock:first, python:pkg.mod:fn, "
+                                 "replay:report.json) or override the tom_model fixture in conftest.py")
         made = self.config.hook.pytest_tom_make_model(uri=uri, config=self.config)
         return as_model(made, uri=uri) if made is not None else self.backends.make(uri)
-
-    def check_model(self) -> None:
-        """Check --tom-model's URI without building the model (a typo fails in a second; see `SchemeRegistry.check`).
-        Not on an xdist worker (the controller checked), and not when a pytest_tom_make_model hook may build the model
-        from the URI itself.
-        """
-        uri = self.options.model
-        if not uri or self.worker is not None or self.config.hook.pytest_tom_make_model.get_hookimpls():
-            return
-        self.backends.check(uri)
 
     def sample(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """Keep a stratified sample of each sampled suite's questions; return (kept, deselected)."""
@@ -142,11 +126,6 @@ class TomSession:
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
         out["derived"] = [it.spec(selected).to_dict() for it in derived]
 
-    def logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown" or (report.when == "setup" and report.passed):
-            return
-        self.records.add_properties(report.nodeid, report.user_properties)
-
     def publish(self) -> None:
         """On an xdist worker: hand suite settings, engine statistics and answers to the controller."""
         out = self.config.workeroutput.setdefault(OUTPUT_KEY, {})  # type: ignore[attr-defined]
@@ -166,9 +145,6 @@ class TomSession:
         if not self.derived_specs and output.get("derived"):
             self.derived_specs = [DerivedSpec.from_dict(d) for d in output["derived"]]
 
-    def close(self) -> None:
-        self.planner.close()
-
     def report(self) -> dict[str, Any] | None:
         if self._report is None:
             self.gather()
@@ -179,23 +155,17 @@ class TomSession:
 
     def gather(self) -> None:
         """Bring this process's suite settings, engine statistics and model into `records` (once), for gates and report."""
-        if self._report is None:
-            if not self._gathered:
-                self._gathered = True  # once, even if building the report below raises and is retried
-                if self.worker is None and not self.is_controller:
-                    self.records.suites.update(self.suites.info())
-                    self.records.add_engine(*self._engine_share())
-                else:
-                    self._in_collection_order()
-
-    def _in_collection_order(self) -> None:
-        """Order the controller's records as the workers collected them (they arrive as workers finish)."""
-        if not self.collection_order:
+        if self._gathered:
             return
-        position = {nodeid: i for i, nodeid in enumerate(self.collection_order)}
-        last = len(position)
-        self.records.items = dict(sorted(self.records.items.items(), key=lambda kv: position.get(kv[0], last)))
-        self.records.derived = dict(sorted(self.records.derived.items(), key=lambda kv: position.get(kv[0], last)))
+        self._gathered = True  # once, even if building the report below raises and is retried
+        if self.worker is None and not self.is_controller:
+            self.records.suites.update(self.suites.info())
+            self.records.add_engine(*self._engine_share())
+        elif self.collection_order:  # the controller's records as the workers collected them (they arrive as workers finish)
+            position = {nodeid: i for i, nodeid in enumerate(self.collection_order)}
+            last = len(position)
+            self.records.items = dict(sorted(self.records.items.items(), key=lambda kv: position.get(kv[0], last)))
+            self.records.derived = dict(sorted(self.records.derived.items(), key=lambda kv: position.get(kv[0], last)))
 
     def summary_lines(self) -> list[str]:
         """The summary's lines; never raises, so a bug in building them cannot take the test results with it."""

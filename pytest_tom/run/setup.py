@@ -1,25 +1,32 @@
-"""What the plugin's hooks do, one function per hook, so `plugin.py` stays a list of one-liners."""
+"""pytest-tom's hooks (`plugin.py`, the entry point, re-exports the module-level ones) and the `tom_model` fixture.
+`TomHooks`, the hooks on the run's state, is registered by `pytest_configure`. See
+https://docs.pytest.org/en/stable/reference/reference.html#hooks for the hooks.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any
 
 import pytest
 
-from pytest_tom.errors import TomConfigError
+from pytest_tom import hookspecs
+from pytest_tom.errors import TomConfigError, TomError
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.models import SchemeRegistry
+from pytest_tom.models.base import Model
 from pytest_tom.options import TomOptions, add_benchmark_options, add_legacy_ini
 from pytest_tom.options import add_options as _add_general_options
+from pytest_tom.run import bounded
 from pytest_tom.run.select import take_node_id_args
-from pytest_tom.run.session import SESSION_KEY, TomSession
+from pytest_tom.run.session import SESSION_KEY, TomSession, tom_session
 from pytest_tom.run.xdist import OUTPUT_KEY, make_scheduler
 from pytest_tom.settings import LIST_WORD, SET_INI, listing
 from pytest_tom.suggest import mark_name, unknown_marks_line
+from pytest_tom.suite import Suite
 
 REGISTRY_PLUGIN = "pytest-tom-registry"
 
@@ -51,17 +58,16 @@ class _RegistryHolder:
         if self.legacy_ini is not None:
             add_legacy_ini(self.parser, cls, self.legacy_ini)
 
-    def command_line_known(self, show_help: bool) -> None:
-        if not show_help and self.legacy_ini is None:
-            self.legacy_ini = set()
-            for cls in self.registry.loadable():
-                add_legacy_ini(self.parser, cls, self.legacy_ini)
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Offer the pytest_tom_* hooks to conftest.py files and plugins."""
+    pluginmanager.add_hookspecs(hookspecs)
 
 
-def add_options(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
-    """Options for the built-in and entry-point benchmarks now; for hook-registered ones as they register.
-    `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before the command line is
-    parsed, so its settings work with `--tom-set`.
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """The --tom-* options and their ini twins: for the built-in and entry-point benchmarks now, for hook-registered
+    ones as they register. `pytest_tom_add_benchmarks` is historic: an initial conftest implementing it is called before
+    the command line is parsed, so its settings work with `--tom-set`.
     """
     holder = _RegistryHolder(parser)
     _add_general_options(parser, holder.registry)
@@ -78,14 +84,19 @@ def _registries(config: pytest.Config) -> tuple[Registry, SchemeRegistry]:
     return holder.registry, holder.backends
 
 
-def initial_conftests_loaded(early_config: pytest.Config) -> None:
-    """Register the deprecated ini keys now that the initial conftests' benchmarks are known (not for `--help`)."""
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None, None, None]:
+    """After the initial conftests, the deprecated ini keys of every benchmark now known (not for `--help`)."""
+    yield
     holder = early_config.pluginmanager.get_plugin(REGISTRY_PLUGIN)
-    if isinstance(holder, _RegistryHolder):
-        holder.command_line_known(show_help=bool(getattr(early_config.known_args_namespace, "help", False)))
+    show_help = getattr(early_config.known_args_namespace, "help", False)
+    if isinstance(holder, _RegistryHolder) and not show_help and holder.legacy_ini is None:
+        holder.legacy_ini = set()
+        for cls in holder.registry.loadable():
+            add_legacy_ini(holder.parser, cls, holder.legacy_ini)
 
 
-def show_settings(config: pytest.Config) -> int | None:
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """`pytest --tom-set list`: print every benchmark's settings (from the registry) and exit 0; None otherwise."""
     given = config.getoption(SET_INI, default=None) or []
     if LIST_WORD not in (str(g).strip() for g in given):
@@ -119,25 +130,31 @@ def register_marks(config: pytest.Config, classes: Iterable[type[Benchmark[objec
                 config.addinivalue_line("markers", f"{mark}: {text}")
 
 
-def register_suite_marks(config: pytest.Config, benchmark: str) -> None:
-    """A test module declares a suite: register its benchmark's marks before its items are marked."""
-    registry, _ = _registries(config)
-    try:
-        cls = registry.get(benchmark)
-    except Exception:  # noqa: BLE001, S110 - the suite's collector reports an unknown or broken benchmark
-        return
-    register_marks(config, [cls])
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: object) -> Any:
+    """Collect a module-level `pytest_tom.suite(...)` as a suite of question items, its benchmark's marks registered
+    before its items are marked.
+    """
+    if not isinstance(obj, Suite):
+        return None
+    from pytest_tom.run.collect import SuiteCollector
+
+    registry, _ = _registries(collector.config)
+    with contextlib.suppress(Exception):  # the suite's collector reports an unknown or broken benchmark
+        register_marks(collector.config, [registry.get(obj.benchmark)])
+    return SuiteCollector.from_parent(collector, name=name, declaration=obj)
 
 
-def configure(config: pytest.Config) -> TomSession:
-    """Parse the options, register the marks and start the session (`plugin.py` builds its hook object on it)."""
+def pytest_configure(config: pytest.Config) -> None:
+    """Parse the options once, register the benchmarks' marks (facet marks only when pytest-tom runs), start the
+    session and register its hooks (then the xdist controller's).
+    """
     registry, backends = _registries(config)
     node_ids = take_node_id_args(config.args, registry.names(), config.invocation_params.dir)
     with _usage_errors():
         options = TomOptions.from_config(config, registry, node_ids)
         for name in options.benchmarks:
             registry.get(name)
-    # Facet marks only where pytest-tom runs; register_suite_marks covers a suite in a test module.
+    # Facet marks only where pytest-tom runs; pytest_pycollect_makeitem covers a suite in a test module.
     register_marks(config, registry.loadable(), names_only=not (options.model or options.benchmarks))
     config.addinivalue_line("markers", "tom_robustness: pytest-tom's robustness items (--tom-robustness): hypothesis "
                                        "searches a question's perturbations for one that breaks the model.")
@@ -149,47 +166,45 @@ def configure(config: pytest.Config) -> TomSession:
     with _usage_errors():
         load_for_run(tom)
     config.stash[SESSION_KEY] = tom
-    return tom
-
-
-def add_xdist_controller(tom: TomSession) -> None:
-    """On the pytest-xdist controller (not a worker, not one process), the hooks that take the workers' share."""
-    if tom.worker is None and tom.config.pluginmanager.has_plugin("xdist"):
-        tom.config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
-
-
-def check_model(tom: TomSession) -> None:
-    """At session start, before collection: a misspelled --tom-model is one usage error now, not a minute per item."""
-    with _usage_errors():
-        tom.check_model()
+    config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
+    if tom.worker is None and config.pluginmanager.has_plugin("xdist"):  # the controller (or one process with xdist)
+        config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
 """The items -m/-k chose from, kept from the first to the last collection_modifyitems hook."""
 
 
-def add_cli_suites(session: pytest.Session, tom: TomSession, items: list[pytest.Item]) -> None:
-    """Collect the --tom-benchmark suites (only the addressed items when node ids were given)."""
-    if tom.active:
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Add the --tom-benchmark suites before -m/-k deselect, so marks select among them (only the addressed items when
+    node ids were given).
+    """
+    tom = tom_session(config)
+    if tom.options.benchmarks:
         from pytest_tom.run.collect import SuiteCollector
-        from pytest_tom.suite import Suite
 
         for name in tom.options.benchmarks:
             node = SuiteCollector.from_parent(session, name=name, nodeid=name, declaration=Suite(name),
                                               wanted=tom.options.node_ids.get(name))
             items.extend(session.genitems(node))
-    session.config.stash[_BEFORE_SELECTION] = list(items)
+    config.stash[_BEFORE_SELECTION] = list(items)
 
 
-def stop_at_load_error(tom: TomSession, report: pytest.CollectReport) -> None:
-    """A suite whose data cannot be loaded ends the run as a usage error (see `collect.stop_at_load_error`). Not on an
-    xdist worker: an exit there reads as a crash; its collection error reaches the controller, which stops the run the
-    same way.
+@pytest.fixture(scope="session")
+def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
+    """The model under test, from --tom-model; override it in conftest.py to hand in your own. An override may return a
+    `pytest_tom.Model` or any callable that takes a batch of chat conversations and a settings dict and returns one
+    string per conversation.
     """
-    if tom.worker is None:
-        from pytest_tom.run.collect import stop_at_load_error as stop
+    try:
+        model = tom_session(request.config).default_model()
+    except TomError as exc:
+        from pytest_tom.run.collect import stop_run
 
-        stop(tom.config, report, controller=tom.is_controller)
+        raise stop_run(f"pytest-tom: {exc}") from None
+    yield model
+    model.close()
 
 
 def _is_tom_item(item: pytest.Item) -> bool:
@@ -214,60 +229,6 @@ def mark_typo_note(config: pytest.Config, before: Iterable[pytest.Item], after: 
     return unknown_marks_line(expression, known)
 
 
-def select(config: pytest.Config, tom: TomSession, items: list[pytest.Item]) -> None:
-    before = config.stash.get(_BEFORE_SELECTION, None)
-    if before is not None:
-        del config.stash[_BEFORE_SELECTION]
-        note = mark_typo_note(config, before, items)
-        if note is not None:
-            tom.notes.append(note)
-    kept, deselected = tom.sample(items)
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = kept
-    check_baseline(tom, items)
-    tom.hand_derived_to_controller(items)
-
-
-def check_baseline(tom: TomSession, items: list[pytest.Item]) -> None:
-    """Refuse a baseline that does not cover the selected items, before any model request (`run.baseline`). In one
-    process a usage error now; on an xdist worker (where raising here reads as a crash) the first item stops the run
-    with the message, before it asks for the model.
-    """
-    from pytest_tom.run.baseline import check_before_run
-
-    try:
-        check_before_run(tom, items)
-    except TomConfigError as exc:
-        if tom.worker is None:
-            raise pytest.UsageError(f"pytest-tom: {exc}") from None
-        tom.refusal = f"pytest-tom: {exc}"
-
-
-def after_loop(session: pytest.Session, tom: TomSession) -> None:
-    """Judge what needs every record: derived items on the xdist controller, then the gates (one process or controller).
-    Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the summary with it; here it
-    counts as a failure, shown in one line after the summary.
-    """
-    if tom.is_controller:
-        from pytest_tom.run.controller import judge_derived
-
-        try:
-            judge_derived(session.config, session, tom)
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            session.testsfailed += 1
-            tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, those "
-                                f"not reported above were not judged: {type(exc).__name__}: {exc}")
-    if tom.worker is None:
-        from pytest_tom.run.gates import judge_gates
-
-        try:
-            tom.gate_results = judge_gates(session, tom)
-        except Exception as exc:  # noqa: BLE001 - see the docstring
-            session.testsfailed += 1
-            tom.problems.append(f"pytest-tom: ERROR: judging the gates failed: {type(exc).__name__}: {exc}")
-
-
 REPORT_NOT_WRITTEN = pytest.ExitCode.INTERNAL_ERROR
 """The exit status of a run that passed but whose --tom-report could not be written (a run that failed keeps its own
 status): CI must not see such a run as green."""
@@ -276,77 +237,173 @@ _SUMMARY_CODES = frozenset({0, 1, 2, 4, 5, 6})
 """Exit statuses after which pytest calls pytest_terminal_summary (see _pytest.terminal)."""
 
 
-def bound_failures(terminalreporter: Any, tom: TomSession) -> Any:
-    """Show the first few failures per group only (see `run.bounded`); what to hand `restore_failures`."""
-    if tom.worker is not None:
-        return None
-    from pytest_tom.run import bounded
+class TomHooks:
+    """Hooks that need the run's state; registered by `configure`, one instance per run."""
 
-    return bounded.hide(terminalreporter, tom)
+    def __init__(self, tom: TomSession) -> None:
+        self.tom = tom
 
+    def pytest_sessionstart(self) -> None:
+        """Before collection, check --tom-model's URI without building the model: a misspelled one is one usage error
+        now, not a minute per item (`SchemeRegistry.check`). Not on an xdist worker (the controller checked), and not
+        when a pytest_tom_make_model hook may build the model from the URI itself.
+        """
+        uri = self.tom.options.model
+        if uri and self.tom.worker is None and not self.tom.config.hook.pytest_tom_make_model.get_hookimpls():
+            with _usage_errors():
+                self.tom.backends.check(uri)
 
-def restore_failures(terminalreporter: Any, tom: TomSession, hidden: Any) -> None:
-    """Every failure back for the final counts, and one line per group whose failures were not shown."""
-    if hidden is None:
-        return
-    from pytest_tom.run import bounded
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Draw --tom-sample after -m/-k (and say when -m names no mark); refuse a baseline that does not cover the
+        selected items, before any model request (`run.baseline`): in one process a usage error now, on an xdist worker
+        (where raising here reads as a crash) the first item stops the run with the message. On a worker, hand derived
+        items over.
+        """
+        before = config.stash.get(_BEFORE_SELECTION, None)
+        if before is not None:
+            del config.stash[_BEFORE_SELECTION]
+            note = mark_typo_note(config, before, items)
+            if note is not None:
+                self.tom.notes.append(note)
+        kept, deselected = self.tom.sample(items)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+        from pytest_tom.run.baseline import check_before_run
 
-    bounded.restore(terminalreporter, hidden)
-    bounded.write(terminalreporter, hidden, tom)
+        try:
+            check_before_run(self.tom, items)
+        except TomConfigError as exc:
+            if self.tom.worker is None:
+                raise pytest.UsageError(f"pytest-tom: {exc}") from None
+            self.tom.refusal = f"pytest-tom: {exc}"
+        self.tom.hand_derived_to_controller(items)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A suite whose data cannot be loaded ends the run as a usage error (exit 4, `collect.stop_at_load_error`),
+        shown under any --tb and -q. Not on an xdist worker: an exit there reads as a crash; its collection error reaches
+        the controller, which stops the run the same way.
+        """
+        if self.tom.worker is None:
+            from pytest_tom.run.collect import stop_at_load_error
 
-def terminal_summary(terminalreporter: Any, tom: TomSession) -> None:
-    if tom.worker is not None:
-        return
-    lines = tom.summary_lines()
-    if lines:
-        terminalreporter.write_sep("=", "pytest-tom summary")
-        for line in lines:
-            terminalreporter.write_line(line)
-    from pytest_tom.run.gates import summary_lines as gate_lines
+            stop_at_load_error(self.tom.config, report, controller=self.tom.is_controller)
 
-    gates = gate_lines(tom.gate_results)
-    if gates:
-        terminalreporter.write_sep("=", "pytest-tom gates")
-        for line in gates:
-            terminalreporter.write_line(line, red=line.startswith("  FAIL") or "failed" in line.split(":")[1][:40],
-                                        green=line.startswith("  PASS") or line.endswith("passed"))
-    for note in tom.notes:
-        terminalreporter.write_line(note)
-    tom.notes.clear()
-    for problem in tom.problems:
-        terminalreporter.write_line(problem, red=True, bold=True)
-    tom.problems.clear()
+    def pytest_report_collectionfinish(self) -> list[str]:
+        """Say why items were deselected when a sample (not -m/-k) dropped them."""
+        return [f"pytest-tom: {note}" for note in self.tom.sample_notes]
 
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """In a gate run, wrong answers get their own status (`27 wrong`): the gates, not they, decide the exit."""
+        from pytest_tom.run.gates import teststatus
 
-def finish(tom: TomSession) -> None:
-    """Close the engine, then publish (xdist worker) or write the report; never raises. Runs in pytest's sessionfinish,
-    before the terminal summary, which an exception would lose: a problem becomes one line after the summary (or at once
-    when none follows), and a report not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
-    """
-    try:
-        tom.close()
-    except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
-        tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
-                            f"{type(exc).__name__}: {exc}")
-    if tom.worker is not None:
-        tom.publish()
-        return
-    problem = tom.finish()
-    session = tom.config.pluginmanager.get_plugin("session")
-    status = getattr(session, "exitstatus", None)
-    if problem is not None:
-        tom.problems.append(problem)
-        if session is not None and status == pytest.ExitCode.OK:
-            session.exitstatus = REPORT_NOT_WRITTEN
-    reporter = tom.config.pluginmanager.get_plugin("terminalreporter")
-    if tom.problems and (reporter is None or status not in _SUMMARY_CODES):
-        for line in tom.problems:
-            if reporter is not None:
-                reporter.write_line(line, red=True, bold=True)
-            else:
-                sys.stderr.write(line + "\n")
+        return teststatus(report, self.tom)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Gather records (on the xdist controller they arrive from the workers)."""
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.tom.records.add_properties(report.nodeid, report.user_properties)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """After the loop, judge what needs every record: derived items on the xdist controller, then the gates (one
+        process or controller). Uncaught, an exception from a rule would end the session as an INTERNALERROR and take the
+        summary with it; here it counts as a failure, shown in one line after the summary. A run stopped by a
+        configuration error ends as a usage error.
+        """
+        from pytest_tom.run.collect import RunStopped
+
+        try:
+            result = yield
+        except RunStopped as stop:  # a usage error reads as one line, not as "! _pytest.outcomes.Exit: ... !"
+            raise pytest.UsageError(str(stop.msg)) from None
+        tom = self.tom
+        if tom.is_controller:
+            from pytest_tom.run.gates import judge_derived
+
+            try:
+                judge_derived(session, tom)
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                session.testsfailed += 1
+                tom.problems.append(f"pytest-tom: ERROR: judging aggregate assertions on the xdist controller failed, "
+                                    f"those not reported above were not judged: {type(exc).__name__}: {exc}")
+        if tom.worker is None:
+            from pytest_tom.run.gates import judge_gates
+
+            try:
+                tom.gate_results = judge_gates(session, tom)
+            except Exception as exc:  # noqa: BLE001 - see the docstring
+                session.testsfailed += 1
+                tom.problems.append(f"pytest-tom: ERROR: judging the gates failed: {type(exc).__name__}: {exc}")
+        return result
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
+        """Around pytest's own summary (not on xdist workers): before it, the failures beyond the first few per group are
+        left out of what pytest's FAILURES section and short summary list (`run.bounded`); after it they are put back and
+        counted per group, and the accuracies, gates, notes and problems close the run.
+        """
+        tom = self.tom
+        hidden = bounded.hide(terminalreporter, tom) if tom.worker is None else None
+        try:
+            yield
+        finally:
+            bounded.restore(terminalreporter, hidden)
+            bounded.write(terminalreporter, hidden, tom)
+        if tom.worker is not None:
+            return
+        from pytest_tom.run.gates import summary_lines as gate_lines
+
+        lines = tom.summary_lines()
+        if lines:
+            terminalreporter.write_sep("=", "pytest-tom summary")
+            for line in lines:
+                terminalreporter.write_line(line)
+        gates = gate_lines(tom.gate_results)
+        if gates:
+            terminalreporter.write_sep("=", "pytest-tom gates")
+            for line in gates:
+                terminalreporter.write_line(line, red=line.startswith("  FAIL") or "failed" in line.split(":")[1][:40],
+                                            green=line.startswith("  PASS") or line.endswith("passed"))
+        for note in tom.notes:
+            terminalreporter.write_line(note)
+        tom.notes.clear()
+        for problem in tom.problems:
+            terminalreporter.write_line(problem, red=True, bold=True)
         tom.problems.clear()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self) -> None:
+        """Close the engine, then publish (xdist worker) or write the report; never raises. This runs before the terminal
+        summary, which an exception would lose: a problem becomes one line after the summary (or at once when none
+        follows), and a report not written makes a passing run exit with `REPORT_NOT_WRITTEN`.
+        """
+        tom = self.tom
+        try:
+            tom.planner.close()
+        except Exception as exc:  # noqa: BLE001 - the answers are in memory: still publish and write them
+            tom.problems.append(f"pytest-tom: warning: closing the engine or the response cache failed: "
+                                f"{type(exc).__name__}: {exc}")
+        if tom.worker is not None:
+            tom.publish()
+            return
+        problem = tom.finish()
+        session = tom.config.pluginmanager.get_plugin("session")
+        status = getattr(session, "exitstatus", None)
+        if problem is not None:
+            tom.problems.append(problem)
+            if session is not None and status == pytest.ExitCode.OK:
+                session.exitstatus = REPORT_NOT_WRITTEN
+        reporter = tom.config.pluginmanager.get_plugin("terminalreporter")
+        if tom.problems and (reporter is None or status not in _SUMMARY_CODES):
+            for line in tom.problems:
+                if reporter is not None:
+                    reporter.write_line(line, red=True, bold=True)
+                else:
+                    sys.stderr.write(line + "\n")
+            tom.problems.clear()
 
 
 class XdistController:

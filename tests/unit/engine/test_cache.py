@@ -256,7 +256,7 @@ def test_an_answer_edited_on_disk_fails_its_checksum_and_is_asked_again(tmp_path
                                              r"were asked again"):
         found = cache.get_many("fp", [f"k{i}" for i in range(40)])
     assert set(found) == {f"k{i}" for i in range(40)} - {"k7", "k12", "k30"}
-    assert all(r.text and r.text.startswith("[[A]]") for r in found.values()) and cache.checksum_failures == 3
+    assert all(r.text and r.text.startswith("[[A]]") for r in found.values())
     cache.put_many("fp", [("k7", Response(text="[[A]] answer 007"))])  # asked again: replaced, and trusted again
     with warnings.catch_warnings():
         warnings.simplefilter("error")
