@@ -33,11 +33,6 @@ def accuracy(records: Iterable[Record]) -> float | None:
     return sum(r.outcome is Outcome.CORRECT for r in scored) / len(scored) if scored else None
 
 
-def macro(groups: Iterable[float | None]) -> float | None:
-    """Unweighted mean of group values that exist."""
-    return mean(v for v in groups if v is not None)
-
-
 @dataclass(frozen=True, slots=True)
 class Tally:
     """Accuracy of a set of items, with the counts that explain it."""

@@ -19,25 +19,6 @@ ID_FIELDS = ("id", "q_id", "set_id", "story_id")
 """Fields that name a record in messages, when a whole-file JSON list's record has one."""
 
 
-class _Pairs:
-    """`object_pairs_hook` that builds dicts as `json` does, remembering every object with a key given twice."""
-
-    def __init__(self) -> None:
-        self.doubled: dict[int, str] = {}
-        """id() of each such dict -> its first doubled key."""
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) != len(pairs):
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen:
-                    self.doubled[id(out)] = key
-                    break
-                seen.add(key)
-        return out
-
-
 def _find(value: Any, doubled: Mapping[int, str], trail: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
     """Where the first dict with a doubled key sits in `value` (its path of keys and indexes), and the key."""
     if id(value) in doubled:
@@ -61,14 +42,21 @@ def loads(text: str, path: Path, *, record: str | None = None) -> Any:
 
     A whole-file list names the record by index (and id field) and the field by its path in the record.
     """
-    pairs = _Pairs()
+    doubled: dict[int, str] = {}  # id() of each object with a key given twice -> its first doubled key
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:  # dicts as `json` builds them, remembering doubled keys
+        out = dict(items)
+        if len(out) != len(items):
+            doubled[id(out)] = next(k for i, (k, _) in enumerate(items) if any(k == j for j, _ in items[:i]))
+        return out
+
     try:
         value = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         where = f"at column {exc.colno}" if record is not None else f"at line {exc.lineno}, column {exc.colno}"
         raise TomDataError(f"invalid JSON ({exc.msg} {where})", path=path, record=record) from None
-    if pairs.doubled:
-        hit = _find(value, pairs.doubled)
+    if doubled:
+        hit = _find(value, doubled)
         assert hit is not None  # every remembered dict is part of the value
         trail, key = hit
         if record is None and trail:
@@ -118,9 +106,6 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-# --- record checks ------------------------------------------------------------------------------
-
-
 def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
                      gold_only: bool = False) -> None:
     """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous.
@@ -136,9 +121,6 @@ def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, f
         gold_is = " the gold's text" if gold in (i, j) else " the same text"
         raise TomDataError(f"options {fields[j]} and {fields[i]} have{gold_is} {text.strip()!r:.80}: the answer would "
                            "be ambiguous", path=path, record=record, field=fields[i])
-
-
-# --- pinned checksums ---------------------------------------------------------------------------
 
 
 def check_sha256(path: Path, expected: str | None, *, benchmark: str, given: bool, partial: bool) -> None:

@@ -23,9 +23,6 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-# --- the settings -------------------------------------------------------------------------------
-
-
 def partial_option(copy: str) -> BenchmarkOption:
     """The `partial` setting; `copy` ends "true runs a deliberately ...": what such a copy lacks, what is checked."""
     return BenchmarkOption("partial", "false", f"true runs a deliberately {copy}", kind=bool)
@@ -42,7 +39,6 @@ def release_options(url: str, fetches: str, sha256: str, partial: str) -> tuple[
     """The `source_url` (where --tom-download `fetches`), `sha256` and `partial` settings of a release."""
     return (BenchmarkOption("source_url", url, f"Where --tom-download fetches {fetches}."),
             BenchmarkOption("sha256", "", sha256), partial_option(partial))
-
 
 
 def parse_sha256(value: str, what: str) -> str:
@@ -109,8 +105,6 @@ def pins_key(pins: Mapping[str, str]) -> str:
     return f"sha256-{digest[:16]}"
 
 
-# --- a release of many files -------------------------------------------------------------------
-
 def tree_digest(files: Mapping[str, Path]) -> str:
     """The sha256 of the sorted `sha256sum` manifest of `files` (manifest name -> file): one pin per tree of small files."""
     return hashlib.sha256("".join(f"{sha256_file(p)}  {n}\n" for n, p in sorted(files.items())).encode()).hexdigest()
@@ -127,9 +121,6 @@ def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -
     if (got := tree_digest(files)) != pin:
         raise TomDataError(f"the files' digest is {got}, not the pinned {pin}: a file was edited or comes from another "
                            f"revision; {advice}", path=folder)
-
-
-# --- locating a release -------------------------------------------------------------------------
 
 
 def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callable[[], object], *, download: bool) -> bool:

@@ -16,11 +16,11 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.output.report import schema, write_atomic
 from pytest_tom.record import DerivedRecord, MetricData, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
 
@@ -160,8 +160,6 @@ def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
     question, derived result and metric takes one line (one JSON value per line would make a 7k-item file hundreds of
     thousands of lines long): a diff shows which ones changed.
     """
-    from pytest_tom.output.report import write_atomic
-
     write_atomic(path, _dumps(baseline) + "\n")
 
 
@@ -197,11 +195,6 @@ def describe_missing(path: Path | str) -> str:
         "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
         f"`--tom-baseline={path}`."
     )
-
-
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_tom").joinpath("schema/baseline.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def _fail(path: Path, problem: str, where: str = "$") -> TomConfigError:
@@ -318,7 +311,7 @@ def _validate(path: Path, raw: Mapping[str, Any]) -> None:
         import jsonschema  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - jsonschema comes with pytest-tom
         raise TomDependencyError("reading a baseline validates it with jsonschema: pip install jsonschema") from None
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = jsonschema.Draft202012Validator(schema("baseline.schema.json"))
     errors = list(validator.iter_errors(raw))
     if errors:
         first = jsonschema.exceptions.best_match(errors)

@@ -20,6 +20,7 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import SAVE_OPTION, Baseline, BaselineSuite, SuiteRun
 from pytest_tom.gates.metrics import match
 from pytest_tom.gates.result import GateResult
+from pytest_tom.gates.wording import points
 from pytest_tom.record import Outcome, Verdict
 from pytest_tom.stats import Comparison, compare_paired, estimate_rate, gate
 
@@ -303,10 +304,6 @@ def _own_terms(c: Comparison, higher_is_better: bool) -> Comparison:
     return replace(c, base=1 - c.base, new=1 - c.new, diff=diff)
 
 
-def _pts(x: float) -> str:
-    return f"{round(x * 100, 1) + 0.0:+.1f} pts"  # + 0.0: no "-0.0"
-
-
 def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, seed: int,
             notes: list[str], baseline: Baseline) -> GateResult:
     higher = p.run.metrics[p.metric].higher_is_better
@@ -323,8 +320,8 @@ def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, 
                else f"passes: no {direction} beyond the margin is shown")
     flips = ("right->wrong", "wrong->right") if higher else ("worse (0->1)", "better (1->0)")
     lines = [
-        f"{p.full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {_pts(c.diff.point)}, {level:.0%} interval "
-        f"{_pts(c.diff.low)} to {_pts(c.diff.high)}; {c.n_pairs:,} pairs in {c.diff.clusters:,} clusters); "
+        f"{p.full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} interval "
+        f"{points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} clusters); "
         f"{p.rule.describe(c.margin, direction)}{noise}.",
         f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
         f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
@@ -353,15 +350,10 @@ def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, 
 def _current_units(run: SuiteRun, metric: str) -> dict[str, dict[str, str]]:
     """Node id and failure message of this run's units of `metric` (assertions for a derived kind, else questions)."""
     if metric in {d.kind for d in run.derived}:
-        return {d.derived_id: _unit(d.nodeid, d.message) for d in run.derived}
-    return {r.sample_id: _unit(r.nodeid, r.message) for r in run.records}
-
-
-def _unit(nodeid: str, message: str) -> dict[str, str]:
-    out = {"message": _clip(message, 300)}
-    if nodeid:
-        out["nodeid"] = nodeid
-    return out
+        rows = [(d.derived_id, d.nodeid, d.message) for d in run.derived]
+    else:
+        rows = [(r.sample_id, r.nodeid, r.message) for r in run.records]
+    return {uid: {"message": _clip(message, 300), **({"nodeid": nodeid} if nodeid else {})} for uid, nodeid, message in rows}
 
 
 def _base_message(base: BaselineSuite, metric: str, uid: str) -> str:

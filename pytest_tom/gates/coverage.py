@@ -17,7 +17,7 @@ from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import Baseline
 from pytest_tom.gates.compare import PARTIAL, CompareRule, check_settings, coverage_hint, unjudged_in
-from pytest_tom.gates.metrics import gate_metrics, match
+from pytest_tom.gates.metrics import SuiteView, match
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
 
@@ -49,9 +49,7 @@ def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Seq
     """
     records = [Record(s.benchmark, s.id, Outcome.CORRECT, dict(s.facets)) for s in samples]
     judged = [DerivedRecord(d.benchmark, d.id, d.kind, Verdict.PASSED, d.members, facets=dict(d.facets)) for d in derived]
-    metrics = gate_metrics(records, judged, facets=benchmark.gate_facets, cluster=benchmark.cluster)
-    metrics.update({m.name: m for m in benchmark.gate_rates(records)})
-    return {name: m.ids for name, m in metrics.items()}
+    return {name: m.ids for name, m in SuiteView("", "", benchmark, {}, records, judged).metrics().items()}
 
 
 def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: Sequence[CompareRule], *,

@@ -34,7 +34,7 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}" if p < 0.01 else f"p={p:.2f}"
 
 
-def _points(x: float) -> str:
+def points(x: float) -> str:
     return f"{round(x * 100, 1) + 0.0:+.1f}"  # + 0.0: no "-0.0"
 
 
@@ -54,9 +54,9 @@ def change_words(result: GateResult, c: Comparison) -> str:
     if d.low == d.high:
         interval = f"no interval: every one of the {_units(result, c.n_pairs)} changed alike"
     else:
-        interval = f"{d.level:.0%} interval of the change {_points(d.low)} to {_points(d.high)}"
+        interval = f"{d.level:.0%} interval of the change {points(d.low)} to {points(d.high)}"
     verdict = f"a significant {direction}{margin}" if c.regressed else f"not a significant {direction}{margin}"
-    return f"{_points(d.point)} points; {interval}, {_p(c.p_adjusted)} after Holm{over}: {verdict}"
+    return f"{points(d.point)} points; {interval}, {_p(c.p_adjusted)} after Holm{over}: {verdict}"
 
 
 def flip_words(result: GateResult, c: Comparison) -> str:
@@ -79,7 +79,7 @@ def baseline_words(result: GateResult) -> str:
         alpha = float(result.details.get("alpha", DEFAULT_ALPHA))
         direction = "drop" if result.details.get("higher_is_better", True) else "rise"
         unit = str(result.details.get("unit", "question"))
-        return (f"not testable ({small}): {values} ({_points(c.diff.point)} points), too few {unit}s to show a "
+        return (f"not testable ({small}): {values} ({points(c.diff.point)} points), too few {unit}s to show a "
                 f"{direction} at alpha {alpha:g}; {flip_words(result, c)}")
     return f"{values} ({change_words(result, c)}); {flip_words(result, c)}"
 

@@ -92,8 +92,9 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
     }
 
 
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_tom").joinpath("schema/report-v1.json").read_text(encoding="utf-8")
+def schema(name: str = "report-v1.json") -> dict[str, Any]:
+    """A JSON schema shipped with the package (the report's by default; `baseline.schema.json`)."""
+    text = resources.files("pytest_tom").joinpath(f"schema/{name}").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -126,9 +127,6 @@ class LoadedReport:
     records: tuple[Record, ...]
     derived: tuple[DerivedRecord, ...]
     raw: Mapping[str, Any]
-
-    def by_nodeid(self) -> dict[str, Record]:
-        return {r.nodeid: r for r in self.records}
 
 
 def load_report(path: Path) -> LoadedReport:

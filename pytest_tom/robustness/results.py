@@ -49,6 +49,14 @@ def _question(d: DerivedRecord) -> str:
     return d.members[0] if d.members else d.derived_id
 
 
+def _by_strategy(derived: Iterable[DerivedRecord]) -> list[tuple[str, list[DerivedRecord]]]:
+    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
+    for d in derived:
+        if d.kind == KIND:
+            by_strategy[str(d.details.get("strategy", "?"))].append(d)
+    return sorted(by_strategy.items())
+
+
 def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str], str], str]
           ) -> dict[str, tuple[list[tuple[str, float, str]], str, bool]]:
     """Gate metric units by name: (unit id, value, cluster), a description, and whether higher is better."""
@@ -56,10 +64,7 @@ def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str]
     if not rows:
         return {}
     out: dict[str, tuple[list[tuple[str, float, str]], str, bool]] = {}
-    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in rows:
-        by_strategy[str(d.details.get("strategy", "?"))].append(d)
-    for name, ds in sorted(by_strategy.items()):
+    for name, ds in _by_strategy(rows):
         out[f"flip_rate.{name}"] = (
             [(d.derived_id, 0.0 if d.passed else 1.0, cluster(d.facets, _question(d))) for d in ds],
             f"share of questions a {name} perturbation broke", False)
@@ -80,11 +85,7 @@ def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str]
 def summarize(derived: Sequence[DerivedRecord]) -> dict[str, Any]:
     """Per strategy: questions judged, perturbations tried, questions broken, flip rate, robust accuracy."""
     out: dict[str, Any] = {}
-    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in derived:
-        if d.kind == KIND:
-            by_strategy[str(d.details.get("strategy", "?"))].append(d)
-    for name, ds in sorted(by_strategy.items()):
+    for name, ds in _by_strategy(derived):
         rows = judged(ds)
         n = len(rows)
         broken = sum(not d.passed for d in rows)

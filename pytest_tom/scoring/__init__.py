@@ -15,35 +15,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_tom.scoring.choice import (
-    EXTRACTION_MODES,
-    bracketed_label,
-    bracketed_official,
-    letter_official_correct,
-    letters_picked,
-)
+from pytest_tom.scoring.choice import bracketed_label, letter_official_correct, letters_picked
 
-__all__ = [
-    "EXTRACTION_MODES",
-    "ListJudgement",
-    "binary_official",
-    "binary_strict",
-    "bracketed_label",
-    "bracketed_official",
-    "cosine",
-    "judge_list",
-    "letter_official_correct",
-    "letters_picked",
-    "majority",
-    "mentions",
-    "nearer",
-    "token_f1",
-    "weighted_f1",
-]
+__all__ = ["ListJudgement", "binary_official", "binary_strict", "bracketed_label", "cosine", "judge_list",
+           "letter_official_correct", "letters_picked", "majority", "mentions", "nearer", "token_f1", "weighted_f1"]
 
 # --- yes/no answers: the FANToM evaluator's binarisation, and a negation-aware strict reading ---
-
-
 def binary_official(answer: str) -> int:
     """Upstream's `map_binary_answer_to_int`: 1 yes, 0 no, -1 irrelevant.
 
@@ -64,11 +41,7 @@ _NEG_PHRASES = re.compile(
     r"\b(?:does|do|did)\s*(?:not|n't|n’t)\s+(?:know|have|hear|learn)\w*|\bnot\s+(?:know|aware)\w*|\bunaware\b"
     r"|\bnever\s+(?:heard|learned|knew)\b|\bno\b|\bfalse\b|\bnobody\b|\bno\s+one\b"
 )
-
-
 _POS_PHRASES = re.compile(r"\byes\b|\btrue\b|\bknows\b|\bdoes\s+know\b|\bis\s+aware\b|\bknew\b")
-
-
 _FIRST_WORD = re.compile(r"^[\s\"'*_`(\[]*([a-z]+)")
 
 
@@ -100,8 +73,6 @@ def binary_strict(answer: str) -> int:
 
 
 # --- set-valued answers ("who knows?"): which names an answer mentions, judged as an exact set ---
-
-
 def mentions(name: str, answer: str, mode: str) -> bool:
     """Whether `answer` names `name`: upstream's case-insensitive substring, or whole words in strict mode."""
     if mode == "official":
@@ -135,8 +106,6 @@ def judge_list(answer: str, correct: Sequence[str], wrong: Sequence[str], mode: 
 
 
 # --- free-text overlap scores: token F1 (SQuAD-style, unnormalised) and weighted F1 over labels ---
-
-
 def token_f1(ground_truth: str, response: str) -> float:
     """Upstream's `compute_f1`: whitespace tokens, multiset overlap, no normalisation."""
     gt = ground_truth.split()
@@ -172,8 +141,6 @@ def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float 
 
 
 # --- embedding similarity: the vectors come from the engine (planned, batched, cached like any answer) ---
-
-
 def cosine(u: Sequence[float], v: Sequence[float]) -> float:
     """Cosine similarity; 0 for a zero vector, as scikit-learn's `cosine_similarity` gives."""
     dot = math.fsum(a * b for a, b in zip(u, v, strict=False))
@@ -192,8 +159,6 @@ def nearer(answer: Sequence[float], target: Sequence[float], other: Sequence[flo
 
 
 # --- combining several tries of one question into one answer ---
-
-
 def majority(votes: Sequence[str]) -> str:
     """Most frequent vote; ties go to the vote recorded first (ToMBench upstream's sequential runner)."""
     counts = Counter(votes)
