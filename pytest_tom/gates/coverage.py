@@ -54,11 +54,10 @@ def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Seq
 
 def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: Sequence[CompareRule], *,
                    force: bool = False, lenient: bool = False) -> list[str]:
-    """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
-    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and settings (unless
-    `force`), and every unit of this run. A `:partial` rule (or `lenient`, for `--tom-baseline-update`, which rewrites
-    the file anyway) accepts partial or missing coverage with a note; a metric with no unit in common is refused even
-    then.
+    """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage. Each
+    metric a rule selects needs its suite in the baseline with the same benchmark, data and settings (unless `force`),
+    and every unit of this run. A `:partial` rule (or `lenient`, for `--tom-baseline-update`, which rewrites the file
+    anyway) accepts partial or missing coverage with a note; a metric with no unit in common is refused even then.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     problems: list[str] = []

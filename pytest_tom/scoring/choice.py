@@ -37,13 +37,11 @@ def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
 def bracketed_stops(mode: str, labels: str = "ABCD") -> tuple[str, ...]:
     """Answer-contract stops for `bracketed_label`: strings after which no continuation changes its reading.
 
-    `official` and `lenient` try ``[[X]]`` for each label in label order before
-    anything else, so a text containing ``[[A]]`` (the first label) reads A
-    whatever follows. No other string settles it: after ``[[B]]`` a later
-    ``[[A]]`` still wins, after ``[A]`` a later ``[[B]]`` does, and the last-capital
-    fallback reads the end of the text. `strict` takes the last ``[[X]]``, which
-    any continuation can change, so it has none. (Upstream's rule is priority by
-    label, not "the first match": stopping at the first ``[[X]]`` would be unsafe.)
+    `official` and `lenient` try ``[[X]]`` for each label in label order before anything else, so a text containing
+    ``[[A]]`` (the first label) reads A whatever follows. No other string settles it: after ``[[B]]`` a later ``[[A]]``
+    still wins, after ``[A]`` a later ``[[B]]`` does, and the last-capital fallback reads the end of the text. `strict`
+    takes the last ``[[X]]``, which any continuation can change, so it has none. (Upstream's rule is priority by label,
+    not "the first match": stopping at the first ``[[X]]`` would be unsafe.)
     """
     return (f"[[{labels[0]}]]",) if mode in ("official", "lenient") else ()
 
@@ -51,9 +49,8 @@ def bracketed_stops(mode: str, labels: str = "ABCD") -> tuple[str, ...]:
 def bracketed_label(text: str | None, mode: str, n_options: int, labels: str = "ABCD") -> str | None:
     """The displayed label a response chose, or None when it cannot be read.
 
-    `official` reproduces upstream exactly (never None; labels beyond `n_options`
-    are returned, as upstream does, and count as a wrong vote); `lenient` is
-    upstream without the default; `strict` accepts only the last ``[[X]]`` with X
+    `official` reproduces upstream exactly (never None; labels beyond `n_options` are returned, as upstream does, and
+    count as a wrong vote); `lenient` is upstream without the default; `strict` accepts only the last ``[[X]]`` with X
     valid for the item.
     """
     text = text or ""
@@ -78,9 +75,8 @@ def letter_official_correct(answer: str, letter: str) -> bool:
 def letters_picked(answer: str, mode: str, options: Sequence[str], labels: str = "ab") -> tuple[str, ...]:
     """The option letters an answer picks.
 
-    Official: every letter the official patterns accept (both letters when the
-    answer mentions "(a)" and "(b)", which upstream counts as correct whatever the
-    gold). Strict: a leading letter decides; otherwise the "(x)" mentions, or an
+    Official: every letter the official patterns accept (both letters when the answer mentions "(a)" and "(b)", which
+    upstream counts as correct whatever the gold). Strict: a leading letter decides; otherwise the "(x)" mentions, or an
     answer that repeats one option's text; more than one candidate is unreadable.
     """
     if mode == "official":
