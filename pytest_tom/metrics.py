@@ -29,8 +29,7 @@ def mean(values: Iterable[float]) -> float | None:
 
 def accuracy(records: Iterable[Record]) -> float | None:
     """Micro accuracy over scored (non-error) records."""
-    scored = [r for r in records if r.outcome is not Outcome.ERROR]
-    return sum(r.outcome is Outcome.CORRECT for r in scored) / len(scored) if scored else None
+    return tally(records).accuracy
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pytest_tom.constants import SAMPLE_OPTION
@@ -172,25 +173,6 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
     return notes
 
 
-@dataclass(frozen=True)
-class _Pending:
-    """A comparison waiting for Holm: everything its message needs besides the adjusted p."""
-
-    index: int
-    name: str
-    full: str
-    rule: CompareRule
-    run: SuiteRun
-    base: BaselineSuite
-    metric: str
-    ids: tuple[str, ...]
-    base_values: tuple[float, ...]
-    new_values: tuple[float, ...]
-    clusters: tuple[str, ...]
-    comparison: Comparison
-    noise_source: str
-
-
 def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[float | None, str]:
     if explicit is not None:
         return explicit, "measured in this run"
@@ -219,7 +201,7 @@ def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[Com
             both.update({f"{sid}.{m}": (base, run, m) for m in run.metrics if m in base.metrics})
     notes: dict[str, list[str]] = {}
     slots: list[GateResult | None] = []
-    pending: list[_Pending] = []
+    pending: list[tuple[int, str, str, Comparison, Callable[..., GateResult]]] = []
     seen: set[str] = set()
     for rule in rules:
         names = match(rule.pattern, both)
@@ -234,21 +216,22 @@ def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[Com
             seen.add(name)
             if run.suite_id not in notes:
                 notes[run.suite_id] = check_compatible(base, run, force=force, where=where)
-            result = _pair(len(slots), name, full, rule, run, base, metric, noise_flip_rate, alpha, level, seed)
+            result = _pair(name, full, rule, run, base, metric, noise_flip_rate, alpha, level, seed)
             if isinstance(result, GateResult):
                 slots.append(result)
             else:
-                pending.append(result)
+                pending.append((len(slots), name, run.suite_id, *result))
                 slots.append(None)
     if pending:
-        gated = gate({p.name: p.comparison for p in pending}, alpha)
-        for p in pending:
-            slots[p.index] = _result(p, gated[p.name], len(pending), alpha, level, seed, notes[p.run.suite_id], baseline)
+        gated = gate({name: comparison for _, name, _, comparison, _ in pending}, alpha)
+        for index, name, sid, _, finish in pending:
+            slots[index] = finish(gated[name], len(pending), notes[sid], baseline)
     return [s for s in slots if s is not None]
 
 
-def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str,
-          noise_flip_rate: float | None, alpha: float, level: float, seed: int) -> _Pending | GateResult:
+def _pair(name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str, noise_flip_rate: float | None,
+          alpha: float, level: float, seed: int) -> GateResult | tuple[Comparison, Callable[..., GateResult]]:
+    """The paired comparison of one metric, with what makes its result once Holm has adjusted its p; or a failed result."""
     old, new = base.metrics[metric], run.metrics[metric]
     by_id = dict(zip(old.ids, old.values, strict=True))
     rows = [(uid, by_id[uid], v, c) for uid, v, c in zip(new.ids, new.values, new.clusters, strict=True) if uid in by_id]
@@ -271,7 +254,8 @@ def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, ba
     noise, source = _noise(noise_flip_rate, run, base)
     comp = compare_paired(good_b, good_w, clusters, margin=rule.margin(base_value), level=level, alpha=alpha,
                           seed=seed, noise_flip_rate=noise)
-    return _Pending(index, name, full, rule, run, base, metric, ids, b, w, clusters, comp, source)
+    return comp, partial(_result, name, full, rule, run, base, metric, ids, b, w, clusters, source, alpha=alpha, level=level,
+                         seed=seed)
 
 
 def unjudged_in(base: BaselineSuite, uid: str) -> bool:
@@ -304,47 +288,47 @@ def _own_terms(c: Comparison, higher_is_better: bool) -> Comparison:
     return replace(c, base=1 - c.base, new=1 - c.new, diff=diff)
 
 
-def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, seed: int,
-            notes: list[str], baseline: Baseline) -> GateResult:
-    higher = p.run.metrics[p.metric].higher_is_better
+def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str, ids: tuple[str, ...],
+            base_values: tuple[float, ...], new_values: tuple[float, ...], clusters: tuple[str, ...], noise_source: str,
+            gated: Comparison, m: int, notes: list[str], baseline: Baseline, *, alpha: float, level: float,
+            seed: int) -> GateResult:
+    higher = run.metrics[metric].higher_is_better
     c = _own_terms(gated, higher)
-    est = estimate_rate(p.new_values, p.clusters, level=level, seed=seed)
-    worse = [uid for uid, x, y in zip(p.ids, p.base_values, p.new_values, strict=True) if (y < x if higher else y > x)]
-    better = [uid for uid, x, y in zip(p.ids, p.base_values, p.new_values, strict=True) if (y > x if higher else y < x)]
-    units = _current_units(p.run, p.metric)
+    est = estimate_rate(new_values, clusters, level=level, seed=seed)
+    worse = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y < x if higher else y > x)]
+    better = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y > x if higher else y < x)]
+    units = _current_units(run, metric)
     worse_rows = [{"id": uid, **units.get(uid, {})} for uid in worse]
-    better_rows = [{"id": uid, "baseline_message": _base_message(p.base, p.metric, uid)} for uid in better]
+    better_rows = [{"id": uid, "baseline_message": _base_message(base, metric, uid)} for uid in better]
     direction = "drop" if higher else "rise"
-    noise = f"; noise floor {c.noise_flip_rate:.1%} flips ({p.noise_source})" if c.noise_flip_rate else ""
+    noise = f"; noise floor {c.noise_flip_rate:.1%} flips ({noise_source})" if c.noise_flip_rate else ""
     verdict = (f"REGRESSION: worse than the baseline by more than the tolerated {direction}" if c.regressed
                else f"passes: no {direction} beyond the margin is shown")
     flips = ("right->wrong", "wrong->right") if higher else ("worse (0->1)", "better (1->0)")
     lines = [
-        f"{p.full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} interval "
+        f"{full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} interval "
         f"{points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} clusters); "
-        f"{p.rule.describe(c.margin, direction)}{noise}.",
+        f"{rule.describe(c.margin, direction)}{noise}.",
         f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
         f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
         f"(alpha {alpha:g}): {verdict}.",
     ]
     lines += _listing(flips[0], worse_rows, "message") + _listing(flips[1], better_rows, "baseline_message")
-    old_n, new_n = p.base.metrics[p.metric].n, p.run.metrics[p.metric].n
-    unit = "group" if p.metric in {d.kind for d in p.run.derived} else "question"
+    old_n, new_n = base.metrics[metric].n, run.metrics[metric].n
+    unit = "group" if metric in {d.kind for d in run.derived} else "question"
     if c.n_pairs < new_n:
-        why = f"{p.rule.text!r} ends in ':{PARTIAL}'" if p.rule.partial else "the baseline has no value for the others"
-        lines.append(f"{p.full}: compared on {c.n_pairs:,} of {new_n:,} {unit}s of this run ({why}).")
+        why = f"{rule.text!r} ends in ':{PARTIAL}'" if rule.partial else "the baseline has no value for the others"
+        lines.append(f"{full}: compared on {c.n_pairs:,} of {new_n:,} {unit}s of this run ({why}).")
     lines += notes
     details: dict[str, Any] = {
-        "rule": p.rule.text, "margin": c.margin, "relative_drop": p.rule.drop if p.rule.relative else None,
-        "higher_is_better": higher, "noise_source": p.noise_source or None, "alpha": alpha, "holm_over": m,
-        "unit": unit,
+        "rule": rule.text, "margin": c.margin, "relative_drop": rule.drop if rule.relative else None,
+        "higher_is_better": higher, "noise_source": noise_source or None, "alpha": alpha, "holm_over": m, "unit": unit,
         "coverage": {"paired": c.n_pairs, "only_in_baseline": old_n - c.n_pairs, "only_in_run": new_n - c.n_pairs},
-        "partial": p.rule.partial,
-        "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
+        "partial": rule.partial, "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
         "baseline": {"path": baseline.path, "created": baseline.created, "model_uri": baseline.model_uri,
                      "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version},
     }
-    return GateResult(p.name, "baseline", p.full, not c.regressed, est, "\n".join(lines), comparison=c, details=details)
+    return GateResult(name, "baseline", full, not c.regressed, est, "\n".join(lines), comparison=c, details=details)
 
 
 def _current_units(run: SuiteRun, metric: str) -> dict[str, dict[str, str]]:
