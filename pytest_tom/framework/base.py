@@ -1,8 +1,7 @@
-"""The contract every benchmark fulfils: load samples, turn a sample into a program.
-
-A benchmark reads its official data into typed `Sample`s (`load`), turns one into a `Program` that
-yields model requests and returns its scored `Record`, declares `Derived` assertions and typed
-`metrics`. It never imports pytest, calls a model or writes output: the engine and run layer do.
+"""The contract every benchmark fulfils: load samples, turn a sample into a program. A benchmark reads its official data
+into typed `Sample`s (`load`), turns one into a `Program` that yields model requests and returns its scored `Record`,
+declares `Derived` assertions and typed `metrics`. It never imports pytest, calls a model or writes output: the engine
+and run layer do.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ from pytest_tom.sample import Sample
 E = TypeVar("E")
 
 Program = Generator[Sequence[Request], Sequence[Response], Record]
-"""A sample's conversation with the engine: yield requests, receive their responses, return the record.
-
-Each `yield` is one engine wave (all programs' requests deduplicated, cached or batched together); an
-empty list waits one wave.
+"""A sample's conversation with the engine: yield requests, receive their responses, return the record. Each `yield` is one
+engine wave (all programs' requests deduplicated, cached or batched together); an empty list waits one wave.
 """
 
 
@@ -38,10 +35,9 @@ FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark setting: `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword.
-
-    `kind` is `str`, `int`, `float` or `bool`; the benchmark reads the converted value and `render` gives
-    what the report records (a bool as `"true"`/`"false"`, as before it was typed).
+    """A benchmark setting: `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword. `kind` is
+    `str`, `int`, `float` or `bool`; the benchmark reads the converted value and `render` gives what the report records
+    (a bool as `"true"`/`"false"`, as before it was typed).
     """
 
     name: str
@@ -173,9 +169,8 @@ class Benchmark(ABC, Generic[E]):
         """Yield the requests `sample` needs and return its scored record."""
 
     def check_ready(self, samples: Sequence[Sample[E]]) -> None:
-        """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder).
-
-        Called before the first model request, never when loading or collecting: data needs none of it.
+        """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder). Called before the
+        first model request, never when loading or collecting: data needs none of it.
         """
 
     def derived(self, samples: Sequence[Sample[E]]) -> list[Derived]:
@@ -187,9 +182,8 @@ class Benchmark(ABC, Generic[E]):
         return self.rules.get(kind, all_pass)
 
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """The story or conversation a unit belongs to (its facet table's cluster facet; else the unit alone).
-
-        Units of one cluster are not independent: intervals and paired comparisons resample whole clusters.
+        """The story or conversation a unit belongs to (its facet table's cluster facet; else the unit alone). Units of one
+        cluster are not independent: intervals and paired comparisons resample whole clusters.
         """
         return (facets.get(self.cluster_facet) if self.cluster_facet else None) or unit_id
 

@@ -1,8 +1,7 @@
-"""Whole-release checks every loader shares: strict JSON, ids, options, gold, pinned checksums.
-
-A release file goes wrong the same way in every benchmark (a doubled JSON key flips a gold
-silently, U+2028 splits a JSONL record, two records share an id, a file was edited since it was
-pinned); each check raises a `TomDataError` naming file, record and field, before any model call.
+"""Whole-release checks every loader shares: strict JSON, ids, options, gold, pinned checksums. A release file goes wrong
+the same way in every benchmark (a doubled JSON key flips a gold silently, U+2028 splits a JSONL record, two records
+share an id, a file was edited since it was pinned); each check raises a `TomDataError` naming file, record and field,
+before any model call.
 """
 
 from __future__ import annotations
@@ -38,9 +37,8 @@ def field_path(trail: Sequence[str | int]) -> str:
 
 
 def loads(text: str, path: Path, *, record: str | None = None) -> Any:
-    """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice.
-
-    A whole-file list names the record by index (and id field) and the field by its path in the record.
+    """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice. A whole-file list
+    names the record by index (and id field) and the field by its path in the record.
     """
     doubled: dict[int, str] = {}  # id() of each object with a key given twice -> its first doubled key
 
@@ -91,9 +89,8 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
-
-    Split at "\n" only: `str.splitlines` also splits at U+2028/U+2029/U+0085, valid raw inside a JSON string.
+    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench). Split at "\n" only:
+    `str.splitlines` also splits at U+2028/U+2029/U+0085, valid raw inside a JSON string.
     """
     out = []
     for no, line in enumerate(read_text(path).split("\n"), 1):
@@ -108,10 +105,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
                      gold_only: bool = False) -> None:
-    """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous.
-
-    `gold_only` refuses only a gold whose text is another option's: ToMBench's release has two questions
-    with a doubled distractor, which stay.
+    """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous. `gold_only`
+    refuses only a gold whose text is another option's: ToMBench's release has two questions with a doubled distractor,
+    which stay.
     """
     first: dict[str, int] = {}
     for i, text in enumerate(texts):
@@ -124,9 +120,8 @@ def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, f
 
 
 def check_sha256(path: Path, expected: str | None, *, benchmark: str, given: bool, partial: bool) -> None:
-    """A local file must have its pinned sha256 (or the one the user `given`), unless the copy is `partial`.
-
-    Counts catch a file cut short; only the checksum catches one edited in place with its counts intact.
+    """A local file must have its pinned sha256 (or the one the user `given`), unless the copy is `partial`. Counts catch a
+    file cut short; only the checksum catches one edited in place with its counts intact.
     """
     if partial or expected is None:
         return

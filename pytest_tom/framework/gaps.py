@@ -1,8 +1,7 @@
-"""The difference of two groups' accuracies with an interval that holds when items come in clusters.
-
-A gap check ("deception costs accuracy") must fail only when the gap is beyond its tolerance with
-95% confidence, though items of one story are not independent and 10/10 is no certainty: hence the
-union of Newcombe's hybrid score interval and a cluster bootstrap. Pure, deterministic per seed.
+"""The difference of two groups' accuracies with an interval that holds when items come in clusters. A gap check
+("deception costs accuracy") must fail only when the gap is beyond its tolerance with 95% confidence, though items of
+one story are not independent and 10/10 is no certainty: hence the union of Newcombe's hybrid score interval and a
+cluster bootstrap. Pure, deterministic per seed.
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ class Gap:
 
 def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
                  *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
-    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap one.
-
-    Both groups are resampled together (a cluster may hold items of both); one cluster: Newcombe's alone.
+    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap one. Both groups are
+    resampled together (a cluster may hold items of both); one cluster: Newcombe's alone.
     """
     import numpy as np
 

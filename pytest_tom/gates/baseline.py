@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,31 +160,22 @@ def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
     question, derived result and metric takes one line (one JSON value per line would make a 7k-item file hundreds of
     thousands of lines long): a diff shows which ones changed.
     """
-    write_atomic(path, _dumps(baseline) + "\n")
-
-
-def _dumps(baseline: Mapping[str, Any]) -> str:
-    """Compact JSON with each item, derived result and metric of a suite on a line of its own (for diffs)."""
 
     def dump(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
-    def body(mapping: Mapping[str, Any]) -> str:
-        return dump(dict(mapping))[1:-1]
+    def fields(mapping: Mapping[str, Any], skip: Sequence[str]) -> str:
+        return dump({k: v for k, v in mapping.items() if k not in skip})[1:-1]
 
-    suites = list(baseline.get("suites", ()))
-    lines = ["{" + body({k: v for k, v in baseline.items() if k != "suites"}) + ',"suites":[']
-    for i, suite in enumerate(suites):
-        nested = ("items", "derived", "metrics")
-        lines.append("{" + body({k: v for k, v in suite.items() if k not in nested}) + ",")
-        for j, key in enumerate(nested):
-            entries = [dump(k) + ":" + dump(v) for k, v in suite[key].items()]
-            lines.append(f'"{key}":{{')
-            lines.extend(e + ("," if n < len(entries) - 1 else "") for n, e in enumerate(entries))
-            lines.append("}" + ("," if j < len(nested) - 1 else ""))
-        lines.append("}" + ("," if i < len(suites) - 1 else ""))
-    lines.append("]}")
-    return "\n".join(lines)
+    def lines(parts: Iterable[str]) -> str:
+        return ",".join("\n" + part for part in parts)
+
+    nested = ("items", "derived", "metrics")
+    suites = []
+    for suite in baseline.get("suites", ()):
+        blocks = [f'"{key}":{{' + lines(dump(k) + ":" + dump(v) for k, v in suite[key].items()) + "\n}" for key in nested]
+        suites.append("{" + fields(suite, nested) + "," + lines(blocks) + "\n}")
+    write_atomic(path, "{" + fields(baseline, ("suites",)) + ',"suites":[' + lines(suites) + "\n]}\n")
 
 
 def describe_missing(path: Path | str) -> str:

@@ -38,11 +38,6 @@ def points(x: float) -> str:
     return f"{round(x * 100, 1) + 0.0:+.1f}"  # + 0.0: no "-0.0"
 
 
-def _units(result: GateResult, n: int) -> str:
-    unit = str(result.details.get("unit", "question"))
-    return f"{n} {unit}" + ("" if n == 1 else "s")
-
-
 def change_words(result: GateResult, c: Comparison) -> str:
     """`-33.3 points; 95% interval of the change -87.5 to +20.9, p=1.00 after Holm over 52 metrics: not a significant drop`."""
     higher = bool(result.details.get("higher_is_better", True))
@@ -52,7 +47,8 @@ def change_words(result: GateResult, c: Comparison) -> str:
     over = f" over {holm} metric{'s' if holm != 1 else ''}" if isinstance(holm, int) else ""
     d = c.diff
     if d.low == d.high:
-        interval = f"no interval: every one of the {_units(result, c.n_pairs)} changed alike"
+        unit = str(result.details.get("unit", "question"))
+        interval = f"no interval: every one of the {c.n_pairs} {unit}{'' if c.n_pairs == 1 else 's'} changed alike"
     else:
         interval = f"{d.level:.0%} interval of the change {points(d.low)} to {points(d.high)}"
     verdict = f"a significant {direction}{margin}" if c.regressed else f"not a significant {direction}{margin}"

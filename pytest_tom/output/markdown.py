@@ -46,14 +46,16 @@ def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: 
         ordered = failed + [r for r in results if r.passed]
         out += ["", "| gate | value (interval) | threshold / baseline → candidate | difference (interval) | p (Holm) | verdict |",
                 "|---|---|---|---|---|---|"]
-        out += [_row(r) for r in ordered]
+        out += ["| " + " | ".join([_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r),
+                                   _verdict(r)]) + " |" for r in ordered]
     if failed:
         out += ["", "### Failed gates", ""]
         out += [f"- {_code(r.name)}: {_text(r.message)}" for r in failed]
         for r in failed:
             out += _flips(r)
     if summary_lines:
-        fence = _fence(summary_lines)
+        longest = max((len(run) for line in summary_lines for run in re.findall(r"`+", line)), default=0)
+        fence = "`" * max(3, longest + 1)
         out += ["", "<details><summary>Metrics</summary>", "", fence + "text", *summary_lines, fence, "", "</details>"]
     for suite, rows in metrics:
         table = metric_rows(rows)
@@ -80,11 +82,6 @@ def write_markdown(path: Path | str, text: str) -> None:
     lead = "\n" if target.exists() and target.stat().st_size > 0 else ""
     with target.open("a", encoding="utf-8") as fh:
         fh.write(lead + text)
-
-
-def _row(r: GateResult) -> str:
-    cells = [_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r), _verdict(r)]
-    return "| " + " | ".join(cells) + " |"
 
 
 def _value(est: Estimate | None) -> str:
@@ -209,6 +206,3 @@ def _code(s: str, *, cell: bool = False) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
-def _fence(lines: Sequence[str]) -> str:
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)

@@ -76,17 +76,11 @@ def choice_permutations(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
     return st.permutations(identity).filter(lambda o: o != identity).map(build)
 
 
-def _story_sentences(sample: Sample[Any]) -> list[str]:
-    if not isinstance(sample.context, Story):
-        return []
-    return split_sentences(sample.context.text)
-
-
 def irrelevant_sentences(sample: Sample[Any], *, max_insertions: int = 3) -> st.SearchStrategy[Perturbation]:
     """Insert 1..max_insertions sentences about nobody between the story's sentences (shrinks toward one, at the start)."""
     if max_insertions < 1:
         raise InvalidArgument(f"max_insertions={max_insertions}: must be at least 1")
-    parts = _story_sentences(sample)
+    parts = split_sentences(sample.context.text) if isinstance(sample.context, Story) else []
     if not parts:
         raise InvalidArgument(f"{sample.id} has no narrative story to insert into (conversations are left alone: a "
                               "new line could change who was present)")

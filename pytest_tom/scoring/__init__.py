@@ -1,9 +1,8 @@
-"""Pure scorers shared by benchmarks: choice labels, yes/no, lists as sets, text overlap, embeddings, votes.
-
-Every function here is a pure function of an answer's text (or vectors) and the item's labels, so it is unit-tested on
-its own and reused by every benchmark with the same answer contract. A reader that cannot find an answer says so (None,
--1, `readable=False`); callers report that as "unparseable", never as "wrong". The choice readers (ToMBench's and
-FANToM's letter rules) live in `choice`.
+"""Pure scorers shared by benchmarks: choice labels, yes/no, lists as sets, text overlap, embeddings, votes. Every function
+here is a pure function of an answer's text (or vectors) and the item's labels, so it is unit-tested on its own and
+reused by every benchmark with the same answer contract. A reader that cannot find an answer says so (None, -1,
+`readable=False`); callers report that as "unparseable", never as "wrong". The choice readers (ToMBench's and FANToM's
+letter rules) live in `choice`.
 """
 
 from __future__ import annotations
@@ -21,10 +20,9 @@ __all__ = ["ListJudgement", "binary_official", "binary_strict", "bracketed_label
 
 # --- yes/no answers: the FANToM evaluator's binarisation, and a negation-aware strict reading ---
 def binary_official(answer: str) -> int:
-    """Upstream's `map_binary_answer_to_int`: 1 yes, 0 no, -1 irrelevant.
-
-    Space-padded patterns, yes first: " knows " counts as yes but "knows" at the start does not, "no" inside
-    "know"/"not" never matches, and a leading space or a trailing "doesn't know." falls through to irrelevant.
+    """Upstream's `map_binary_answer_to_int`: 1 yes, 0 no, -1 irrelevant. Space-padded patterns, yes first: " knows "
+    counts as yes but "knows" at the start does not, "no" inside "know"/"not" never matches, and a leading space or a
+    trailing "doesn't know." falls through to irrelevant.
     """
     a = answer.lower().strip("'").strip('"')
     if " yes," in a or " yes " in a or a.startswith("yes") or " yes." in a or " knows " in a or a.startswith("true"):
@@ -118,10 +116,9 @@ def token_f1(ground_truth: str, response: str) -> float:
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float | None:
-    """scikit-learn's `f1_score(average="weighted")` (what upstream's `evaluate.load("f1")` calls).
-
-    Per label in the union of both lists: F1 = 2TP / (2TP + FP + FN), weighted by the label's support among the
-    references; an unreadable answer (-1) is a label of its own that only ever costs recall.
+    """scikit-learn's `f1_score(average="weighted")` (what upstream's `evaluate.load("f1")` calls). Per label in the union
+    of both lists: F1 = 2TP / (2TP + FP + FN), weighted by the label's support among the references; an unreadable
+    answer (-1) is a label of its own that only ever costs recall.
     """
     if not references:
         return None
