@@ -91,11 +91,10 @@ def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence
 def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
                    margin: float = 0.0, level: float = 0.95, alpha: float = 0.05, resamples: int = 2000, seed: int = 0,
                    noise_flip_rate: float | None = None) -> Comparison:
-    """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
-
-    One-sided, H0: new - base >= -margin; p_regression = max(p_t, p_exact):
-      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual
-        recipe for clustered means with tens of clusters;
+    """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order. One-sided,
+    H0: new - base >= -margin; p_regression = max(p_t, p_exact):
+      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual recipe for clustered
+        means with tens of clusters;
       - p_exact: exact one-sided McNemar on the discordant items, exact where few items changed.
     Each is valid in its own regime, so their maximum is valid in both (and conservative).
 

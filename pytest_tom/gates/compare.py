@@ -1,10 +1,7 @@
-"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts. A rule
-`PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs) and the drop tolerated, the non-inferiority
-margin: `0.03` and `3pts` are absolute, `2%` relative to the baseline's value (a tolerated drop is naturally "no more
-than 2% worse"; thresholds read `5%` as 0.05), none means margin 0. A baseline must hold every unit a rule compares
-(`gates.coverage`); a final `:partial` opts in to comparing on the units both runs have. Each selected metric is
-compared unit by unit with `stats.compare_paired`, and Holm runs across every comparison of the run, so gating twenty
-metrics does not multiply false alarms.
+"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`, rules read by
+`parse_compare_rule`) and the verdicts. A baseline must hold every unit a rule compares (`gates.coverage`) unless the
+rule ends in `:partial`. Each selected metric is compared unit by unit with `stats.compare_paired`, and Holm runs across
+every comparison of the run, so gating twenty metrics does not multiply false alarms.
 """
 
 from __future__ import annotations
@@ -66,9 +63,10 @@ class CompareRule:
 
 
 def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule:
-    """Read `PATTERN[:DROP][:partial]`; DROP is `0.03` or `3pts` (absolute) or `2%` (relative to the baseline value).
-    The pattern is split at its last colon only when what follows reads as a drop, so suite names holding `::` (node
-    ids) still work.
+    """Read `PATTERN[:DROP][:partial]`: metrics `<suite>.<metric>` (shell globs) and the drop tolerated, the
+    non-inferiority margin: `0.03` or `3pts` absolute, `2%` relative to the baseline value (a tolerated drop reads as "no
+    more than 2% worse"; thresholds read `5%` as 0.05), none margin 0. The pattern is split at its last colon only when
+    what follows reads as a drop, so suite names holding `::` (node ids) still work.
     """
     raw = str(text).strip()
     head, sep, tail = raw.rpartition(":")

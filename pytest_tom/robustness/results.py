@@ -1,12 +1,9 @@
-"""Robustness results: one derived record per (question, strategy), and what they add up to. A robustness item searches,
-with hypothesis, for a perturbation of its question that breaks a property: an invariance keeps the answer's
-correctness; a counterfactual changes the gold and the model must follow. Its result is a `DerivedRecord` of kind
-"robustness" (so it travels through pytest-xdist and the JSON report like every aggregate assertion), whose details hold
-what the aggregates need: whether the original was right, how many perturbations were tried, and the minimal breaking
-one. From those: per strategy, the flip rate (share of questions some perturbation broke) and the robust accuracy (share
-right on the original and under every perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`,
-`robust_accuracy.permute`). The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too:
-the options check a profile name before any item exists.
+"""Robustness results: one derived record of kind "robustness" per (question, strategy), so it travels through
+pytest-xdist and the JSON report like every aggregate assertion; its details say whether the original was right, how
+many perturbations were tried, and the minimal breaking one. Per strategy they add up to the flip rate (share of
+questions some perturbation broke) and the robust accuracy (share right on the original and under every perturbation
+tried), both gateable. The hypothesis profiles (`tom-ci`, `tom-dev`) are registered here: the options check a profile
+name before any item exists.
 """
 
 from __future__ import annotations

@@ -42,12 +42,11 @@ _FIRST_WORD = re.compile(r"^[\s\"'*_`(\[]*([a-z]+)")
 
 
 def binary_strict(answer: str) -> int:
-    """Yes/no with word boundaries and a documented precedence; 1 yes, 0 no, -1 unreadable.
+    """Yes/no with word boundaries and a documented precedence; 1 yes, 0 no, -1 unreadable:
 
     1. A leading yes/true or no/false decides ("No, he knows nothing" is no).
-    2. Otherwise negative phrases ("does not know", "doesn't know", "unaware",
-       "no", "false") are found and removed first, so their "know" is never read as
-       "knows"; then positive cues ("yes", "true", "knows", "does know").
+    2. Otherwise negative phrases ("does not know", "doesn't know", "unaware", "no", "false") are found and removed
+       first, so their "know" is never read as "knows"; then positive cues ("yes", "true", "knows", "does know").
     3. Only negative cues -> no; only positive -> yes; both or neither -> unreadable.
     Word boundaries keep "know", "not", "nothing", "none" and "Noah" from reading as "no".
     """

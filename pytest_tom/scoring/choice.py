@@ -1,14 +1,11 @@
-"""Choice answers: which option label a response picks.
+"""Choice answers: which option label a response picks. Two families of official rules live here, both parameterised by
+the labels an item offers, so later benchmarks with the same answer contract reuse them:
 
-Two families of official rules live here, both parameterised by the labels an
-item offers, so later benchmarks with the same answer contract reuse them:
-
-* bracketed letters (ToMBench's `[[A]]` contract): the official priority order
-  (`[[X]]`, then `[X]`, by label, then the last capital label anywhere), a lenient
-  reading that reports "unparseable" where upstream silently answers "A", and a
+* bracketed letters (ToMBench's `[[A]]` contract): the official priority order (`[[X]]`, then `[X]`, by label, then the
+  last capital label anywhere), a lenient reading that reports "unparseable" where upstream silently answers "A", and a
   strict reading that accepts only the last `[[X]]`;
-* option letters in running text (FANToM's "(a)"/"a)"/"a." patterns), the
-  official acceptance test per gold label and a strict single-letter reading.
+* option letters in running text (FANToM's "(a)"/"a)"/"a." patterns), the official acceptance test per gold label and a
+  strict single-letter reading.
 """
 
 from __future__ import annotations
