@@ -113,26 +113,20 @@ def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     return "sha256:" + outer.hexdigest()
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+def _message(result: Record | DerivedRecord) -> dict[str, str]:
+    """A failure's message, clipped to MESSAGE_CHARS; nothing for a pass."""
+    text = result.message
+    if not text or result.passed:
+        return {}
+    return {"message": text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."}
 
 
 def _suite_dict(run: SuiteRun) -> dict[str, Any]:
-    items = {
-        r.sample_id: {"outcome": r.outcome.value, **({"message": _clip(r.message)} if r.message and not r.passed else {}),
-                      "facets": dict(r.facets)}
-        for r in run.records
-    }
-    derived = {
-        d.derived_id: {"kind": d.kind, "verdict": d.verdict.value,
-                       **({"message": _clip(d.message)} if d.message and not d.passed else {})}
-        for d in run.derived
-    }
-    metrics = {
-        name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
-               "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
-        for name, m in sorted(run.metrics.items())
-    }
+    items = {r.sample_id: {"outcome": r.outcome.value, **_message(r), "facets": dict(r.facets)} for r in run.records}
+    derived = {d.derived_id: {"kind": d.kind, "verdict": d.verdict.value, **_message(d)} for d in run.derived}
+    metrics = {name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
+                      "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
+               for name, m in sorted(run.metrics.items())}
     # Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal.
     settings = json.loads(json.dumps(dict(run.settings), default=str, sort_keys=True))
     return {"id": run.suite_id, "benchmark": run.benchmark, "settings": settings, "data_fingerprint": run.data_fingerprint,
@@ -146,13 +140,9 @@ def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_f
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ValueError(f"suite ids must be unique in a baseline, got {dupes[0]!r} twice")
-    return {
-        "baseline_version": BASELINE_VERSION,
-        "pytest_tom_version": plugin_version,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": {"uri": model_uri, "fingerprint": model_fingerprint},
-        "suites": [_suite_dict(s) for s in suites],
-    }
+    return {"baseline_version": BASELINE_VERSION, "pytest_tom_version": plugin_version,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "model": {"uri": model_uri, "fingerprint": model_fingerprint}, "suites": [_suite_dict(s) for s in suites]}
 
 
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:

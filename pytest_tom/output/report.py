@@ -57,8 +57,7 @@ def suite_entry(sid: str, info: Mapping[str, Any], records: Sequence[Record], de
     entry |= {"tables": tables, "metrics": metrics}
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
     for d in derived:
-        counts = kinds[d.kind]
-        counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
+        kinds[d.kind][d.verdict.value] = kinds[d.kind].get(d.verdict.value, 0) + 1
     entry["groups"] = dict(kinds)
     if any(d.kind == robustness.KIND for d in derived):
         entry["robustness"] = robustness.summarize(derived)
@@ -69,16 +68,9 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
                  benchmark_for: Callable[[str], Benchmark[Any] | None], *, model: Mapping[str, Any],
                  engine: Mapping[str, Any] | None = None,
                  responses: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    by_suite: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        by_suite[r.suite].append(r)
-    derived_by_suite: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in derived:
-        derived_by_suite[d.suite].append(d)
-    entries = [
-        suite_entry(sid, suites.get(sid, {}), by_suite.get(sid, []), derived_by_suite.get(sid, []), benchmark_for(sid))
-        for sid in sorted(set(by_suite) | set(derived_by_suite))
-    ]
+    entries = [suite_entry(sid, suites.get(sid, {}), [r for r in records if r.suite == sid],
+                           [d for d in derived if d.suite == sid], benchmark_for(sid))
+               for sid in sorted({r.suite for r in records} | {d.suite for d in derived})]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "pytest_tom_version": version(),

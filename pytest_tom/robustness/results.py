@@ -105,8 +105,7 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
             lines.append(f"  robustness {name}: no question judged ({s['skipped']} skipped, {s['errors']} errors)")
             continue
         what = "broke" if s["kind"] == "invariance" else "was not followed on"
-        lines.append(
-            f"  robustness {name} ({s['kind']}): {s['questions']} questions, {s['tried']} perturbations tried; one "
-            f"{what} {s['broken']} ({s['flip_rate']:.1%}); robust accuracy {s['robust_accuracy']:.1%} "
-            f"(originals {s['original_accuracy']:.1%})" + (f"; {s['skipped']} skipped" if s["skipped"] else ""))
+        lines.append(f"  robustness {name} ({s['kind']}): {s['questions']} questions, {s['tried']} perturbations tried; one "
+                     f"{what} {s['broken']} ({s['flip_rate']:.1%}); robust accuracy {s['robust_accuracy']:.1%} "
+                     f"(originals {s['original_accuracy']:.1%})" + (f"; {s['skipped']} skipped" if s["skipped"] else ""))
     return lines
