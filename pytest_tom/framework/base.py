@@ -65,9 +65,8 @@ class BenchmarkOption:
             values = value.split(",") if isinstance(value, str) else list(value)
             bad = [v for v in values if v not in self.choices]
             if bad:
-                raise TomConfigError(
-                    f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of {', '.join(self.choices)}"
-                )
+                raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of "
+                                     f"{', '.join(self.choices)}")
         return value
 
     def render(self, value: Any) -> Any:
@@ -97,12 +96,9 @@ class Facet:
 
 def stop_at_answer_option(why: str) -> BenchmarkOption:
     """The `stop_at_answer` setting of a benchmark whose parser settles on an answer-shaped string (see README)."""
-    return BenchmarkOption(
-        "stop_at_answer", "true",
-        f"true: stop generating once the answer contains {why}, after which the parser provably reads the same "
-        "answer whatever follows (shorter raw answers, same scores; part of the cache key); false: generate the "
-        "whole token budget.", kind=bool,
-    )
+    return BenchmarkOption("stop_at_answer", "true", f"true: stop generating once the answer contains {why}, after which the "
+                           "parser provably reads the same answer whatever follows (shorter raw answers, same scores; part of "
+                           "the cache key); false: generate the whole token budget.", kind=bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +151,8 @@ class Benchmark(ABC, Generic[E]):
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TomConfigError(
-                f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: {', '.join(sorted(known)) or 'none'}"
-            )
+            raise TomConfigError(f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: "
+                                 f"{', '.join(sorted(known)) or 'none'}")
         self.settings: dict[str, Any] = {o.name: o.convert(self.name, given.get(o.name, o.default)) for o in self.options}
 
     @abstractmethod

@@ -137,11 +137,9 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
         return []
     listing = "\n  - ".join(problems)
     if not force:
-        raise TomConfigError(
-            f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
-            f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these settings "
-            f"({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}."
-        )
+        raise TomConfigError(f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
+                             f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these "
+                             f"settings ({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}.")
     return [f"suite {sid}: compared despite differences ({FORCE_OPTION}):\n  - {listing}"]
 
 
@@ -158,10 +156,9 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
     both = len(base_ids & cur_ids)
     base_derived, cur_derived = set(baseline_suite.derived), {d.derived_id for d in current.derived}
     if not both and not base_derived & cur_derived:
-        raise TomConfigError(
-            f"suite {sid}: no question of this run is in {where} ({len(cur_ids):,} here, {len(base_ids):,} there), so "
-            "there is nothing to pair; was the baseline saved from another selection or another suite?"
-        )
+        raise TomConfigError(f"suite {sid}: no question of this run is in {where} ({len(cur_ids):,} here, {len(base_ids):,} "
+                             "there), so there is nothing to pair; was the baseline saved from another selection or another "
+                             "suite?")
     line = f"suite {sid}: compared on {both:,} question{'s' if both != 1 else ''} present in both runs"
     if only_base := len(base_ids - cur_ids):
         line += f"; {only_base:,} only in the baseline (deselected in this run, or removed)"
@@ -371,10 +368,8 @@ def _no_match(rule: CompareRule, baseline: Baseline, runs: Mapping[str, SuiteRun
     def names(xs: Sequence[str]) -> str:
         return ", ".join(xs[:30]) + (f" and {len(xs) - 30} more" if len(xs) > 30 else "") if xs else "none"
 
-    message = (
-        f"{COMPARE_OPTION} {rule.text!r}: the pattern {rule.pattern!r} selects no metric present in both the baseline "
-        f"and this run, so nothing was compared. Metrics in both: {names(sorted(both))}. Only in this run: "
-        f"{names(only_run)}. Only in the baseline: {names(only_base)}."
-    )
+    message = (f"{COMPARE_OPTION} {rule.text!r}: the pattern {rule.pattern!r} selects no metric present in both the baseline "
+               f"and this run, so nothing was compared. Metrics in both: {names(sorted(both))}. Only in this run: "
+               f"{names(only_run)}. Only in the baseline: {names(only_base)}.")
     details = {"rule": rule.text, "in_both": sorted(both), "only_in_run": only_run, "only_in_baseline": only_base}
     return GateResult(f"{rule.pattern}:baseline", "baseline", rule.pattern, False, None, message, details=details)

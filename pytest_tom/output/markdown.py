@@ -87,8 +87,8 @@ def write_markdown(path: Path | str, text: str) -> None:
 def _value(est: Estimate | None) -> str:
     if est is None:
         return "—"
-    return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}" + (
-        f", {est.clusters} clusters" if est.clusters != est.n else "")
+    clusters = f", {est.clusters} clusters" if est.clusters != est.n else ""
+    return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}{clusters}"
 
 
 def _reference(r: GateResult) -> str:
@@ -128,9 +128,8 @@ def _p(r: GateResult) -> str:
 
 def _verdict(r: GateResult) -> str:
     """The terminal's verdict words (`gates.wording`), with a mark: not testable is a pass that decided nothing."""
-    words = verdict(r)
     mark = "❌" if not r.passed else "⚪" if untestable(r) else "✅"
-    return f"{mark} {_text(words)}"
+    return f"{mark} {_text(verdict(r))}"
 
 
 def _flips(r: GateResult) -> list[str]:
@@ -140,23 +139,17 @@ def _flips(r: GateResult) -> list[str]:
     """
     if r.kind != "baseline":
         return []
-    groups = [(key, label, list(r.details.get(key) or ())) for key, label in
+    groups = [(label, list(r.details.get(key) or ())) for key, label in
               (("right_to_wrong", "right → wrong"), ("wrong_to_right", "wrong → right"))]
-    total = sum(len(entries) for _, _, entries in groups)
+    total = sum(len(entries) for _, entries in groups)
     if not total:
         return []
     out = ["", f"<details><summary>{_html(r.name)}: {total} flipped item{'s' if total != 1 else ''}</summary>", ""]
-    for _, label, entries in groups:
-        if not entries:
-            continue
-        out.append(f"**{label}** ({len(entries)})")
-        out.append("")
-        out += [_flip_line(e) for e in entries[:FLIP_CAP]]
-        if len(entries) > FLIP_CAP:
-            out.append(f"- … and {len(entries) - FLIP_CAP} more")
-        out.append("")
-    out.append("</details>")
-    return out
+    for label, entries in groups:
+        if entries:
+            more = [f"- … and {len(entries) - FLIP_CAP} more"] if len(entries) > FLIP_CAP else []
+            out += [f"**{label}** ({len(entries)})", "", *(_flip_line(e) for e in entries[:FLIP_CAP]), *more, ""]
+    return [*out, "</details>"]
 
 
 def _flip_line(entry: object) -> str:
