@@ -54,13 +54,12 @@ class BenchmarkOption:
             if word not in FLAG_WORDS:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected true or false")
             return FLAG_WORDS[word]
+        value = raw
         if isinstance(raw, str) and self.kind is not str:
             try:
                 value = self.kind(raw)
             except ValueError as exc:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected {self.kind.__name__}") from exc
-        else:
-            value = raw
         if self.choices:
             values = value.split(",") if isinstance(value, str) else list(value)
             bad = [v for v in values if v not in self.choices]
@@ -71,9 +70,7 @@ class BenchmarkOption:
 
     def render(self, value: Any) -> Any:
         """The value as reports, baselines and cache keys record it (a bool as `"true"`/`"false"`)."""
-        if self.kind is bool:
-            return "true" if value else "false"
-        return value
+        return ("true" if value else "false") if self.kind is bool else value
 
 
 @dataclass(frozen=True, slots=True)

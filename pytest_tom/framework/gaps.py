@@ -48,11 +48,9 @@ def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[floa
     k = len(keys)
     if k > 1 and resamples > 0:
         code = {c: i for i, c in enumerate(keys)}
-        sums = np.zeros((4, k))
-        for vals, clusters, row in ((a, a_clusters, 0), (b, b_clusters, 2)):
-            for v, c in zip(vals, clusters, strict=True):
-                sums[row, code[c]] += v
-                sums[row + 1, code[c]] += 1
+        ca, cb = [code[c] for c in a_clusters], [code[c] for c in b_clusters]
+        sums = np.array([np.bincount(ca, weights=a, minlength=k), np.bincount(ca, minlength=k),
+                         np.bincount(cb, weights=b, minlength=k), np.bincount(cb, minlength=k)], dtype=float)
         rng = np.random.default_rng(seed)
         weights = rng.multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)
         tot = weights @ sums.T

@@ -64,11 +64,8 @@ def flip_words(result: GateResult, c: Comparison) -> str:
     return f"{c.right_to_wrong} {units} got worse, {c.wrong_to_right} better"
 
 
-def baseline_words(result: GateResult) -> str:
-    """The comparison with the baseline in words (the gate line without its name)."""
-    c = result.comparison
-    if c is None:
-        return result.message.splitlines()[0]
+def baseline_words(result: GateResult, c: Comparison) -> str:
+    """The comparison `c` of `result` with the baseline in words (the gate line without its name)."""
     values = f"{c.new:.1%} now vs {c.base:.1%} in the baseline"
     small = untestable(result)
     if small is not None:
@@ -111,9 +108,8 @@ def coverage_words(result: GateResult) -> str:
 
 def line(result: GateResult) -> str:
     """`PASS <gate>: <in words>`, the terminal's line for one gate."""
-    words = baseline_words(result) if result.comparison is not None else threshold_words(result)
-    if result.comparison is not None:
-        words += coverage_words(result)
+    c = result.comparison
+    words = threshold_words(result) if c is None else baseline_words(result, c) + coverage_words(result)
     if result.details.get("updated"):
         words += " [--tom-baseline-update: not failing]"
     return f"{'PASS' if result.passed else 'FAIL'} {result.name}: {words}"

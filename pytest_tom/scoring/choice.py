@@ -61,8 +61,7 @@ def bracketed_label(text: str | None, mode: str, n_options: int, labels: str = "
 def letter_official_correct(answer: str, letter: str) -> bool:
     """FANToM upstream's `evaluate_mc_belief_q` for the gold `letter` (lower case)."""
     r = answer.lower()
-    return (r.startswith(f"({letter})") or r.startswith(f"{letter})") or r.startswith(f"{letter}.")
-            or r.startswith(f"{letter}:") or r.startswith(f"{letter},") or f"({letter})" in r or letter == r)
+    return r.startswith(tuple(f"{letter}{end}" for end in ").:,")) or f"({letter})" in r or letter == r
 
 
 def letters_picked(answer: str, mode: str, options: Sequence[str], labels: str = "ab") -> tuple[str, ...]:
