@@ -170,12 +170,9 @@ def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
 
 def describe_missing(path: Path | str) -> str:
     """What a user sees when `--tom-baseline` names a file that does not exist."""
-    return (
-        f"no baseline at {path}: there is nothing to compare this run with. Create one by running the model "
-        f"the candidate must not be worse than (the current release) with `pytest {SAVE_OPTION}={path}` and the "
-        "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
-        f"`--tom-baseline={path}`."
-    )
+    return (f"no baseline at {path}: there is nothing to compare this run with. Create one by running the model the candidate "
+            f"must not be worse than (the current release) with `pytest {SAVE_OPTION}={path}` and the same suites and "
+            f"settings, then keep the file with the repository or as a CI artifact and compare with `--tom-baseline={path}`.")
 
 
 def _fail(path: Path, problem: str, where: str = "$") -> TomConfigError:
@@ -315,13 +312,11 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
             _check_metric(path, name, m, f"{where}.metrics.{name}")
             metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
                                        m.get("description", ""), bool(m["higher_is_better"]))
-        suites[s["id"]] = BaselineSuite(
-            suite_id=s["id"], benchmark=s["benchmark"], settings=dict(s["settings"]), data_fingerprint=s["data_fingerprint"],
-            items={k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
-                   for k, v in s["items"].items()},
-            derived={k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()},
-            metrics=metrics, noise_flip_rate=s.get("noise_flip_rate"),
-        )
+        items = {k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
+                 for k, v in s["items"].items()}
+        derived = {k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()}
+        suites[s["id"]] = BaselineSuite(s["id"], s["benchmark"], dict(s["settings"]), s["data_fingerprint"], items, derived,
+                                        metrics, s.get("noise_flip_rate"))
     model = raw["model"]
     return Baseline(raw["baseline_version"], raw["pytest_tom_version"], raw["created"], model.get("uri"),
                     model.get("fingerprint"), suites, str(path))

@@ -164,8 +164,7 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
         line += f"; {only_base:,} only in the baseline (deselected in this run, or removed)"
     if only_cur := len(cur_ids - base_ids):
         line += f"; {only_cur:,} only in this run (new, or not selected when the baseline was saved)"
-    notes.append(line)
-    return notes
+    return [*notes, line]
 
 
 def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[float | None, str]:

@@ -108,15 +108,12 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                 continue
             shown = ", ".join(missing[:SHOWN_IDS]) + (f" and {len(missing) - SHOWN_IDS:,} more" if len(missing) > SHOWN_IDS
                                                       else "")
-            if old is None:
-                problems.append(f"{full} is not in the baseline (it holds {count}: none); missing {shown}")
-            else:
-                problems.append(f"{full}: the baseline holds {count}; missing {shown}")
+            held_text = f" is not in the baseline (it holds {count}: none)" if old is None else f": the baseline holds {count}"
+            problems.append(f"{full}{held_text}; missing {shown}")
     if problems:
         listing = "\n  - ".join(problems[:SHOWN])
         more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        partial_rules = [r for r in rules if r.partial]
-        hint = coverage_hint(None if partial_rules else (rules[0] if len(rules) == 1 else None))
+        hint = coverage_hint(rules[0] if len(rules) == 1 and not rules[0].partial else None)
         raise TomConfigError(f"{where} does not cover this run, so no question was asked:\n  - {listing}{more}\n{hint}")
     return notes
 

@@ -32,10 +32,8 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         est = self.estimate
-        out: dict[str, Any] = {
-            "name": self.name, "kind": self.kind, "metric": self.metric, "passed": self.passed, "message": self.message,
-            "estimate": None if est is None else dataclasses.asdict(est),
-        }
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "metric": self.metric, "passed": self.passed,
+                               "message": self.message, "estimate": None if est is None else dataclasses.asdict(est)}
         if self.threshold is not None:
             out.update(threshold=self.threshold, op=self.op, bound=self.bound)
         if self.comparison is not None:

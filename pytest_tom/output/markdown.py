@@ -73,10 +73,7 @@ def metric_rows(metrics: Sequence[Metric]) -> list[str]:
 
 
 def write_markdown(path: Path | str, text: str) -> None:
-    """Append `text` to `path` (created if missing), after a blank line when the file already has content. Overwriting
-    `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line keeps our heading from gluing onto
-    their text.
-    """
+    """Append `text` to `path` (created if missing), after a blank line so our heading never glues onto earlier text."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     lead = "\n" if target.exists() and target.stat().st_size > 0 else ""
