@@ -299,15 +299,13 @@ def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseli
     verdict = (f"REGRESSION: worse than the baseline by more than the tolerated {direction}" if c.regressed
                else f"passes: no {direction} beyond the margin is shown")
     flips = ("right->wrong", "wrong->right") if higher else ("worse (0->1)", "better (1->0)")
-    lines = [
-        f"{full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} interval "
-        f"{points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} clusters); "
-        f"{rule.describe(c.margin, direction)}{noise}.",
-        f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
-        f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
-        f"(alpha {alpha:g}): {verdict}.",
-    ]
-    lines += _listing(flips[0], worse_rows, "message") + _listing(flips[1], better_rows, "baseline_message")
+    lines = [f"{full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} "
+             f"interval {points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} "
+             f"clusters); {rule.describe(c.margin, direction)}{noise}.",
+             f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
+             f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
+             f"(alpha {alpha:g}): {verdict}.",
+             *_listing(flips[0], worse_rows, "message"), *_listing(flips[1], better_rows, "baseline_message")]
     old_n, new_n = base.metrics[metric].n, run.metrics[metric].n
     unit = "group" if metric in {d.kind for d in run.derived} else "question"
     if c.n_pairs < new_n:
@@ -320,8 +318,7 @@ def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseli
         "coverage": {"paired": c.n_pairs, "only_in_baseline": old_n - c.n_pairs, "only_in_run": new_n - c.n_pairs},
         "partial": rule.partial, "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
         "baseline": {"path": baseline.path, "created": baseline.created, "model_uri": baseline.model_uri,
-                     "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version},
-    }
+                     "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version}}
     return GateResult(name, "baseline", full, not c.regressed, est, "\n".join(lines), comparison=c, details=details)
 
 

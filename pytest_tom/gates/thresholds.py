@@ -81,10 +81,7 @@ def threshold_results(views: Sequence[SuiteView], rules: Sequence[Threshold]) ->
                 results.append(check_threshold(rule, metrics[metric], view.label(metric)))
             if rule in own and not match(rule.pattern, table):
                 results.append(_no_match(rule, f"suite {view.sid}", sorted(metrics)))
-    for rule in rules:
-        if not matched_any[rule.text]:
-            results.append(_no_match(rule, "--tom-threshold", sorted(set(available))))
-    return results
+    return results + [_no_match(rule, "--tom-threshold", sorted(set(available))) for rule in rules if not matched_any[rule.text]]
 
 
 def _no_match(rule: Threshold, where: str, available: Sequence[str]) -> GateResult:

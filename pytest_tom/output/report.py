@@ -71,17 +71,10 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
     entries = [suite_entry(sid, suites.get(sid, {}), [r for r in records if r.suite == sid],
                            [d for d in derived if d.suite == sid], benchmark_for(sid))
                for sid in sorted({r.suite for r in records} | {d.suite for d in derived})]
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "pytest_tom_version": version(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": dict(model),
-        "engine": dict(engine or {}),
-        "suites": entries,
-        "items": [item_dict(r) for r in records],
-        "groups": [d.to_dict() for d in derived],
-        "responses": {k: dict(v) for k, v in (responses or {}).items()},
-    }
+    return {"schema_version": REPORT_SCHEMA_VERSION, "pytest_tom_version": version(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "model": dict(model),
+            "engine": dict(engine or {}), "suites": entries, "items": [item_dict(r) for r in records],
+            "groups": [d.to_dict() for d in derived], "responses": {k: dict(v) for k, v in (responses or {}).items()}}
 
 
 def schema(name: str = "report-v1.json") -> dict[str, Any]:

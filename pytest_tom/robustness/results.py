@@ -88,13 +88,12 @@ def summarize(derived: Sequence[DerivedRecord]) -> dict[str, Any]:
         broken = sum(not d.passed for d in rows)
         robust = sum(d.passed and bool(d.details.get("original_correct")) for d in rows)
         right = sum(bool(d.details.get("original_correct")) for d in rows)
-        out[name] = {
-            "kind": str(ds[0].details.get("perturbation_kind", "")), "questions": n,
-            "skipped": sum(d.verdict is Verdict.SKIPPED for d in ds), "errors": sum(d.verdict is Verdict.ERROR for d in ds),
-            "tried": sum(int(d.details.get("tried", 0)) for d in rows), "broken": broken,
-            "flip_rate": broken / n if n else None, "robust_accuracy": robust / n if n else None,
-            "original_accuracy": right / n if n else None,
-        }
+        out[name] = {"kind": str(ds[0].details.get("perturbation_kind", "")), "questions": n,
+                     "skipped": sum(d.verdict is Verdict.SKIPPED for d in ds),
+                     "errors": sum(d.verdict is Verdict.ERROR for d in ds),
+                     "tried": sum(int(d.details.get("tried", 0)) for d in rows), "broken": broken,
+                     "flip_rate": broken / n if n else None, "robust_accuracy": robust / n if n else None,
+                     "original_accuracy": right / n if n else None}
     return out
 
 

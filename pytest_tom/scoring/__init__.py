@@ -103,14 +103,11 @@ def judge_list(answer: str, correct: Sequence[str], wrong: Sequence[str], mode: 
 # --- free-text overlap scores: token F1 (SQuAD-style, unnormalised) and weighted F1 over labels ---
 def token_f1(ground_truth: str, response: str) -> float:
     """Upstream's `compute_f1`: whitespace tokens, multiset overlap, no normalisation."""
-    gt = ground_truth.split()
-    resp = response.split()
-    common = Counter(gt) & Counter(resp)
-    same = sum(common.values())
+    gt, resp = ground_truth.split(), response.split()
+    same = sum((Counter(gt) & Counter(resp)).values())
     if same == 0:
         return 0.0
-    precision = same / len(resp)
-    recall = same / len(gt)
+    precision, recall = same / len(resp), same / len(gt)
     return 2 * precision * recall / (precision + recall)
 
 
@@ -146,8 +143,7 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
 
 def nearer(answer: Sequence[float], target: Sequence[float], other: Sequence[float]) -> tuple[bool, float, float]:
     """(strictly nearer `target` than `other`, similarity to target, similarity to other); a tie is not nearer."""
-    sim_target = cosine(answer, target)
-    sim_other = cosine(answer, other)
+    sim_target, sim_other = cosine(answer, target), cosine(answer, other)
     return sim_target > sim_other, sim_target, sim_other
 
 
