@@ -129,12 +129,8 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
                                unique=True))
         chosen = {spaces[k] for k in picked}
         new = ["".join("  " if (i, j) in chosen else ch for j, ch in enumerate(t)) for i, t in enumerate(texts)]
-        ctx: Any
-        if isinstance(sample.context, Story):
-            ctx = Story(new[0])
-        else:
-            ctx = Conversation(tuple(dataclasses.replace(turn, text=text)
-                                     for turn, text in zip(sample.context.turns, new, strict=True)))
+        ctx = Story(new[0]) if isinstance(sample.context, Story) else Conversation(
+            tuple(dataclasses.replace(turn, text=text) for turn, text in zip(sample.context.turns, new, strict=True)))
         where = ", ".join(f"{'line ' + str(i + 1) + ' ' if len(texts) > 1 else ''}character {j}" for i, j in sorted(chosen))
         return Perturbation("whitespace", "invariance", dataclasses.replace(sample, context=ctx),
                             f"doubled the space at {where}", len(chosen))
