@@ -20,6 +20,7 @@ asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -112,16 +113,13 @@ def levers(args, root: Path, folder: str) -> None:  # type: ignore[no-untyped-de
     bare_s, texts = bare_loop(folder, requests, args.batch_size, sort=True, device=args.device)
     reference = {k: parsed(r) for k, r in bare_records(bench, qs, texts).items()}
     print(f"{'bare loop, length-sorted, batch ' + str(args.batch_size):48s} {bare_s:7.1f} s  1.00")
-    configs = []
-    for bs in [int(b) for b in args.batch_sizes.split(",")]:
-        configs += [(f"plugin batch {bs}, no levers", bs, "&prefix_cache=false", False, "none"),
-                    (f"plugin batch {bs}, stop at answer", bs, "&prefix_cache=false", True, "stop"),
-                    (f"plugin batch {bs}, prefix cache", bs, "&prefix_cache=true", False, "prefix"),
-                    (f"plugin batch {bs}, prefix cache + stop", bs, "&prefix_cache=true", True, "all")]
+    options = [("no levers", "false", False, "none"), ("stop at answer", "false", True, "stop"),
+              ("prefix cache", "true", False, "prefix"), ("prefix cache + stop", "true", True, "all")]
     wanted = set(args.configs.split(","))
-    for name, bs, extra, stop, tag in configs:
+    for bs, (what, prefix, stop, tag) in itertools.product([int(b) for b in args.batch_sizes.split(",")], options):
         if tag not in wanted:
             continue
+        name, extra = f"plugin batch {bs}, {what}", f"&prefix_cache={prefix}"
         b = stop_bench if stop else bench
         elapsed, _, model, results, engine = plugin_run(b, qs, bs, folder, args.device, extra)
         same = sum(parsed(results[q.id]) == reference[q.id] for q in qs)

@@ -13,6 +13,7 @@ re-asked count at the default batch size; timing moves the numbers a little, and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import signal
@@ -47,11 +48,8 @@ def _count(log: Path, word: str) -> int:
 
 def _stored(db: Path) -> int:
     try:
-        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
-        try:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as conn:
             return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
-        finally:
-            conn.close()
     except sqlite3.Error:
         return 0
 

@@ -77,9 +77,8 @@ def main() -> None:
         bare_dir = work / "bare"
         bare_dir.mkdir()
         for n, name in ((n_items, "test_full.py"), (small, "test_small.py")):
-            (bare_dir / name).write_text(
-                f"import pytest\n\n@pytest.mark.parametrize('i', range({n}))\ndef test_item(i):\n    pass\n"
-            )
+            (bare_dir / name).write_text(f"import pytest\n\n@pytest.mark.parametrize('i', range({n}))\n"
+                                         "def test_item(i):\n    pass\n")
         bare_full = _best([*base, "test_full.py"], bare_dir, env, args.repeat)
         bare_small = _best([*base, "test_small.py"], bare_dir, env, args.repeat)
         collect_bare = _best([*base, "--collect-only", "test_full.py"], bare_dir, env, args.repeat)

@@ -29,13 +29,7 @@ def mean(values: Iterable[float]) -> float | None:
 
 def accuracy(records: Iterable[Record]) -> float | None:
     """Micro accuracy over scored (non-error) records."""
-    scored = [r for r in records if r.outcome is not Outcome.ERROR]
-    return sum(r.outcome is Outcome.CORRECT for r in scored) / len(scored) if scored else None
-
-
-def macro(groups: Iterable[float | None]) -> float | None:
-    """Unweighted mean of group values that exist."""
-    return mean(v for v in groups if v is not None)
+    return tally(records).accuracy
 
 
 @dataclass(frozen=True, slots=True)

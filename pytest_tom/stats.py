@@ -91,11 +91,10 @@ def flip_rate(run_a: Sequence[float], run_b: Sequence[float], clusters: Sequence
 def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequence[Hashable] | None = None, *,
                    margin: float = 0.0, level: float = 0.95, alpha: float = 0.05, resamples: int = 2000, seed: int = 0,
                    noise_flip_rate: float | None = None) -> Comparison:
-    """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order.
-
-    One-sided, H0: new - base >= -margin; p_regression = max(p_t, p_exact):
-      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual
-        recipe for clustered means with tens of clusters;
+    """Test whether `new` is worse than `base` by more than `margin`, over the same items in the same order. One-sided,
+    H0: new - base >= -margin; p_regression = max(p_t, p_exact):
+      - p_t: cluster-robust t test (CR1 standard error from cluster totals, k-1 df), the usual recipe for clustered
+        means with tens of clusters;
       - p_exact: exact one-sided McNemar on the discordant items, exact where few items changed.
     Each is valid in its own regime, so their maximum is valid in both (and conservative).
 
@@ -108,9 +107,8 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
     """
     b, w = _values(base, "base"), _values(new, "new")
     _same_length(b, w)
-    _check_level(level)
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    _check_open("level", level)
+    _check_open("alpha", alpha)
     if not 0 <= margin < 1:
         raise ValueError(f"margin is an absolute drop in [0, 1), got {margin}; convert a relative margin with the base rate")
     if noise_flip_rate is not None and not 0 <= noise_flip_rate <= 1:
@@ -173,8 +171,7 @@ def holm(pvalues: Mapping[str, float], alpha: float) -> dict[str, tuple[float, b
     across the metrics gated together at alpha, with more power than Bonferroni; scipy.stats has only FDR control, which
     bounds the share of false alarms.
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    _check_open("alpha", alpha)
     for name, p in pvalues.items():
         if not 0 <= p <= 1:  # also refuses NaN
             raise ValueError(f"p-value of {name!r} must be in [0, 1], got {p}")
@@ -198,8 +195,7 @@ def wilson(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
 
 
 def _estimate(v: Floats, clusters: Sequence[Hashable] | None, *, level: float, resamples: int, seed: int) -> Estimate:
-
-    _check_level(level)
+    _check_open("level", level)
     if resamples < 0:
         raise ValueError(f"resamples must be >= 0, got {resamples}")
     n = len(v)
@@ -242,9 +238,9 @@ def _same_length(a: Floats, b: Floats) -> None:
         raise ValueError(f"paired runs must cover the same items in the same order: {len(a)} values against {len(b)}")
 
 
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+def _check_open(name: str, value: float) -> None:
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value}")
 
 
 def _codes(clusters: Sequence[Hashable] | None, n: int) -> tuple[NDArray[np.intp], int]:

@@ -1,8 +1,7 @@
-"""The contract every benchmark fulfils: load samples, turn a sample into a program.
-
-A benchmark reads its official data into typed `Sample`s (`load`), turns one into a `Program` that
-yields model requests and returns its scored `Record`, declares `Derived` assertions and typed
-`metrics`. It never imports pytest, calls a model or writes output: the engine and run layer do.
+"""The contract every benchmark fulfils: load samples, turn a sample into a program. A benchmark reads its official data
+into typed `Sample`s (`load`), turns one into a `Program` that yields model requests and returns its scored `Record`,
+declares `Derived` assertions and typed `metrics`. It never imports pytest, calls a model or writes output: the engine
+and run layer do.
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ from pytest_tom.sample import Sample
 E = TypeVar("E")
 
 Program = Generator[Sequence[Request], Sequence[Response], Record]
-"""A sample's conversation with the engine: yield requests, receive their responses, return the record.
-
-Each `yield` is one engine wave (all programs' requests deduplicated, cached or batched together); an
-empty list waits one wave.
+"""A sample's conversation with the engine: yield requests, receive their responses, return the record. Each `yield` is one
+engine wave (all programs' requests deduplicated, cached or batched together); an empty list waits one wave.
 """
 
 
@@ -38,10 +35,9 @@ FLAG_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, 
 
 @dataclass(frozen=True, slots=True)
 class BenchmarkOption:
-    """A benchmark setting: `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword.
-
-    `kind` is `str`, `int`, `float` or `bool`; the benchmark reads the converted value and `render` gives
-    what the report records (a bool as `"true"`/`"false"`, as before it was typed).
+    """A benchmark setting: `--tom-set <benchmark>.<name>=VALUE`, an ini `tom_set` line or a suite keyword. `kind` is
+    `str`, `int`, `float` or `bool`; the benchmark reads the converted value and `render` gives what the report records
+    (a bool as `"true"`/`"false"`, as before it was typed).
     """
 
     name: str
@@ -58,27 +54,23 @@ class BenchmarkOption:
             if word not in FLAG_WORDS:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected true or false")
             return FLAG_WORDS[word]
+        value = raw
         if isinstance(raw, str) and self.kind is not str:
             try:
                 value = self.kind(raw)
             except ValueError as exc:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected {self.kind.__name__}") from exc
-        else:
-            value = raw
         if self.choices:
             values = value.split(",") if isinstance(value, str) else list(value)
             bad = [v for v in values if v not in self.choices]
             if bad:
-                raise TomConfigError(
-                    f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of {', '.join(self.choices)}"
-                )
+                raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of "
+                                     f"{', '.join(self.choices)}")
         return value
 
     def render(self, value: Any) -> Any:
         """The value as reports, baselines and cache keys record it (a bool as `"true"`/`"false"`)."""
-        if self.kind is bool:
-            return "true" if value else "false"
-        return value
+        return ("true" if value else "false") if self.kind is bool else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,12 +95,9 @@ class Facet:
 
 def stop_at_answer_option(why: str) -> BenchmarkOption:
     """The `stop_at_answer` setting of a benchmark whose parser settles on an answer-shaped string (see README)."""
-    return BenchmarkOption(
-        "stop_at_answer", "true",
-        f"true: stop generating once the answer contains {why}, after which the parser provably reads the same "
-        "answer whatever follows (shorter raw answers, same scores; part of the cache key); false: generate the "
-        "whole token budget.", kind=bool,
-    )
+    return BenchmarkOption("stop_at_answer", "true", f"true: stop generating once the answer contains {why}, after which the "
+                           "parser provably reads the same answer whatever follows (shorter raw answers, same scores; part of "
+                           "the cache key); false: generate the whole token budget.", kind=bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +154,8 @@ class Benchmark(ABC, Generic[E]):
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TomConfigError(
-                f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: {', '.join(sorted(known)) or 'none'}"
-            )
+            raise TomConfigError(f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: "
+                                 f"{', '.join(sorted(known)) or 'none'}")
         self.settings: dict[str, Any] = {o.name: o.convert(self.name, given.get(o.name, o.default)) for o in self.options}
 
     @abstractmethod
@@ -179,9 +167,8 @@ class Benchmark(ABC, Generic[E]):
         """Yield the requests `sample` needs and return its scored record."""
 
     def check_ready(self, samples: Sequence[Sample[E]]) -> None:
-        """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder).
-
-        Called before the first model request, never when loading or collecting: data needs none of it.
+        """Raise a `TomError` when something answering `samples` needs is missing (FANToM's embedder). Called before the
+        first model request, never when loading or collecting: data needs none of it.
         """
 
     def derived(self, samples: Sequence[Sample[E]]) -> list[Derived]:
@@ -193,9 +180,8 @@ class Benchmark(ABC, Generic[E]):
         return self.rules.get(kind, all_pass)
 
     def cluster(self, facets: Mapping[str, str], unit_id: str) -> str:
-        """The story or conversation a unit belongs to (its facet table's cluster facet; else the unit alone).
-
-        Units of one cluster are not independent: intervals and paired comparisons resample whole clusters.
+        """The story or conversation a unit belongs to (its facet table's cluster facet; else the unit alone). Units of one
+        cluster are not independent: intervals and paired comparisons resample whole clusters.
         """
         return (facets.get(self.cluster_facet) if self.cluster_facet else None) or unit_id
 

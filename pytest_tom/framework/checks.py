@@ -1,8 +1,7 @@
-"""Whole-release checks every loader shares: strict JSON, ids, options, gold, pinned checksums.
-
-A release file goes wrong the same way in every benchmark (a doubled JSON key flips a gold
-silently, U+2028 splits a JSONL record, two records share an id, a file was edited since it was
-pinned); each check raises a `TomDataError` naming file, record and field, before any model call.
+"""Whole-release checks every loader shares: strict JSON, ids, options, gold, pinned checksums. A release file goes wrong
+the same way in every benchmark (a doubled JSON key flips a gold silently, U+2028 splits a JSONL record, two records
+share an id, a file was edited since it was pinned); each check raises a `TomDataError` naming file, record and field,
+before any model call.
 """
 
 from __future__ import annotations
@@ -17,25 +16,6 @@ from pytest_tom.fetch import sha256_file
 
 ID_FIELDS = ("id", "q_id", "set_id", "story_id")
 """Fields that name a record in messages, when a whole-file JSON list's record has one."""
-
-
-class _Pairs:
-    """`object_pairs_hook` that builds dicts as `json` does, remembering every object with a key given twice."""
-
-    def __init__(self) -> None:
-        self.doubled: dict[int, str] = {}
-        """id() of each such dict -> its first doubled key."""
-
-    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out = dict(pairs)
-        if len(out) != len(pairs):
-            seen: set[str] = set()
-            for key, _ in pairs:
-                if key in seen:
-                    self.doubled[id(out)] = key
-                    break
-                seen.add(key)
-        return out
 
 
 def _find(value: Any, doubled: Mapping[int, str], trail: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], str] | None:
@@ -57,18 +37,24 @@ def field_path(trail: Sequence[str | int]) -> str:
 
 
 def loads(text: str, path: Path, *, record: str | None = None) -> Any:
-    """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice.
-
-    A whole-file list names the record by index (and id field) and the field by its path in the record.
+    """JSON text of one file (or one JSONL line, `record`), refusing an object with a key given twice. A whole-file list
+    names the record by index (and id field) and the field by its path in the record.
     """
-    pairs = _Pairs()
+    doubled: dict[int, str] = {}  # id() of each object with a key given twice -> its first doubled key
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:  # dicts as `json` builds them, remembering doubled keys
+        out = dict(items)
+        if len(out) != len(items):
+            doubled[id(out)] = next(k for i, (k, _) in enumerate(items) if any(k == j for j, _ in items[:i]))
+        return out
+
     try:
         value = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         where = f"at column {exc.colno}" if record is not None else f"at line {exc.lineno}, column {exc.colno}"
         raise TomDataError(f"invalid JSON ({exc.msg} {where})", path=path, record=record) from None
-    if pairs.doubled:
-        hit = _find(value, pairs.doubled)
+    if doubled:
+        hit = _find(value, doubled)
         assert hit is not None  # every remembered dict is part of the value
         trail, key = hit
         if record is None and trail:
@@ -103,9 +89,8 @@ def read_json(path: Path) -> Any:
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench).
-
-    Split at "\n" only: `str.splitlines` also splits at U+2028/U+2029/U+0085, valid raw inside a JSON string.
+    r"""(line number, object) for each non-blank line of a JSON-lines release (SimpleToM, ToMBench). Split at "\n" only:
+    `str.splitlines` also splits at U+2028/U+2029/U+0085, valid raw inside a JSON string.
     """
     out = []
     for no, line in enumerate(read_text(path).split("\n"), 1):
@@ -118,15 +103,11 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-# --- record checks ------------------------------------------------------------------------------
-
-
 def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, fields: Sequence[str], *,
                      gold_only: bool = False) -> None:
-    """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous.
-
-    `gold_only` refuses only a gold whose text is another option's: ToMBench's release has two questions
-    with a doubled distractor, which stay.
+    """Options of one question must differ in text (trimmed): with a doubled text the answer is ambiguous. `gold_only`
+    refuses only a gold whose text is another option's: ToMBench's release has two questions with a doubled distractor,
+    which stay.
     """
     first: dict[str, int] = {}
     for i, text in enumerate(texts):
@@ -138,13 +119,9 @@ def distinct_options(texts: Sequence[str], gold: int, path: Path, record: str, f
                            "be ambiguous", path=path, record=record, field=fields[i])
 
 
-# --- pinned checksums ---------------------------------------------------------------------------
-
-
 def check_sha256(path: Path, expected: str | None, *, benchmark: str, given: bool, partial: bool) -> None:
-    """A local file must have its pinned sha256 (or the one the user `given`), unless the copy is `partial`.
-
-    Counts catch a file cut short; only the checksum catches one edited in place with its counts intact.
+    """A local file must have its pinned sha256 (or the one the user `given`), unless the copy is `partial`. Counts catch a
+    file cut short; only the checksum catches one edited in place with its counts intact.
     """
     if partial or expected is None:
         return

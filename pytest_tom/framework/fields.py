@@ -1,7 +1,6 @@
-"""Typed readers of one field of a JSON release record, each failing with the file, the record and the field.
-
-A value a user edited wrongly must stop the run saying where it is (`file x.jsonl, record line 2,
-field 'OPTION-B': wrong type: expected text, got int 7`), never become a different item. Pure.
+"""Typed readers of one field of a JSON release record, each failing with the file, the record and the field. A value a
+user edited wrongly must stop the run saying where it is (`file x.jsonl, record line 2, field 'OPTION-B': wrong type:
+expected text, got int 7`), never become a different item. Pure.
 """
 
 from __future__ import annotations

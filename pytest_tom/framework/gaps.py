@@ -1,8 +1,7 @@
-"""The difference of two groups' accuracies with an interval that holds when items come in clusters.
-
-A gap check ("deception costs accuracy") must fail only when the gap is beyond its tolerance with
-95% confidence, though items of one story are not independent and 10/10 is no certainty: hence the
-union of Newcombe's hybrid score interval and a cluster bootstrap. Pure, deterministic per seed.
+"""The difference of two groups' accuracies with an interval that holds when items come in clusters. A gap check
+("deception costs accuracy") must fail only when the gap is beyond its tolerance with 95% confidence, though items of
+one story are not independent and 10/10 is no certainty: hence the union of Newcombe's hybrid score interval and a
+cluster bootstrap. Pure, deterministic per seed.
 """
 
 from __future__ import annotations
@@ -34,9 +33,8 @@ class Gap:
 
 def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[float], b_clusters: Sequence[str],
                  *, resamples: int = RESAMPLES, seed: int = 0) -> Gap:
-    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap one.
-
-    Both groups are resampled together (a cluster may hold items of both); one cluster: Newcombe's alone.
+    """mean(a) - mean(b) with the union of Newcombe's hybrid score interval and a cluster-bootstrap one. Both groups are
+    resampled together (a cluster may hold items of both); one cluster: Newcombe's alone.
     """
     import numpy as np
 
@@ -50,11 +48,9 @@ def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[floa
     k = len(keys)
     if k > 1 and resamples > 0:
         code = {c: i for i, c in enumerate(keys)}
-        sums = np.zeros((4, k))
-        for vals, clusters, row in ((a, a_clusters, 0), (b, b_clusters, 2)):
-            for v, c in zip(vals, clusters, strict=True):
-                sums[row, code[c]] += v
-                sums[row + 1, code[c]] += 1
+        ca, cb = [code[c] for c in a_clusters], [code[c] for c in b_clusters]
+        sums = np.array([np.bincount(ca, weights=a, minlength=k), np.bincount(ca, minlength=k),
+                         np.bincount(cb, weights=b, minlength=k), np.bincount(cb, minlength=k)], dtype=float)
         rng = np.random.default_rng(seed)
         weights = rng.multinomial(k, np.full(k, 1 / k), size=resamples).astype(float)
         tot = weights @ sums.T

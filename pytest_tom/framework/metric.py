@@ -23,10 +23,9 @@ Value = float | int | str | bool | tuple[Any, ...] | None
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """One reported number (or label) with what it needs to be shown and compared.
-
-    `key`: its place in the report's nested `metrics` object; `label`: what terminal and Markdown print
-    (empty: JSON only); `table`: the paper table it reproduces, grouping the printed lines.
+    """One reported number (or label) with what it needs to be shown and compared. `key`: its place in the report's nested
+    `metrics` object; `label`: what terminal and Markdown print (empty: JSON only); `table`: the paper table it
+    reproduces, grouping the printed lines.
     """
 
     key: tuple[str, ...]
@@ -49,10 +48,9 @@ class Metric:
 
 @dataclass(frozen=True, slots=True)
 class Show:
-    """One row of a benchmark's display table: which leaves of a metrics tree are printed, and how.
-
-    `pattern` matches a key part by part, each part a shell glob; `label` and `table` are `str.format`
-    templates of the globbed parts (`{0}`...) and the tree's top-level settings (`{aggregation}`).
+    """One row of a benchmark's display table: which leaves of a metrics tree are printed, and how. `pattern` matches a key
+    part by part, each part a shell glob; `label` and `table` are `str.format` templates of the globbed parts (`{0}`...)
+    and the tree's top-level settings (`{aggregation}`).
     """
 
     pattern: tuple[str, ...]
@@ -67,19 +65,10 @@ class Show:
         return tuple(k for k, p in zip(key, self.pattern, strict=True) if any(c in p for c in "*?["))
 
 
-def _unit(value: Any) -> Unit:
-    if isinstance(value, tuple):
-        return "list"
-    if isinstance(value, str | bool):
-        return "text"
-    return "count" if isinstance(value, int) else "rate"
-
-
 def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = ()) -> list[Metric]:
-    """Every leaf of a nested metrics dict as a `Metric`, in order; `shows` say which are printed.
-
-    A list becomes a tuple and an empty dict a `group`, so `to_json` rebuilds the dict exactly; an
-    `accuracy` leaf takes `ci95`, `n` and `std` from the dict it sits in.
+    """Every leaf of a nested metrics dict as a `Metric`, in order; `shows` say which are printed. A list becomes a tuple
+    and an empty dict a `group`, so `to_json` rebuilds the dict exactly; an `accuracy` leaf takes `ci95`, `n` and `std`
+    from the dict it sits in.
     """
     settings = {k: v for k, v in tree.items() if not isinstance(v, Mapping)}
     return _leaves(tree, shows, (), settings)
@@ -101,7 +90,9 @@ def _leaves(tree: Mapping[str, Any], shows: Sequence[Show], prefix: tuple[str, .
                 out.append(Metric(key, leaf, label, show.unit, table, **extra))
                 break
         else:
-            out.append(Metric(key, leaf, unit=_unit(leaf)))
+            unit: Unit = "list" if isinstance(leaf, tuple) else "text" if isinstance(leaf, str | bool) else (
+                "count" if isinstance(leaf, int) else "rate")
+            out.append(Metric(key, leaf, unit=unit))
     return out
 
 

@@ -1,9 +1,7 @@
-"""A benchmark's release: where its files are, how a copy is found, fetched and re-checked.
-
-Order: a local copy under the data root (checked whole by the loader), then the download cache
-(re-checked against what its verified download recorded), then, with --tom-download only, a fresh
-download checked against its pins. Checksums a user gives (`sha256=`) stand in for the pins and get
-their own cache folder (`pins_key`), so two sets of pins never share one copy.
+"""A benchmark's release: where its files are, how a copy is found, fetched and re-checked. Order: a local copy under the
+data root (checked whole by the loader), then the download cache (re-checked against what its verified download
+recorded), then, with --tom-download only, a fresh download checked against its pins. Checksums a user gives (`sha256=`)
+stand in for the pins and get their own cache folder (`pins_key`), so two sets of pins never share one copy.
 """
 
 from __future__ import annotations
@@ -23,9 +21,6 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 _SUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *](.+)$")
 
 
-# --- the settings -------------------------------------------------------------------------------
-
-
 def partial_option(copy: str) -> BenchmarkOption:
     """The `partial` setting; `copy` ends "true runs a deliberately ...": what such a copy lacks, what is checked."""
     return BenchmarkOption("partial", "false", f"true runs a deliberately {copy}", kind=bool)
@@ -42,7 +37,6 @@ def release_options(url: str, fetches: str, sha256: str, partial: str) -> tuple[
     """The `source_url` (where --tom-download `fetches`), `sha256` and `partial` settings of a release."""
     return (BenchmarkOption("source_url", url, f"Where --tom-download fetches {fetches}."),
             BenchmarkOption("sha256", "", sha256), partial_option(partial))
-
 
 
 def parse_sha256(value: str, what: str) -> str:
@@ -109,17 +103,14 @@ def pins_key(pins: Mapping[str, str]) -> str:
     return f"sha256-{digest[:16]}"
 
 
-# --- a release of many files -------------------------------------------------------------------
-
 def tree_digest(files: Mapping[str, Path]) -> str:
     """The sha256 of the sorted `sha256sum` manifest of `files` (manifest name -> file): one pin per tree of small files."""
     return hashlib.sha256("".join(f"{sha256_file(p)}  {n}\n" for n, p in sorted(files.items())).encode()).hexdigest()
 
 
 def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -> None:
-    """Every file of `files` must be there (a copy cut short) and the tree have the pinned digest (a file edited).
-
-    `advice` ends both messages: how to restore the copy, pin another revision or run it deliberately partial.
+    """Every file of `files` must be there (a copy cut short) and the tree have the pinned digest (a file edited). `advice`
+    ends both messages: how to restore the copy, pin another revision or run it deliberately partial.
     """
     missing = sum(not p.is_file() for p in files.values())
     if missing:
@@ -129,13 +120,9 @@ def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -
                            f"revision; {advice}", path=folder)
 
 
-# --- locating a release -------------------------------------------------------------------------
-
-
 def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callable[[], object], *, download: bool) -> bool:
-    """Use the cached copy if it still checks out, else fetch when allowed; False when neither applies.
-
-    A cached copy failing its check changed since it was verified: an error offline, re-fetched with --tom-download.
+    """Use the cached copy if it still checks out, else fetch when allowed; False when neither applies. A cached copy
+    failing its check changed since it was verified: an error offline, re-fetched with --tom-download.
     """
     if present:
         try:
@@ -152,11 +139,10 @@ def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callabl
 
 @dataclass(frozen=True, slots=True)
 class Release:
-    """Where a benchmark's files lie and how a copy of them is checked and fetched.
-
-    `local`: folders under the data root, most specific first (`""` is the root); the first that `holds` the
-    release is used as it is. `cache`: the folder under `<cache>/<benchmark>/`, where `present` says a copy is,
-    `check` re-checks it and `fetch` downloads one. `wanted` ends the not-found message.
+    """Where a benchmark's files lie and how a copy of them is checked and fetched. `local`: folders under the data root,
+    most specific first (`""` is the root); the first that `holds` the release is used as it is. `cache`: the folder
+    under `<cache>/<benchmark>/`, where `present` says a copy is, `check` re-checks it and `fetch` downloads one.
+    `wanted` ends the not-found message.
     """
 
     benchmark: str

@@ -1,8 +1,6 @@
-"""Regression gates: thresholds on a run's metrics and paired comparisons with a stored baseline. A gate reads the typed
-records of a run, never the terminal summary: `metrics` turns a suite's records into named per-unit values with their
-clusters, `thresholds` checks a metric against a fixed bound, `baseline` compares it with a stored run. Each gate's
-decision is a `GateResult`, a pure value that the pytest layer reports as a `tom_gate` item and that the Markdown and
-JSON writers print.
+"""Regression gates: thresholds on a run's metrics and paired comparisons with a stored baseline, read from the typed
+records of a run, never the terminal summary. Each gate's decision is a `GateResult`, a pure value that the pytest layer
+reports as a `tom_gate` item and that the Markdown and JSON writers print.
 """
 
 from __future__ import annotations

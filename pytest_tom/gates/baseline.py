@@ -14,13 +14,13 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.output.report import schema, write_atomic
 from pytest_tom.record import DerivedRecord, MetricData, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
 
@@ -113,26 +113,20 @@ def data_fingerprint(samples: Sequence[Sample[Any]]) -> str:
     return "sha256:" + outer.hexdigest()
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+def _message(result: Record | DerivedRecord) -> dict[str, str]:
+    """A failure's message, clipped to MESSAGE_CHARS; nothing for a pass."""
+    text = result.message
+    if not text or result.passed:
+        return {}
+    return {"message": text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."}
 
 
 def _suite_dict(run: SuiteRun) -> dict[str, Any]:
-    items = {
-        r.sample_id: {"outcome": r.outcome.value, **({"message": _clip(r.message)} if r.message and not r.passed else {}),
-                      "facets": dict(r.facets)}
-        for r in run.records
-    }
-    derived = {
-        d.derived_id: {"kind": d.kind, "verdict": d.verdict.value,
-                       **({"message": _clip(d.message)} if d.message and not d.passed else {})}
-        for d in run.derived
-    }
-    metrics = {
-        name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
-               "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
-        for name, m in sorted(run.metrics.items())
-    }
+    items = {r.sample_id: {"outcome": r.outcome.value, **_message(r), "facets": dict(r.facets)} for r in run.records}
+    derived = {d.derived_id: {"kind": d.kind, "verdict": d.verdict.value, **_message(d)} for d in run.derived}
+    metrics = {name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
+                      "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
+               for name, m in sorted(run.metrics.items())}
     # Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal.
     settings = json.loads(json.dumps(dict(run.settings), default=str, sort_keys=True))
     return {"id": run.suite_id, "benchmark": run.benchmark, "settings": settings, "data_fingerprint": run.data_fingerprint,
@@ -146,13 +140,9 @@ def build_baseline(suites: Sequence[SuiteRun], *, model_uri: str | None, model_f
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise ValueError(f"suite ids must be unique in a baseline, got {dupes[0]!r} twice")
-    return {
-        "baseline_version": BASELINE_VERSION,
-        "pytest_tom_version": plugin_version,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": {"uri": model_uri, "fingerprint": model_fingerprint},
-        "suites": [_suite_dict(s) for s in suites],
-    }
+    return {"baseline_version": BASELINE_VERSION, "pytest_tom_version": plugin_version,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "model": {"uri": model_uri, "fingerprint": model_fingerprint}, "suites": [_suite_dict(s) for s in suites]}
 
 
 def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
@@ -160,48 +150,29 @@ def write_baseline(path: Path, baseline: Mapping[str, Any]) -> None:
     question, derived result and metric takes one line (one JSON value per line would make a 7k-item file hundreds of
     thousands of lines long): a diff shows which ones changed.
     """
-    from pytest_tom.output.report import write_atomic
-
-    write_atomic(path, _dumps(baseline) + "\n")
-
-
-def _dumps(baseline: Mapping[str, Any]) -> str:
-    """Compact JSON with each item, derived result and metric of a suite on a line of its own (for diffs)."""
 
     def dump(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
-    def body(mapping: Mapping[str, Any]) -> str:
-        return dump(dict(mapping))[1:-1]
+    def fields(mapping: Mapping[str, Any], skip: Sequence[str]) -> str:
+        return dump({k: v for k, v in mapping.items() if k not in skip})[1:-1]
 
-    suites = list(baseline.get("suites", ()))
-    lines = ["{" + body({k: v for k, v in baseline.items() if k != "suites"}) + ',"suites":[']
-    for i, suite in enumerate(suites):
-        nested = ("items", "derived", "metrics")
-        lines.append("{" + body({k: v for k, v in suite.items() if k not in nested}) + ",")
-        for j, key in enumerate(nested):
-            entries = [dump(k) + ":" + dump(v) for k, v in suite[key].items()]
-            lines.append(f'"{key}":{{')
-            lines.extend(e + ("," if n < len(entries) - 1 else "") for n, e in enumerate(entries))
-            lines.append("}" + ("," if j < len(nested) - 1 else ""))
-        lines.append("}" + ("," if i < len(suites) - 1 else ""))
-    lines.append("]}")
-    return "\n".join(lines)
+    def lines(parts: Iterable[str]) -> str:
+        return ",".join("\n" + part for part in parts)
+
+    nested = ("items", "derived", "metrics")
+    suites = []
+    for suite in baseline.get("suites", ()):
+        blocks = [f'"{key}":{{' + lines(dump(k) + ":" + dump(v) for k, v in suite[key].items()) + "\n}" for key in nested]
+        suites.append("{" + fields(suite, nested) + "," + lines(blocks) + "\n}")
+    write_atomic(path, "{" + fields(baseline, ("suites",)) + ',"suites":[' + lines(suites) + "\n]}\n")
 
 
 def describe_missing(path: Path | str) -> str:
     """What a user sees when `--tom-baseline` names a file that does not exist."""
-    return (
-        f"no baseline at {path}: there is nothing to compare this run with. Create one by running the model "
-        f"the candidate must not be worse than (the current release) with `pytest {SAVE_OPTION}={path}` and the "
-        "same suites and settings, then keep the file with the repository or as a CI artifact and compare with "
-        f"`--tom-baseline={path}`."
-    )
-
-
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_tom").joinpath("schema/baseline.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)  # type: ignore[no-any-return]
+    return (f"no baseline at {path}: there is nothing to compare this run with. Create one by running the model the candidate "
+            f"must not be worse than (the current release) with `pytest {SAVE_OPTION}={path}` and the same suites and "
+            f"settings, then keep the file with the repository or as a CI artifact and compare with `--tom-baseline={path}`.")
 
 
 def _fail(path: Path, problem: str, where: str = "$") -> TomConfigError:
@@ -318,7 +289,7 @@ def _validate(path: Path, raw: Mapping[str, Any]) -> None:
         import jsonschema  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - jsonschema comes with pytest-tom
         raise TomDependencyError("reading a baseline validates it with jsonschema: pip install jsonschema") from None
-    validator = jsonschema.Draft202012Validator(schema())
+    validator = jsonschema.Draft202012Validator(schema("baseline.schema.json"))
     errors = list(validator.iter_errors(raw))
     if errors:
         first = jsonschema.exceptions.best_match(errors)
@@ -341,13 +312,11 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
             _check_metric(path, name, m, f"{where}.metrics.{name}")
             metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
                                        m.get("description", ""), bool(m["higher_is_better"]))
-        suites[s["id"]] = BaselineSuite(
-            suite_id=s["id"], benchmark=s["benchmark"], settings=dict(s["settings"]), data_fingerprint=s["data_fingerprint"],
-            items={k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
-                   for k, v in s["items"].items()},
-            derived={k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()},
-            metrics=metrics, noise_flip_rate=s.get("noise_flip_rate"),
-        )
+        items = {k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
+                 for k, v in s["items"].items()}
+        derived = {k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()}
+        suites[s["id"]] = BaselineSuite(s["id"], s["benchmark"], dict(s["settings"]), s["data_fingerprint"], items, derived,
+                                        metrics, s.get("noise_flip_rate"))
     model = raw["model"]
     return Baseline(raw["baseline_version"], raw["pytest_tom_version"], raw["created"], model.get("uri"),
                     model.get("fingerprint"), suites, str(path))

@@ -1,18 +1,16 @@
-"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`) and the verdicts. A rule
-`PATTERN[:DROP][:partial]` names metrics `<suite>.<metric>` (shell globs) and the drop tolerated, the non-inferiority
-margin: `0.03` and `3pts` are absolute, `2%` relative to the baseline's value (a tolerated drop is naturally "no more
-than 2% worse"; thresholds read `5%` as 0.05), none means margin 0. A baseline must hold every unit a rule compares
-(`gates.coverage`); a final `:partial` opts in to comparing on the units both runs have. Each selected metric is
-compared unit by unit with `stats.compare_paired`, and Holm runs across every comparison of the run, so gating twenty
-metrics does not multiply false alarms.
+"""Paired comparison of a run with its baseline: what may fail (`--tom-compare-fail`, rules read by
+`parse_compare_rule`) and the verdicts. A baseline must hold every unit a rule compares (`gates.coverage`) unless the
+rule ends in `:partial`. Each selected metric is compared unit by unit with `stats.compare_paired`, and Holm runs across
+every comparison of the run, so gating twenty metrics does not multiply false alarms.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from pytest_tom.constants import SAMPLE_OPTION
@@ -20,6 +18,7 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import SAVE_OPTION, Baseline, BaselineSuite, SuiteRun
 from pytest_tom.gates.metrics import match
 from pytest_tom.gates.result import GateResult
+from pytest_tom.gates.wording import points
 from pytest_tom.record import Outcome, Verdict
 from pytest_tom.stats import Comparison, compare_paired, estimate_rate, gate
 
@@ -64,9 +63,10 @@ class CompareRule:
 
 
 def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule:
-    """Read `PATTERN[:DROP][:partial]`; DROP is `0.03` or `3pts` (absolute) or `2%` (relative to the baseline value).
-    The pattern is split at its last colon only when what follows reads as a drop, so suite names holding `::` (node
-    ids) still work.
+    """Read `PATTERN[:DROP][:partial]`: metrics `<suite>.<metric>` (shell globs) and the drop tolerated, the
+    non-inferiority margin: `0.03` or `3pts` absolute, `2%` relative to the baseline value (a tolerated drop reads as "no
+    more than 2% worse"; thresholds read `5%` as 0.05), none margin 0. The pattern is split at its last colon only when
+    what follows reads as a drop, so suite names holding `::` (node ids) still work.
     """
     raw = str(text).strip()
     head, sep, tail = raw.rpartition(":")
@@ -137,11 +137,9 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
         return []
     listing = "\n  - ".join(problems)
     if not force:
-        raise TomConfigError(
-            f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
-            f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these settings "
-            f"({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}."
-        )
+        raise TomConfigError(f"suite {sid}: refusing to compare with {where}: the runs differ in more than the model, so a "
+                             f"difference in scores would not be the model's:\n  - {listing}\nSave a new baseline with these "
+                             f"settings ({SAVE_OPTION}=PATH, on the baseline model), or compare anyway with {FORCE_OPTION}.")
     return [f"suite {sid}: compared despite differences ({FORCE_OPTION}):\n  - {listing}"]
 
 
@@ -158,36 +156,15 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
     both = len(base_ids & cur_ids)
     base_derived, cur_derived = set(baseline_suite.derived), {d.derived_id for d in current.derived}
     if not both and not base_derived & cur_derived:
-        raise TomConfigError(
-            f"suite {sid}: no question of this run is in {where} ({len(cur_ids):,} here, {len(base_ids):,} there), so "
-            "there is nothing to pair; was the baseline saved from another selection or another suite?"
-        )
+        raise TomConfigError(f"suite {sid}: no question of this run is in {where} ({len(cur_ids):,} here, {len(base_ids):,} "
+                             "there), so there is nothing to pair; was the baseline saved from another selection or another "
+                             "suite?")
     line = f"suite {sid}: compared on {both:,} question{'s' if both != 1 else ''} present in both runs"
     if only_base := len(base_ids - cur_ids):
         line += f"; {only_base:,} only in the baseline (deselected in this run, or removed)"
     if only_cur := len(cur_ids - base_ids):
         line += f"; {only_cur:,} only in this run (new, or not selected when the baseline was saved)"
-    notes.append(line)
-    return notes
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """A comparison waiting for Holm: everything its message needs besides the adjusted p."""
-
-    index: int
-    name: str
-    full: str
-    rule: CompareRule
-    run: SuiteRun
-    base: BaselineSuite
-    metric: str
-    ids: tuple[str, ...]
-    base_values: tuple[float, ...]
-    new_values: tuple[float, ...]
-    clusters: tuple[str, ...]
-    comparison: Comparison
-    noise_source: str
+    return [*notes, line]
 
 
 def _noise(explicit: float | None, run: SuiteRun, base: BaselineSuite) -> tuple[float | None, str]:
@@ -218,7 +195,7 @@ def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[Com
             both.update({f"{sid}.{m}": (base, run, m) for m in run.metrics if m in base.metrics})
     notes: dict[str, list[str]] = {}
     slots: list[GateResult | None] = []
-    pending: list[_Pending] = []
+    pending: list[tuple[int, str, str, Comparison, Callable[..., GateResult]]] = []
     seen: set[str] = set()
     for rule in rules:
         names = match(rule.pattern, both)
@@ -233,21 +210,22 @@ def compare(baseline: Baseline, current: Sequence[SuiteRun], rules: Sequence[Com
             seen.add(name)
             if run.suite_id not in notes:
                 notes[run.suite_id] = check_compatible(base, run, force=force, where=where)
-            result = _pair(len(slots), name, full, rule, run, base, metric, noise_flip_rate, alpha, level, seed)
+            result = _pair(name, full, rule, run, base, metric, noise_flip_rate, alpha, level, seed)
             if isinstance(result, GateResult):
                 slots.append(result)
             else:
-                pending.append(result)
+                pending.append((len(slots), name, run.suite_id, *result))
                 slots.append(None)
     if pending:
-        gated = gate({p.name: p.comparison for p in pending}, alpha)
-        for p in pending:
-            slots[p.index] = _result(p, gated[p.name], len(pending), alpha, level, seed, notes[p.run.suite_id], baseline)
+        gated = gate({name: comparison for _, name, _, comparison, _ in pending}, alpha)
+        for index, name, sid, _, finish in pending:
+            slots[index] = finish(gated[name], len(pending), notes[sid], baseline)
     return [s for s in slots if s is not None]
 
 
-def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str,
-          noise_flip_rate: float | None, alpha: float, level: float, seed: int) -> _Pending | GateResult:
+def _pair(name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str, noise_flip_rate: float | None,
+          alpha: float, level: float, seed: int) -> GateResult | tuple[Comparison, Callable[..., GateResult]]:
+    """The paired comparison of one metric, with what makes its result once Holm has adjusted its p; or a failed result."""
     old, new = base.metrics[metric], run.metrics[metric]
     by_id = dict(zip(old.ids, old.values, strict=True))
     rows = [(uid, by_id[uid], v, c) for uid, v, c in zip(new.ids, new.values, new.clusters, strict=True) if uid in by_id]
@@ -270,7 +248,8 @@ def _pair(index: int, name: str, full: str, rule: CompareRule, run: SuiteRun, ba
     noise, source = _noise(noise_flip_rate, run, base)
     comp = compare_paired(good_b, good_w, clusters, margin=rule.margin(base_value), level=level, alpha=alpha,
                           seed=seed, noise_flip_rate=noise)
-    return _Pending(index, name, full, rule, run, base, metric, ids, b, w, clusters, comp, source)
+    return comp, partial(_result, name, full, rule, run, base, metric, ids, b, w, clusters, source, alpha=alpha, level=level,
+                         seed=seed)
 
 
 def unjudged_in(base: BaselineSuite, uid: str) -> bool:
@@ -303,65 +282,53 @@ def _own_terms(c: Comparison, higher_is_better: bool) -> Comparison:
     return replace(c, base=1 - c.base, new=1 - c.new, diff=diff)
 
 
-def _pts(x: float) -> str:
-    return f"{round(x * 100, 1) + 0.0:+.1f} pts"  # + 0.0: no "-0.0"
-
-
-def _result(p: _Pending, gated: Comparison, m: int, alpha: float, level: float, seed: int,
-            notes: list[str], baseline: Baseline) -> GateResult:
-    higher = p.run.metrics[p.metric].higher_is_better
+def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: BaselineSuite, metric: str, ids: tuple[str, ...],
+            base_values: tuple[float, ...], new_values: tuple[float, ...], clusters: tuple[str, ...], noise_source: str,
+            gated: Comparison, m: int, notes: list[str], baseline: Baseline, *, alpha: float, level: float,
+            seed: int) -> GateResult:
+    higher = run.metrics[metric].higher_is_better
     c = _own_terms(gated, higher)
-    est = estimate_rate(p.new_values, p.clusters, level=level, seed=seed)
-    worse = [uid for uid, x, y in zip(p.ids, p.base_values, p.new_values, strict=True) if (y < x if higher else y > x)]
-    better = [uid for uid, x, y in zip(p.ids, p.base_values, p.new_values, strict=True) if (y > x if higher else y < x)]
-    units = _current_units(p.run, p.metric)
+    est = estimate_rate(new_values, clusters, level=level, seed=seed)
+    worse = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y < x if higher else y > x)]
+    better = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y > x if higher else y < x)]
+    units = _current_units(run, metric)
     worse_rows = [{"id": uid, **units.get(uid, {})} for uid in worse]
-    better_rows = [{"id": uid, "baseline_message": _base_message(p.base, p.metric, uid)} for uid in better]
+    better_rows = [{"id": uid, "baseline_message": _base_message(base, metric, uid)} for uid in better]
     direction = "drop" if higher else "rise"
-    noise = f"; noise floor {c.noise_flip_rate:.1%} flips ({p.noise_source})" if c.noise_flip_rate else ""
+    noise = f"; noise floor {c.noise_flip_rate:.1%} flips ({noise_source})" if c.noise_flip_rate else ""
     verdict = (f"REGRESSION: worse than the baseline by more than the tolerated {direction}" if c.regressed
                else f"passes: no {direction} beyond the margin is shown")
     flips = ("right->wrong", "wrong->right") if higher else ("worse (0->1)", "better (1->0)")
-    lines = [
-        f"{p.full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {_pts(c.diff.point)}, {level:.0%} interval "
-        f"{_pts(c.diff.low)} to {_pts(c.diff.high)}; {c.n_pairs:,} pairs in {c.diff.clusters:,} clusters); "
-        f"{p.rule.describe(c.margin, direction)}{noise}.",
-        f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
-        f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
-        f"(alpha {alpha:g}): {verdict}.",
-    ]
-    lines += _listing(flips[0], worse_rows, "message") + _listing(flips[1], better_rows, "baseline_message")
-    old_n, new_n = p.base.metrics[p.metric].n, p.run.metrics[p.metric].n
-    unit = "group" if p.metric in {d.kind for d in p.run.derived} else "question"
+    lines = [f"{full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} "
+             f"interval {points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} "
+             f"clusters); {rule.describe(c.margin, direction)}{noise}.",
+             f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
+             f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
+             f"(alpha {alpha:g}): {verdict}.",
+             *_listing(flips[0], worse_rows, "message"), *_listing(flips[1], better_rows, "baseline_message")]
+    old_n, new_n = base.metrics[metric].n, run.metrics[metric].n
+    unit = "group" if metric in {d.kind for d in run.derived} else "question"
     if c.n_pairs < new_n:
-        why = f"{p.rule.text!r} ends in ':{PARTIAL}'" if p.rule.partial else "the baseline has no value for the others"
-        lines.append(f"{p.full}: compared on {c.n_pairs:,} of {new_n:,} {unit}s of this run ({why}).")
+        why = f"{rule.text!r} ends in ':{PARTIAL}'" if rule.partial else "the baseline has no value for the others"
+        lines.append(f"{full}: compared on {c.n_pairs:,} of {new_n:,} {unit}s of this run ({why}).")
     lines += notes
     details: dict[str, Any] = {
-        "rule": p.rule.text, "margin": c.margin, "relative_drop": p.rule.drop if p.rule.relative else None,
-        "higher_is_better": higher, "noise_source": p.noise_source or None, "alpha": alpha, "holm_over": m,
-        "unit": unit,
+        "rule": rule.text, "margin": c.margin, "relative_drop": rule.drop if rule.relative else None,
+        "higher_is_better": higher, "noise_source": noise_source or None, "alpha": alpha, "holm_over": m, "unit": unit,
         "coverage": {"paired": c.n_pairs, "only_in_baseline": old_n - c.n_pairs, "only_in_run": new_n - c.n_pairs},
-        "partial": p.rule.partial,
-        "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
+        "partial": rule.partial, "right_to_wrong": worse_rows, "wrong_to_right": better_rows, "notes": list(notes),
         "baseline": {"path": baseline.path, "created": baseline.created, "model_uri": baseline.model_uri,
-                     "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version},
-    }
-    return GateResult(p.name, "baseline", p.full, not c.regressed, est, "\n".join(lines), comparison=c, details=details)
+                     "model_fingerprint": baseline.model_fingerprint, "pytest_tom_version": baseline.plugin_version}}
+    return GateResult(name, "baseline", full, not c.regressed, est, "\n".join(lines), comparison=c, details=details)
 
 
 def _current_units(run: SuiteRun, metric: str) -> dict[str, dict[str, str]]:
     """Node id and failure message of this run's units of `metric` (assertions for a derived kind, else questions)."""
     if metric in {d.kind for d in run.derived}:
-        return {d.derived_id: _unit(d.nodeid, d.message) for d in run.derived}
-    return {r.sample_id: _unit(r.nodeid, r.message) for r in run.records}
-
-
-def _unit(nodeid: str, message: str) -> dict[str, str]:
-    out = {"message": _clip(message, 300)}
-    if nodeid:
-        out["nodeid"] = nodeid
-    return out
+        rows = [(d.derived_id, d.nodeid, d.message) for d in run.derived]
+    else:
+        rows = [(r.sample_id, r.nodeid, r.message) for r in run.records]
+    return {uid: {"message": _clip(message, 300), **({"nodeid": nodeid} if nodeid else {})} for uid, nodeid, message in rows}
 
 
 def _base_message(base: BaselineSuite, metric: str, uid: str) -> str:
@@ -397,10 +364,8 @@ def _no_match(rule: CompareRule, baseline: Baseline, runs: Mapping[str, SuiteRun
     def names(xs: Sequence[str]) -> str:
         return ", ".join(xs[:30]) + (f" and {len(xs) - 30} more" if len(xs) > 30 else "") if xs else "none"
 
-    message = (
-        f"{COMPARE_OPTION} {rule.text!r}: the pattern {rule.pattern!r} selects no metric present in both the baseline "
-        f"and this run, so nothing was compared. Metrics in both: {names(sorted(both))}. Only in this run: "
-        f"{names(only_run)}. Only in the baseline: {names(only_base)}."
-    )
+    message = (f"{COMPARE_OPTION} {rule.text!r}: the pattern {rule.pattern!r} selects no metric present in both the baseline "
+               f"and this run, so nothing was compared. Metrics in both: {names(sorted(both))}. Only in this run: "
+               f"{names(only_run)}. Only in the baseline: {names(only_base)}.")
     details = {"rule": rule.text, "in_both": sorted(both), "only_in_run": only_run, "only_in_baseline": only_base}
     return GateResult(f"{rule.pattern}:baseline", "baseline", rule.pattern, False, None, message, details=details)

@@ -17,7 +17,7 @@ from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import Baseline
 from pytest_tom.gates.compare import PARTIAL, CompareRule, check_settings, coverage_hint, unjudged_in
-from pytest_tom.gates.metrics import gate_metrics, match
+from pytest_tom.gates.metrics import SuiteView, match
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
 
@@ -49,18 +49,15 @@ def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Seq
     """
     records = [Record(s.benchmark, s.id, Outcome.CORRECT, dict(s.facets)) for s in samples]
     judged = [DerivedRecord(d.benchmark, d.id, d.kind, Verdict.PASSED, d.members, facets=dict(d.facets)) for d in derived]
-    metrics = gate_metrics(records, judged, facets=benchmark.gate_facets, cluster=benchmark.cluster)
-    metrics.update({m.name: m for m in benchmark.gate_rates(records)})
-    return {name: m.ids for name, m in metrics.items()}
+    return {name: m.ids for name, m in SuiteView("", "", benchmark, {}, records, judged).metrics().items()}
 
 
 def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: Sequence[CompareRule], *,
                    force: bool = False, lenient: bool = False) -> list[str]:
-    """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage.
-    Each metric a rule selects needs its suite in the baseline with the same benchmark, data and settings (unless
-    `force`), and every unit of this run. A `:partial` rule (or `lenient`, for `--tom-baseline-update`, which rewrites
-    the file anyway) accepts partial or missing coverage with a note; a metric with no unit in common is refused even
-    then.
+    """Refuse (TomConfigError) a baseline that lacks what `rules` compare in this run; else notes on partial coverage. Each
+    metric a rule selects needs its suite in the baseline with the same benchmark, data and settings (unless `force`),
+    and every unit of this run. A `:partial` rule (or `lenient`, for `--tom-baseline-update`, which rewrites the file
+    anyway) accepts partial or missing coverage with a note; a metric with no unit in common is refused even then.
     """
     where = f"the baseline {baseline.path}" if baseline.path else "the baseline"
     problems: list[str] = []
@@ -111,15 +108,12 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                 continue
             shown = ", ".join(missing[:SHOWN_IDS]) + (f" and {len(missing) - SHOWN_IDS:,} more" if len(missing) > SHOWN_IDS
                                                       else "")
-            if old is None:
-                problems.append(f"{full} is not in the baseline (it holds {count}: none); missing {shown}")
-            else:
-                problems.append(f"{full}: the baseline holds {count}; missing {shown}")
+            held_text = f" is not in the baseline (it holds {count}: none)" if old is None else f": the baseline holds {count}"
+            problems.append(f"{full}{held_text}; missing {shown}")
     if problems:
         listing = "\n  - ".join(problems[:SHOWN])
         more = f"\n  ... and {len(problems) - SHOWN} more" if len(problems) > SHOWN else ""
-        partial_rules = [r for r in rules if r.partial]
-        hint = coverage_hint(None if partial_rules else (rules[0] if len(rules) == 1 else None))
+        hint = coverage_hint(rules[0] if len(rules) == 1 and not rules[0].partial else None)
         raise TomConfigError(f"{where} does not cover this run, so no question was asked:\n  - {listing}{more}\n{hint}")
     return notes
 

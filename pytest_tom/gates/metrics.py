@@ -61,8 +61,7 @@ def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (
 
     add("accuracy", units(scored), "share of answered questions right (unparseable counts as wrong)")
     for facet in facets:
-        values = sorted({r.facets[facet] for r in scored if r.facets.get(facet)})
-        for value in values:
+        for value in sorted({r.facets[facet] for r in scored if r.facets.get(facet)}):
             add(f"{facet}.{slug(value)}", units(r for r in scored if r.facets.get(facet) == value),
                 f"share of answered questions right with {facet} = {value!r}")
     add("unparseable", units(scored, Outcome.UNPARSEABLE), "share of answers the parser could not read", higher=False)

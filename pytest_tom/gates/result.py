@@ -32,21 +32,14 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         est = self.estimate
-        out: dict[str, Any] = {
-            "name": self.name, "kind": self.kind, "metric": self.metric, "passed": self.passed, "message": self.message,
-            "estimate": None if est is None else dataclasses.asdict(est),
-        }
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "metric": self.metric, "passed": self.passed,
+                               "message": self.message, "estimate": None if est is None else dataclasses.asdict(est)}
         if self.threshold is not None:
             out.update(threshold=self.threshold, op=self.op, bound=self.bound)
         if self.comparison is not None:
-            c = self.comparison
-            out["comparison"] = {
-                "base": c.base, "new": c.new, "diff": {"point": c.diff.point, "low": c.diff.low, "high": c.diff.high,
-                                                       "method": c.diff.method},
-                "n_pairs": c.n_pairs, "right_to_wrong": c.right_to_wrong, "wrong_to_right": c.wrong_to_right,
-                "mcnemar_p": c.mcnemar_p, "margin": c.margin, "p_regression": c.p_regression,
-                "p_adjusted": c.p_adjusted, "regressed": c.regressed, "noise_flip_rate": c.noise_flip_rate,
-            }
+            d = self.comparison.diff
+            out["comparison"] = {**dataclasses.asdict(self.comparison),
+                                 "diff": {"point": d.point, "low": d.low, "high": d.high, "method": d.method}}
         if self.details:
             out["details"] = dict(self.details)
         return out

@@ -40,10 +40,8 @@ def parse_threshold(text: str, *, where: str = "--tom-threshold") -> Threshold:
     """Read `METRIC[:point|lower|upper] >= VALUE[%]` (or `<=`); VALUE is a rate in [0, 1] or a percentage."""
     m = _RULE.match(text)
     if m is None:
-        raise TomConfigError(
-            f"{where} {text!r}: expected METRIC[:lower|upper|point]>=VALUE or <=VALUE, e.g. "
-            "'tombench.accuracy:lower>=0.3', 'fantom.all_star>=5%', 'tombench.errors<=0'"
-        )
+        raise TomConfigError(f"{where} {text!r}: expected METRIC[:lower|upper|point]>=VALUE or <=VALUE, e.g. "
+                             "'tombench.accuracy:lower>=0.3', 'fantom.all_star>=5%', 'tombench.errors<=0'")
     value = float(m.group("value")) / (100.0 if m.group("pct") else 1.0)
     if not 0.0 <= value <= 1.0:
         raise TomConfigError(f"{where} {text!r}: the value must be a rate in [0, 1] (or a percentage up to 100%)")
@@ -60,12 +58,9 @@ def check_threshold(rule: Threshold, metric: MetricData, full_name: str, *, leve
     est = estimate_rate(metric.values, metric.clusters, level=level, seed=seed)
     got = {"point": est.point, "lower": est.low, "upper": est.high}[rule.bound]
     passed = got >= rule.value if rule.op == ">=" else got <= rule.value
-    verdict = "meets" if passed else "misses"
-    message = (
-        f"{full_name} = {est.point:.1%} ({est.level:.0%} interval {est.low:.1%}-{est.high:.1%}, n={est.n}, "
-        f"{est.clusters} clusters; {est.method}) {verdict} the threshold {shown}"
-        + ("" if rule.bound == "point" else f" (the {rule.bound} bound is {got:.1%})")
-    )
+    bound = "" if rule.bound == "point" else f" (the {rule.bound} bound is {got:.1%})"
+    message = (f"{full_name} = {est.point:.1%} ({est.level:.0%} interval {est.low:.1%}-{est.high:.1%}, n={est.n}, "
+               f"{est.clusters} clusters; {est.method}) {'meets' if passed else 'misses'} the threshold {shown}{bound}")
     return GateResult(name, "threshold", full_name, passed, est, message, rule.value, rule.op, rule.bound)
 
 
@@ -86,10 +81,7 @@ def threshold_results(views: Sequence[SuiteView], rules: Sequence[Threshold]) ->
                 results.append(check_threshold(rule, metrics[metric], view.label(metric)))
             if rule in own and not match(rule.pattern, table):
                 results.append(_no_match(rule, f"suite {view.sid}", sorted(metrics)))
-    for rule in rules:
-        if not matched_any[rule.text]:
-            results.append(_no_match(rule, "--tom-threshold", sorted(set(available))))
-    return results
+    return results + [_no_match(rule, "--tom-threshold", sorted(set(available))) for rule in rules if not matched_any[rule.text]]
 
 
 def _no_match(rule: Threshold, where: str, available: Sequence[str]) -> GateResult:

@@ -34,13 +34,8 @@ def _p(p: float) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}" if p < 0.01 else f"p={p:.2f}"
 
 
-def _points(x: float) -> str:
+def points(x: float) -> str:
     return f"{round(x * 100, 1) + 0.0:+.1f}"  # + 0.0: no "-0.0"
-
-
-def _units(result: GateResult, n: int) -> str:
-    unit = str(result.details.get("unit", "question"))
-    return f"{n} {unit}" + ("" if n == 1 else "s")
 
 
 def change_words(result: GateResult, c: Comparison) -> str:
@@ -52,11 +47,12 @@ def change_words(result: GateResult, c: Comparison) -> str:
     over = f" over {holm} metric{'s' if holm != 1 else ''}" if isinstance(holm, int) else ""
     d = c.diff
     if d.low == d.high:
-        interval = f"no interval: every one of the {_units(result, c.n_pairs)} changed alike"
+        unit = str(result.details.get("unit", "question"))
+        interval = f"no interval: every one of the {c.n_pairs} {unit}{'' if c.n_pairs == 1 else 's'} changed alike"
     else:
-        interval = f"{d.level:.0%} interval of the change {_points(d.low)} to {_points(d.high)}"
+        interval = f"{d.level:.0%} interval of the change {points(d.low)} to {points(d.high)}"
     verdict = f"a significant {direction}{margin}" if c.regressed else f"not a significant {direction}{margin}"
-    return f"{_points(d.point)} points; {interval}, {_p(c.p_adjusted)} after Holm{over}: {verdict}"
+    return f"{points(d.point)} points; {interval}, {_p(c.p_adjusted)} after Holm{over}: {verdict}"
 
 
 def flip_words(result: GateResult, c: Comparison) -> str:
@@ -68,18 +64,15 @@ def flip_words(result: GateResult, c: Comparison) -> str:
     return f"{c.right_to_wrong} {units} got worse, {c.wrong_to_right} better"
 
 
-def baseline_words(result: GateResult) -> str:
-    """The comparison with the baseline in words (the gate line without its name)."""
-    c = result.comparison
-    if c is None:
-        return result.message.splitlines()[0]
+def baseline_words(result: GateResult, c: Comparison) -> str:
+    """The comparison `c` of `result` with the baseline in words (the gate line without its name)."""
     values = f"{c.new:.1%} now vs {c.base:.1%} in the baseline"
     small = untestable(result)
     if small is not None:
         alpha = float(result.details.get("alpha", DEFAULT_ALPHA))
         direction = "drop" if result.details.get("higher_is_better", True) else "rise"
         unit = str(result.details.get("unit", "question"))
-        return (f"not testable ({small}): {values} ({_points(c.diff.point)} points), too few {unit}s to show a "
+        return (f"not testable ({small}): {values} ({points(c.diff.point)} points), too few {unit}s to show a "
                 f"{direction} at alpha {alpha:g}; {flip_words(result, c)}")
     return f"{values} ({change_words(result, c)}); {flip_words(result, c)}"
 
@@ -115,9 +108,8 @@ def coverage_words(result: GateResult) -> str:
 
 def line(result: GateResult) -> str:
     """`PASS <gate>: <in words>`, the terminal's line for one gate."""
-    words = baseline_words(result) if result.comparison is not None else threshold_words(result)
-    if result.comparison is not None:
-        words += coverage_words(result)
+    c = result.comparison
+    words = threshold_words(result) if c is None else baseline_words(result, c) + coverage_words(result)
     if result.details.get("updated"):
         words += " [--tom-baseline-update: not failing]"
     return f"{'PASS' if result.passed else 'FAIL'} {result.name}: {words}"

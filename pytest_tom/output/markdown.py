@@ -46,14 +46,16 @@ def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: 
         ordered = failed + [r for r in results if r.passed]
         out += ["", "| gate | value (interval) | threshold / baseline → candidate | difference (interval) | p (Holm) | verdict |",
                 "|---|---|---|---|---|---|"]
-        out += [_row(r) for r in ordered]
+        out += ["| " + " | ".join([_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r),
+                                   _verdict(r)]) + " |" for r in ordered]
     if failed:
         out += ["", "### Failed gates", ""]
         out += [f"- {_code(r.name)}: {_text(r.message)}" for r in failed]
         for r in failed:
             out += _flips(r)
     if summary_lines:
-        fence = _fence(summary_lines)
+        longest = max((len(run) for line in summary_lines for run in re.findall(r"`+", line)), default=0)
+        fence = "`" * max(3, longest + 1)
         out += ["", "<details><summary>Metrics</summary>", "", fence + "text", *summary_lines, fence, "", "</details>"]
     for suite, rows in metrics:
         table = metric_rows(rows)
@@ -71,10 +73,7 @@ def metric_rows(metrics: Sequence[Metric]) -> list[str]:
 
 
 def write_markdown(path: Path | str, text: str) -> None:
-    """Append `text` to `path` (created if missing), after a blank line when the file already has content. Overwriting
-    `$GITHUB_STEP_SUMMARY` would erase what earlier steps reported; the blank line keeps our heading from gluing onto
-    their text.
-    """
+    """Append `text` to `path` (created if missing), after a blank line so our heading never glues onto earlier text."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     lead = "\n" if target.exists() and target.stat().st_size > 0 else ""
@@ -82,16 +81,11 @@ def write_markdown(path: Path | str, text: str) -> None:
         fh.write(lead + text)
 
 
-def _row(r: GateResult) -> str:
-    cells = [_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r), _verdict(r)]
-    return "| " + " | ".join(cells) + " |"
-
-
 def _value(est: Estimate | None) -> str:
     if est is None:
         return "—"
-    return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}" + (
-        f", {est.clusters} clusters" if est.clusters != est.n else "")
+    clusters = f", {est.clusters} clusters" if est.clusters != est.n else ""
+    return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}{clusters}"
 
 
 def _reference(r: GateResult) -> str:
@@ -131,9 +125,8 @@ def _p(r: GateResult) -> str:
 
 def _verdict(r: GateResult) -> str:
     """The terminal's verdict words (`gates.wording`), with a mark: not testable is a pass that decided nothing."""
-    words = verdict(r)
     mark = "❌" if not r.passed else "⚪" if untestable(r) else "✅"
-    return f"{mark} {_text(words)}"
+    return f"{mark} {_text(verdict(r))}"
 
 
 def _flips(r: GateResult) -> list[str]:
@@ -143,23 +136,17 @@ def _flips(r: GateResult) -> list[str]:
     """
     if r.kind != "baseline":
         return []
-    groups = [(key, label, list(r.details.get(key) or ())) for key, label in
+    groups = [(label, list(r.details.get(key) or ())) for key, label in
               (("right_to_wrong", "right → wrong"), ("wrong_to_right", "wrong → right"))]
-    total = sum(len(entries) for _, _, entries in groups)
+    total = sum(len(entries) for _, entries in groups)
     if not total:
         return []
     out = ["", f"<details><summary>{_html(r.name)}: {total} flipped item{'s' if total != 1 else ''}</summary>", ""]
-    for _, label, entries in groups:
-        if not entries:
-            continue
-        out.append(f"**{label}** ({len(entries)})")
-        out.append("")
-        out += [_flip_line(e) for e in entries[:FLIP_CAP]]
-        if len(entries) > FLIP_CAP:
-            out.append(f"- … and {len(entries) - FLIP_CAP} more")
-        out.append("")
-    out.append("</details>")
-    return out
+    for label, entries in groups:
+        if entries:
+            more = [f"- … and {len(entries) - FLIP_CAP} more"] if len(entries) > FLIP_CAP else []
+            out += [f"**{label}** ({len(entries)})", "", *(_flip_line(e) for e in entries[:FLIP_CAP]), *more, ""]
+    return [*out, "</details>"]
 
 
 def _flip_line(entry: object) -> str:
@@ -209,6 +196,3 @@ def _code(s: str, *, cell: bool = False) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
-def _fence(lines: Sequence[str]) -> str:
-    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
-    return "`" * max(3, longest + 1)

@@ -41,9 +41,8 @@ def _number(value: float, unit: str) -> str:
 
 
 def value_text(m: Metric) -> str:
-    """The value formatted by its unit, with its spread over runs, interval and n when present. Rates print as
-    percentages without the sign (`61.2`), as the summary table prints them: the table's title says what they are a
-    percentage of.
+    """The value formatted by its unit, with its spread over runs, interval and n when present. Rates print as percentages
+    without the sign (`61.2`), as the summary table prints them: the table's title says what they are a percentage of.
     """
     v = m.value
     if isinstance(v, tuple):

@@ -57,8 +57,7 @@ def suite_entry(sid: str, info: Mapping[str, Any], records: Sequence[Record], de
     entry |= {"tables": tables, "metrics": metrics}
     kinds: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0, "error": 0})
     for d in derived:
-        counts = kinds[d.kind]
-        counts[d.verdict.value] = counts.get(d.verdict.value, 0) + 1
+        kinds[d.kind][d.verdict.value] = kinds[d.kind].get(d.verdict.value, 0) + 1
     entry["groups"] = dict(kinds)
     if any(d.kind == robustness.KIND for d in derived):
         entry["robustness"] = robustness.summarize(derived)
@@ -69,31 +68,18 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
                  benchmark_for: Callable[[str], Benchmark[Any] | None], *, model: Mapping[str, Any],
                  engine: Mapping[str, Any] | None = None,
                  responses: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    by_suite: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        by_suite[r.suite].append(r)
-    derived_by_suite: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in derived:
-        derived_by_suite[d.suite].append(d)
-    entries = [
-        suite_entry(sid, suites.get(sid, {}), by_suite.get(sid, []), derived_by_suite.get(sid, []), benchmark_for(sid))
-        for sid in sorted(set(by_suite) | set(derived_by_suite))
-    ]
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "pytest_tom_version": version(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "model": dict(model),
-        "engine": dict(engine or {}),
-        "suites": entries,
-        "items": [item_dict(r) for r in records],
-        "groups": [d.to_dict() for d in derived],
-        "responses": {k: dict(v) for k, v in (responses or {}).items()},
-    }
+    entries = [suite_entry(sid, suites.get(sid, {}), [r for r in records if r.suite == sid],
+                           [d for d in derived if d.suite == sid], benchmark_for(sid))
+               for sid in sorted({r.suite for r in records} | {d.suite for d in derived})]
+    return {"schema_version": REPORT_SCHEMA_VERSION, "pytest_tom_version": version(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "model": dict(model),
+            "engine": dict(engine or {}), "suites": entries, "items": [item_dict(r) for r in records],
+            "groups": [d.to_dict() for d in derived], "responses": {k: dict(v) for k, v in (responses or {}).items()}}
 
 
-def schema() -> dict[str, Any]:
-    text = resources.files("pytest_tom").joinpath("schema/report-v1.json").read_text(encoding="utf-8")
+def schema(name: str = "report-v1.json") -> dict[str, Any]:
+    """A JSON schema shipped with the package (the report's by default; `baseline.schema.json`)."""
+    text = resources.files("pytest_tom").joinpath(f"schema/{name}").read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -126,9 +112,6 @@ class LoadedReport:
     records: tuple[Record, ...]
     derived: tuple[DerivedRecord, ...]
     raw: Mapping[str, Any]
-
-    def by_nodeid(self) -> dict[str, Record]:
-        return {r.nodeid: r for r in self.records}
 
 
 def load_report(path: Path) -> LoadedReport:

@@ -31,10 +31,8 @@ def table_lines(tables: list[dict[str, Any]]) -> list[str]:
         for row in table["rows"]:
             label = " / ".join(row["facets"].values()) or "all"
             lo, hi = row["ci95"]
-            lines.append(
-                f"  {label[:GROUP_WIDTH]:<{GROUP_WIDTH}} {row['n']:>5} {pct(row['accuracy'])} "
-                f"{100 * lo:5.1f}-{100 * hi:5.1f}  {100 * row['parse_rate']:6.1f} {row['unparseable']:>7} {row['errors']:>6}"
-            )
+            lines.append(f"  {label[:GROUP_WIDTH]:<{GROUP_WIDTH}} {row['n']:>5} {pct(row['accuracy'])} {100 * lo:5.1f}-"
+                         f"{100 * hi:5.1f}  {100 * row['parse_rate']:6.1f} {row['unparseable']:>7} {row['errors']:>6}")
     return lines
 
 
@@ -59,27 +57,21 @@ def every_suite_metrics(
 
 
 def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benchmark[Any] | None]) -> list[str]:
-    lines: list[str] = []
     model = report.get("model", {})
     fp = str(model.get("fingerprint") or "")
-    lines.append(f"model: {model.get('uri')}" + (f" (fingerprint {fp[:16]})" if fp else ""))
+    lines = [f"model: {model.get('uri')}" + (f" (fingerprint {fp[:16]})" if fp else "")]
     eng = report.get("engine") or {}
     if eng:
-        lines.append(
-            f"engine: {eng.get('questions', 0)} questions, {eng.get('requests', 0)} requests "
-            f"({eng.get('unique_requests', 0)} unique), {eng.get('cache_hits', 0)} from cache, "
-            f"{eng.get('model_requests', 0)} sent to the model in {eng.get('model_seconds', 0)} s, "
-            f"{eng.get('errors', 0)} errors"
-        )
-        for name, s in (eng.get("scoring") or {}).items():
-            lines.append(
-                f"scoring model {name}: {s.get('unique_requests', 0)} unique requests, {s.get('cache_hits', 0)} from cache, "
-                f"{s.get('model_requests', 0)} computed in {s.get('model_seconds', 0)} s, {s.get('errors', 0)} errors"
-            )
+        lines.append(f"engine: {eng.get('questions', 0)} questions, {eng.get('requests', 0)} requests "
+                     f"({eng.get('unique_requests', 0)} unique), {eng.get('cache_hits', 0)} from cache, "
+                     f"{eng.get('model_requests', 0)} sent to the model in {eng.get('model_seconds', 0)} s, "
+                     f"{eng.get('errors', 0)} errors")
+        lines += [f"scoring model {name}: {s.get('unique_requests', 0)} unique requests, {s.get('cache_hits', 0)} from "
+                  f"cache, {s.get('model_requests', 0)} computed in {s.get('model_seconds', 0)} s, {s.get('errors', 0)} errors"
+                  for name, s in (eng.get("scoring") or {}).items()]
     for suite in report.get("suites", []):
-        lines.append("")
-        lines.append(f"{suite['id']} ({suite['benchmark']}, {suite['n_items']} questions)")
-        lines.extend(table_lines(suite.get("tables", [])))
+        lines += ["", f"{suite['id']} ({suite['benchmark']}, {suite['n_items']} questions)",
+                  *table_lines(suite.get("tables", []))]
         bench = benchmark_for(suite["id"])
         if bench is not None:
             try:

@@ -1,15 +1,9 @@
 """What a perturbation is, what a benchmark tells the strategies, and the registry of strategies. A strategy is a
-hypothesis strategy over `Perturbation`s of one sample: the rewritten sample, what changed in words, how big the change
-is, and whether the change must leave the answer's correctness alone (invariance) or changes the gold (counterfactual).
-Strategies are built per sample because what can change depends on it (its characters, its choices, its story); each
-spec says which benchmarks and fields it touches and refuses, when built, a sample it cannot change soundly, so a test
-never silently checks nothing. Draws are arranged so hypothesis shrinks toward the smallest change: one rename, the
-nearest swap, one inserted sentence.
-
-The generic strategies know no benchmark: a benchmark that wants more offers it through its class attribute
-`robustness`, a "module:attr" target of a `Perturbable` (its question templates, the facets that hold text, whether its
-contexts are narrative stories, and the strategies only it can support), imported the first time a strategy asks about
-it.
+hypothesis strategy over `Perturbation`s of one sample, built per sample because what can change depends on it (its
+characters, choices, story); it refuses, when built, a sample it cannot change soundly, so a test never silently checks
+nothing. Draws are arranged so hypothesis shrinks toward the smallest change: one rename, the nearest swap, one inserted
+sentence. The generic strategies know no benchmark: a benchmark offers more through its `robustness` attribute, the
+"module:attr" of a `Perturbable`, imported the first time a strategy asks about it.
 """
 
 from __future__ import annotations

@@ -76,17 +76,11 @@ def choice_permutations(sample: Sample[Any]) -> st.SearchStrategy[Perturbation]:
     return st.permutations(identity).filter(lambda o: o != identity).map(build)
 
 
-def _story_sentences(sample: Sample[Any]) -> list[str]:
-    if not isinstance(sample.context, Story):
-        return []
-    return split_sentences(sample.context.text)
-
-
 def irrelevant_sentences(sample: Sample[Any], *, max_insertions: int = 3) -> st.SearchStrategy[Perturbation]:
     """Insert 1..max_insertions sentences about nobody between the story's sentences (shrinks toward one, at the start)."""
     if max_insertions < 1:
         raise InvalidArgument(f"max_insertions={max_insertions}: must be at least 1")
-    parts = _story_sentences(sample)
+    parts = split_sentences(sample.context.text) if isinstance(sample.context, Story) else []
     if not parts:
         raise InvalidArgument(f"{sample.id} has no narrative story to insert into (conversations are left alone: a "
                               "new line could change who was present)")
@@ -135,12 +129,8 @@ def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStr
                                unique=True))
         chosen = {spaces[k] for k in picked}
         new = ["".join("  " if (i, j) in chosen else ch for j, ch in enumerate(t)) for i, t in enumerate(texts)]
-        ctx: Any
-        if isinstance(sample.context, Story):
-            ctx = Story(new[0])
-        else:
-            ctx = Conversation(tuple(dataclasses.replace(turn, text=text)
-                                     for turn, text in zip(sample.context.turns, new, strict=True)))
+        ctx = Story(new[0]) if isinstance(sample.context, Story) else Conversation(
+            tuple(dataclasses.replace(turn, text=text) for turn, text in zip(sample.context.turns, new, strict=True)))
         where = ", ".join(f"{'line ' + str(i + 1) + ' ' if len(texts) > 1 else ''}character {j}" for i, j in sorted(chosen))
         return Perturbation("whitespace", "invariance", dataclasses.replace(sample, context=ctx),
                             f"doubled the space at {where}", len(chosen))

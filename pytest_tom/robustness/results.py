@@ -1,12 +1,9 @@
-"""Robustness results: one derived record per (question, strategy), and what they add up to. A robustness item searches,
-with hypothesis, for a perturbation of its question that breaks a property: an invariance keeps the answer's
-correctness; a counterfactual changes the gold and the model must follow. Its result is a `DerivedRecord` of kind
-"robustness" (so it travels through pytest-xdist and the JSON report like every aggregate assertion), whose details hold
-what the aggregates need: whether the original was right, how many perturbations were tried, and the minimal breaking
-one. From those: per strategy, the flip rate (share of questions some perturbation broke) and the robust accuracy (share
-right on the original and under every perturbation tried), both gateable (`flip_rate.rename`, `robust_accuracy`,
-`robust_accuracy.permute`). The hypothesis profiles the items run under (`tom-ci`, `tom-dev`) are registered here too:
-the options check a profile name before any item exists.
+"""Robustness results: one derived record of kind "robustness" per (question, strategy), so it travels through
+pytest-xdist and the JSON report like every aggregate assertion; its details say whether the original was right, how
+many perturbations were tried, and the minimal breaking one. Per strategy they add up to the flip rate (share of
+questions some perturbation broke) and the robust accuracy (share right on the original and under every perturbation
+tried), both gateable. The hypothesis profiles (`tom-ci`, `tom-dev`) are registered here: the options check a profile
+name before any item exists.
 """
 
 from __future__ import annotations
@@ -49,6 +46,14 @@ def _question(d: DerivedRecord) -> str:
     return d.members[0] if d.members else d.derived_id
 
 
+def _by_strategy(derived: Iterable[DerivedRecord]) -> list[tuple[str, list[DerivedRecord]]]:
+    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
+    for d in derived:
+        if d.kind == KIND:
+            by_strategy[str(d.details.get("strategy", "?"))].append(d)
+    return sorted(by_strategy.items())
+
+
 def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str], str], str]
           ) -> dict[str, tuple[list[tuple[str, float, str]], str, bool]]:
     """Gate metric units by name: (unit id, value, cluster), a description, and whether higher is better."""
@@ -56,10 +61,7 @@ def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str]
     if not rows:
         return {}
     out: dict[str, tuple[list[tuple[str, float, str]], str, bool]] = {}
-    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in rows:
-        by_strategy[str(d.details.get("strategy", "?"))].append(d)
-    for name, ds in sorted(by_strategy.items()):
+    for name, ds in _by_strategy(rows):
         out[f"flip_rate.{name}"] = (
             [(d.derived_id, 0.0 if d.passed else 1.0, cluster(d.facets, _question(d))) for d in ds],
             f"share of questions a {name} perturbation broke", False)
@@ -80,23 +82,18 @@ def units(derived: Iterable[DerivedRecord], cluster: Callable[[Mapping[str, str]
 def summarize(derived: Sequence[DerivedRecord]) -> dict[str, Any]:
     """Per strategy: questions judged, perturbations tried, questions broken, flip rate, robust accuracy."""
     out: dict[str, Any] = {}
-    by_strategy: dict[str, list[DerivedRecord]] = defaultdict(list)
-    for d in derived:
-        if d.kind == KIND:
-            by_strategy[str(d.details.get("strategy", "?"))].append(d)
-    for name, ds in sorted(by_strategy.items()):
+    for name, ds in _by_strategy(derived):
         rows = judged(ds)
         n = len(rows)
         broken = sum(not d.passed for d in rows)
         robust = sum(d.passed and bool(d.details.get("original_correct")) for d in rows)
         right = sum(bool(d.details.get("original_correct")) for d in rows)
-        out[name] = {
-            "kind": str(ds[0].details.get("perturbation_kind", "")), "questions": n,
-            "skipped": sum(d.verdict is Verdict.SKIPPED for d in ds), "errors": sum(d.verdict is Verdict.ERROR for d in ds),
-            "tried": sum(int(d.details.get("tried", 0)) for d in rows), "broken": broken,
-            "flip_rate": broken / n if n else None, "robust_accuracy": robust / n if n else None,
-            "original_accuracy": right / n if n else None,
-        }
+        out[name] = {"kind": str(ds[0].details.get("perturbation_kind", "")), "questions": n,
+                     "skipped": sum(d.verdict is Verdict.SKIPPED for d in ds),
+                     "errors": sum(d.verdict is Verdict.ERROR for d in ds),
+                     "tried": sum(int(d.details.get("tried", 0)) for d in rows), "broken": broken,
+                     "flip_rate": broken / n if n else None, "robust_accuracy": robust / n if n else None,
+                     "original_accuracy": right / n if n else None}
     return out
 
 
@@ -107,8 +104,7 @@ def summary_lines(summary: Mapping[str, Any]) -> list[str]:
             lines.append(f"  robustness {name}: no question judged ({s['skipped']} skipped, {s['errors']} errors)")
             continue
         what = "broke" if s["kind"] == "invariance" else "was not followed on"
-        lines.append(
-            f"  robustness {name} ({s['kind']}): {s['questions']} questions, {s['tried']} perturbations tried; one "
-            f"{what} {s['broken']} ({s['flip_rate']:.1%}); robust accuracy {s['robust_accuracy']:.1%} "
-            f"(originals {s['original_accuracy']:.1%})" + (f"; {s['skipped']} skipped" if s["skipped"] else ""))
+        lines.append(f"  robustness {name} ({s['kind']}): {s['questions']} questions, {s['tried']} perturbations tried; one "
+                     f"{what} {s['broken']} ({s['flip_rate']:.1%}); robust accuracy {s['robust_accuracy']:.1%} "
+                     f"(originals {s['original_accuracy']:.1%})" + (f"; {s['skipped']} skipped" if s["skipped"] else ""))
     return lines

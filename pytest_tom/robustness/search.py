@@ -71,12 +71,9 @@ def search(spec: StrategySpec, sample: Sample[Any], original: Record, answer: Ca
             error.append(rec.message)
             reject()
         tried.add(p.change)  # shrinking replays draws: count each distinct perturbation once
-        if spec.kind == "invariance":
-            ok = rec.passed == original.passed
-            want = "the same correctness as on the original"
-        else:
-            ok = rec.passed
-            want = f"the new gold {p.sample.gold!r}"
+        invariance = spec.kind == "invariance"
+        ok = rec.passed == original.passed if invariance else rec.passed
+        want = "the same correctness as on the original" if invariance else f"the new gold {p.sample.gold!r}"
         if not ok:
             raise Broken(p, rec, f"expected {want}; got {answer_text(rec)}")
 

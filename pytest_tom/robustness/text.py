@@ -21,14 +21,10 @@ NAME_POOLS: dict[str, tuple[str, ...]] = {
 }
 NAME_POOLS["any"] = NAME_POOLS["neutral"] + NAME_POOLS["female"] + NAME_POOLS["male"]
 
-FILLERS_EN = (
-    "The weather was mild that day.",
-    "A clock ticked quietly somewhere.",
-    "It was an ordinary afternoon.",
-    "Outside, the wind was calm.",
-    "The sky was slightly overcast.",
-)
+FILLERS_EN = ("The weather was mild that day.", "A clock ticked quietly somewhere.", "It was an ordinary afternoon.",
+              "Outside, the wind was calm.", "The sky was slightly overcast.")
 FILLERS_ZH = ("那天天气很温和。", "远处的钟轻轻地走着。", "这是一个普通的下午。", "外面风很平静。", "天空有些阴沉。")
+
 
 def all_text(sample: Sample[Any]) -> str:
     """Everything a name could collide with: context, question, choices and characters."""

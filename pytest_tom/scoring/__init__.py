@@ -1,10 +1,8 @@
-"""Pure scorers shared by benchmarks: choice labels, yes/no, lists as sets, text overlap, embeddings, votes.
-
-Every function here is a pure function of an answer's text (or vectors) and the
-item's labels, so it is unit-tested on its own and reused by every benchmark with
-the same answer contract. A reader that cannot find an answer says so (None, -1,
-`readable=False`); callers report that as "unparseable", never as "wrong".
-The choice readers (ToMBench's and FANToM's letter rules) live in `choice`.
+"""Pure scorers shared by benchmarks: choice labels, yes/no, lists as sets, text overlap, embeddings, votes. Every function
+here is a pure function of an answer's text (or vectors) and the item's labels, so it is unit-tested on its own and
+reused by every benchmark with the same answer contract. A reader that cannot find an answer says so (None, -1,
+`readable=False`); callers report that as "unparseable", never as "wrong". The choice readers (ToMBench's and FANToM's
+letter rules) live in `choice`.
 """
 
 from __future__ import annotations
@@ -15,40 +13,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_tom.scoring.choice import (
-    EXTRACTION_MODES,
-    bracketed_label,
-    bracketed_official,
-    letter_official_correct,
-    letters_picked,
-)
+from pytest_tom.scoring.choice import bracketed_label, letter_official_correct, letters_picked
 
-__all__ = [
-    "EXTRACTION_MODES",
-    "ListJudgement",
-    "binary_official",
-    "binary_strict",
-    "bracketed_label",
-    "bracketed_official",
-    "cosine",
-    "judge_list",
-    "letter_official_correct",
-    "letters_picked",
-    "majority",
-    "mentions",
-    "nearer",
-    "token_f1",
-    "weighted_f1",
-]
+__all__ = ["ListJudgement", "binary_official", "binary_strict", "bracketed_label", "cosine", "judge_list",
+           "letter_official_correct", "letters_picked", "majority", "mentions", "nearer", "token_f1", "weighted_f1"]
 
 # --- yes/no answers: the FANToM evaluator's binarisation, and a negation-aware strict reading ---
-
-
 def binary_official(answer: str) -> int:
-    """Upstream's `map_binary_answer_to_int`: 1 yes, 0 no, -1 irrelevant.
-
-    Space-padded patterns, yes first: " knows " counts as yes but "knows" at the
-    start does not, "no" inside "know"/"not" never matches, and a leading space or a
+    """Upstream's `map_binary_answer_to_int`: 1 yes, 0 no, -1 irrelevant. Space-padded patterns, yes first: " knows "
+    counts as yes but "knows" at the start does not, "no" inside "know"/"not" never matches, and a leading space or a
     trailing "doesn't know." falls through to irrelevant.
     """
     a = answer.lower().strip("'").strip('"')
@@ -64,21 +37,16 @@ _NEG_PHRASES = re.compile(
     r"\b(?:does|do|did)\s*(?:not|n't|n’t)\s+(?:know|have|hear|learn)\w*|\bnot\s+(?:know|aware)\w*|\bunaware\b"
     r"|\bnever\s+(?:heard|learned|knew)\b|\bno\b|\bfalse\b|\bnobody\b|\bno\s+one\b"
 )
-
-
 _POS_PHRASES = re.compile(r"\byes\b|\btrue\b|\bknows\b|\bdoes\s+know\b|\bis\s+aware\b|\bknew\b")
-
-
 _FIRST_WORD = re.compile(r"^[\s\"'*_`(\[]*([a-z]+)")
 
 
 def binary_strict(answer: str) -> int:
-    """Yes/no with word boundaries and a documented precedence; 1 yes, 0 no, -1 unreadable.
+    """Yes/no with word boundaries and a documented precedence; 1 yes, 0 no, -1 unreadable:
 
     1. A leading yes/true or no/false decides ("No, he knows nothing" is no).
-    2. Otherwise negative phrases ("does not know", "doesn't know", "unaware",
-       "no", "false") are found and removed first, so their "know" is never read as
-       "knows"; then positive cues ("yes", "true", "knows", "does know").
+    2. Otherwise negative phrases ("does not know", "doesn't know", "unaware", "no", "false") are found and removed
+       first, so their "know" is never read as "knows"; then positive cues ("yes", "true", "knows", "does know").
     3. Only negative cues -> no; only positive -> yes; both or neither -> unreadable.
     Word boundaries keep "know", "not", "nothing", "none" and "Noah" from reading as "no".
     """
@@ -100,8 +68,6 @@ def binary_strict(answer: str) -> int:
 
 
 # --- set-valued answers ("who knows?"): which names an answer mentions, judged as an exact set ---
-
-
 def mentions(name: str, answer: str, mode: str) -> bool:
     """Whether `answer` names `name`: upstream's case-insensitive substring, or whole words in strict mode."""
     if mode == "official":
@@ -135,27 +101,20 @@ def judge_list(answer: str, correct: Sequence[str], wrong: Sequence[str], mode: 
 
 
 # --- free-text overlap scores: token F1 (SQuAD-style, unnormalised) and weighted F1 over labels ---
-
-
 def token_f1(ground_truth: str, response: str) -> float:
     """Upstream's `compute_f1`: whitespace tokens, multiset overlap, no normalisation."""
-    gt = ground_truth.split()
-    resp = response.split()
-    common = Counter(gt) & Counter(resp)
-    same = sum(common.values())
+    gt, resp = ground_truth.split(), response.split()
+    same = sum((Counter(gt) & Counter(resp)).values())
     if same == 0:
         return 0.0
-    precision = same / len(resp)
-    recall = same / len(gt)
+    precision, recall = same / len(resp), same / len(gt)
     return 2 * precision * recall / (precision + recall)
 
 
 def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float | None:
-    """scikit-learn's `f1_score(average="weighted")` (what upstream's `evaluate.load("f1")` calls).
-
-    Per label in the union of both lists: F1 = 2TP / (2TP + FP + FN), weighted by the
-    label's support among the references; an unreadable answer (-1) is a label of
-    its own that only ever costs recall.
+    """scikit-learn's `f1_score(average="weighted")` (what upstream's `evaluate.load("f1")` calls). Per label in the union
+    of both lists: F1 = 2TP / (2TP + FP + FN), weighted by the label's support among the references; an unreadable
+    answer (-1) is a label of its own that only ever costs recall.
     """
     if not references:
         return None
@@ -172,8 +131,6 @@ def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float 
 
 
 # --- embedding similarity: the vectors come from the engine (planned, batched, cached like any answer) ---
-
-
 def cosine(u: Sequence[float], v: Sequence[float]) -> float:
     """Cosine similarity; 0 for a zero vector, as scikit-learn's `cosine_similarity` gives."""
     dot = math.fsum(a * b for a, b in zip(u, v, strict=False))
@@ -186,14 +143,11 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
 
 def nearer(answer: Sequence[float], target: Sequence[float], other: Sequence[float]) -> tuple[bool, float, float]:
     """(strictly nearer `target` than `other`, similarity to target, similarity to other); a tie is not nearer."""
-    sim_target = cosine(answer, target)
-    sim_other = cosine(answer, other)
+    sim_target, sim_other = cosine(answer, target), cosine(answer, other)
     return sim_target > sim_other, sim_target, sim_other
 
 
 # --- combining several tries of one question into one answer ---
-
-
 def majority(votes: Sequence[str]) -> str:
     """Most frequent vote; ties go to the vote recorded first (ToMBench upstream's sequential runner)."""
     counts = Counter(votes)

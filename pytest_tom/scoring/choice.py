@@ -1,14 +1,11 @@
-"""Choice answers: which option label a response picks.
+"""Choice answers: which option label a response picks. Two families of official rules live here, both parameterised by
+the labels an item offers, so later benchmarks with the same answer contract reuse them:
 
-Two families of official rules live here, both parameterised by the labels an
-item offers, so later benchmarks with the same answer contract reuse them:
-
-* bracketed letters (ToMBench's `[[A]]` contract): the official priority order
-  (`[[X]]`, then `[X]`, by label, then the last capital label anywhere), a lenient
-  reading that reports "unparseable" where upstream silently answers "A", and a
+* bracketed letters (ToMBench's `[[A]]` contract): the official priority order (`[[X]]`, then `[X]`, by label, then the
+  last capital label anywhere), a lenient reading that reports "unparseable" where upstream silently answers "A", and a
   strict reading that accepts only the last `[[X]]`;
-* option letters in running text (FANToM's "(a)"/"a)"/"a." patterns), the
-  official acceptance test per gold label and a strict single-letter reading.
+* option letters in running text (FANToM's "(a)"/"a)"/"a." patterns), the official acceptance test per gold label and a
+  strict single-letter reading.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ EXTRACTION_MODES = ("lenient", "official", "strict")
 
 def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
     """ToMBench upstream's `extract_answer`: priority by label, then the last capital label anywhere, else the first label.
-
     Returns the label and whether anything matched (False means upstream's silent default).
     """
     for pattern in ("[[{}]]", "[{}]"):
@@ -35,26 +31,20 @@ def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
 
 
 def bracketed_stops(mode: str, labels: str = "ABCD") -> tuple[str, ...]:
-    """Answer-contract stops for `bracketed_label`: strings after which no continuation changes its reading.
-
-    `official` and `lenient` try ``[[X]]`` for each label in label order before
-    anything else, so a text containing ``[[A]]`` (the first label) reads A
-    whatever follows. No other string settles it: after ``[[B]]`` a later
-    ``[[A]]`` still wins, after ``[A]`` a later ``[[B]]`` does, and the last-capital
-    fallback reads the end of the text. `strict` takes the last ``[[X]]``, which
-    any continuation can change, so it has none. (Upstream's rule is priority by
-    label, not "the first match": stopping at the first ``[[X]]`` would be unsafe.)
+    """Answer-contract stops for `bracketed_label`: strings after which no continuation changes its reading. `official` and
+    `lenient` try ``[[X]]`` for each label in label order before anything else, so a text containing ``[[A]]`` (the
+    first label) reads A whatever follows. No other string settles it: after ``[[B]]`` a later ``[[A]]`` still wins,
+    after ``[A]`` a later ``[[B]]`` does, and the last-capital fallback reads the end of the text. `strict` takes the
+    last ``[[X]]``, which any continuation can change, so it has none. (Upstream's rule is priority by label, not "the
+    first match": stopping at the first ``[[X]]`` would be unsafe.)
     """
     return (f"[[{labels[0]}]]",) if mode in ("official", "lenient") else ()
 
 
 def bracketed_label(text: str | None, mode: str, n_options: int, labels: str = "ABCD") -> str | None:
-    """The displayed label a response chose, or None when it cannot be read.
-
-    `official` reproduces upstream exactly (never None; labels beyond `n_options`
-    are returned, as upstream does, and count as a wrong vote); `lenient` is
-    upstream without the default; `strict` accepts only the last ``[[X]]`` with X
-    valid for the item.
+    """The displayed label a response chose, or None when it cannot be read. `official` reproduces upstream exactly (never
+    None; labels beyond `n_options` are returned, as upstream does, and count as a wrong vote); `lenient` is upstream
+    without the default; `strict` accepts only the last ``[[X]]`` with X valid for the item.
     """
     text = text or ""
     if mode == "strict":
@@ -71,17 +61,14 @@ def bracketed_label(text: str | None, mode: str, n_options: int, labels: str = "
 def letter_official_correct(answer: str, letter: str) -> bool:
     """FANToM upstream's `evaluate_mc_belief_q` for the gold `letter` (lower case)."""
     r = answer.lower()
-    return (r.startswith(f"({letter})") or r.startswith(f"{letter})") or r.startswith(f"{letter}.")
-            or r.startswith(f"{letter}:") or r.startswith(f"{letter},") or f"({letter})" in r or letter == r)
+    return r.startswith(tuple(f"{letter}{end}" for end in ").:,")) or f"({letter})" in r or letter == r
 
 
 def letters_picked(answer: str, mode: str, options: Sequence[str], labels: str = "ab") -> tuple[str, ...]:
-    """The option letters an answer picks.
-
-    Official: every letter the official patterns accept (both letters when the
-    answer mentions "(a)" and "(b)", which upstream counts as correct whatever the
-    gold). Strict: a leading letter decides; otherwise the "(x)" mentions, or an
-    answer that repeats one option's text; more than one candidate is unreadable.
+    """The option letters an answer picks. Official: every letter the official patterns accept (both letters when the
+    answer mentions "(a)" and "(b)", which upstream counts as correct whatever the gold). Strict: a leading letter
+    decides; otherwise the "(x)" mentions, or an answer that repeats one option's text; more than one candidate is
+    unreadable.
     """
     if mode == "official":
         return tuple(x for x in labels if letter_official_correct(answer, x))

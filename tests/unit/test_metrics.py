@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_tom.engine.suites import stratified_sample
-from pytest_tom.metrics import Tally, accuracy, facet_table, group_by, macro, mean, tally, wilson_interval
+from pytest_tom.metrics import Tally, accuracy, facet_table, group_by, mean, tally, wilson_interval
 from pytest_tom.record import Outcome, Record
 
 
@@ -62,12 +62,10 @@ def test_accuracy_is_micro_over_scored_records() -> None:
     assert accuracy([]) is None
 
 
-def test_mean_and_macro() -> None:
+def test_mean() -> None:
     assert mean([1.0, 2.0, 6.0]) == 3.0
     assert mean([]) is None
     assert mean(iter([0.5])) == 0.5
-    assert macro([1.0, None, 0.0]) == 0.5  # groups without a value are left out, not counted as 0
-    assert macro([None]) is None
 
 
 def test_facet_table_groups_in_first_seen_order() -> None:

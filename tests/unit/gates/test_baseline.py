@@ -20,11 +20,11 @@ from pytest_tom.gates.baseline import (
     data_fingerprint,
     describe_missing,
     load_baseline,
-    schema,
     write_baseline,
 )
 from pytest_tom.gates.compare import CompareRule, check_compatible, compare, parse_compare_rule, settings_diff
 from pytest_tom.gates.wording import line
+from pytest_tom.output.report import schema
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
@@ -83,7 +83,7 @@ def test_round_trip_keeps_items_verdicts_metrics_and_provenance(tmp_path: Path) 
     raw = build_baseline([current], model_uri="hf:base", model_fingerprint="fp-base", plugin_version="0.1.0")
     path = tmp_path / "ci" / "tom-baseline.json"
     write_baseline(path, raw)
-    jsonschema.validate(json.loads(path.read_text()), schema())
+    jsonschema.validate(json.loads(path.read_text()), schema("baseline.schema.json"))
     assert not list(tmp_path.glob("ci/.*tmp"))
     # one line per question, derived result and metric: a diff shows which ones changed
     assert any(line.startswith('"q0001":') for line in path.read_text().splitlines())

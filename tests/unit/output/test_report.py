@@ -202,7 +202,7 @@ def test_a_written_report_loads_back_into_typed_records(tmp_path: Path) -> None:
     assert loaded.records == tuple(RECORDS)
     assert loaded.derived == tuple(DERIVED)
     assert loaded.raw["suites"] == json.loads(json.dumps(report["suites"]))
-    assert loaded.by_nodeid()["toy[q2]"] == RECORDS[1]
+    assert {r.nodeid: r for r in loaded.records}["toy[q2]"] == RECORDS[1]
 
 
 def write(path: Path, data: Any) -> Path:
