@@ -8,12 +8,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_tom.record import Outcome, Record
+from pytest_tom.sample import Sample
 from pytest_tom.stats import wilson_z
 
 Z95 = 1.959963984540054
+
+
+F = TypeVar("F", Record, Sample[Any])
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -66,17 +70,19 @@ def tally(records: Iterable[Record]) -> Tally:
                  errors=counts[Outcome.ERROR], parse_rate=sum(rates) / n if n else 0.0)
 
 
+def groups(items: Iterable[F], facets: Sequence[str]) -> dict[tuple[str, ...], list[F]]:
+    """Records or samples grouped by their values of `facets` (a missing facet reads ""), in first-seen order."""
+    out: dict[tuple[str, ...], list[F]] = defaultdict(list)
+    for x in items:
+        out[tuple(str(x.facets.get(f, "")) for f in facets)].append(x)
+    return dict(out)
+
+
 def facet_table(records: Sequence[Record], facets: Sequence[str]) -> list[dict[str, Any]]:
     """Tally records grouped by the values of `facets`, in first-seen order."""
-    groups: dict[tuple[str, ...], list[Record]] = defaultdict(list)
-    for r in records:
-        groups[tuple(str(r.facets.get(f, "")) for f in facets)].append(r)
-    return [{"facets": dict(zip(facets, key, strict=True)), **tally(rs).to_dict()} for key, rs in groups.items()]
+    return [{"facets": dict(zip(facets, key, strict=True)), **tally(rs).to_dict()} for key, rs in groups(records, facets).items()]
 
 
 def group_by(records: Iterable[Record], facet: str) -> dict[str, list[Record]]:
     """Records grouped by one facet's value, in first-seen order."""
-    out: dict[str, list[Record]] = defaultdict(list)
-    for r in records:
-        out[str(r.facets.get(facet, ""))].append(r)
-    return dict(out)
+    return {key: rs for (key,), rs in groups(records, (facet,)).items()}

@@ -6,10 +6,11 @@ cluster bootstrap. Pure, deterministic per seed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_tom.record import Record
 from pytest_tom.stats import wilson
 
 LEVEL = 0.95
@@ -61,3 +62,12 @@ def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[floa
             low = min(low, float(np.percentile(diffs, tail)))
             high = max(high, float(np.percentile(diffs, 100 - tail)))
     return Gap(d, max(-1.0, low), min(1.0, high), len(a), len(b), k)
+
+
+def split_gap(members: Sequence[Record], facet: str, a: str, b: str, value: Callable[[Record], float],
+              cluster: Callable[[Record], str]) -> Gap | None:
+    """The gap of the members whose `facet` is `a` over those whose is `b`; None when either group is empty."""
+    ga, gb = ([r for r in members if r.facets.get(facet) == v] for v in (a, b))
+    if not ga or not gb:
+        return None
+    return gap_interval([value(r) for r in ga], [cluster(r) for r in ga], [value(r) for r in gb], [cluster(r) for r in gb])

@@ -8,14 +8,13 @@ tables at a glance; every cell (deception x style x length x order) is in the JS
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
-from pytest_tom.framework.gaps import gap_interval
+from pytest_tom.framework.gaps import split_gap
 from pytest_tom.framework.metric import Metric
+from pytest_tom.metrics import groups
 from pytest_tom.record import Outcome, Record
 from pytest_tom.stats import estimate_rate
 
@@ -23,15 +22,11 @@ INVARIANTS, DECLINE, DECEPTION = "joint_invariants", "order_decline", "deception
 CELLS = "Figures: length x order per deception x style"
 MARGINS = "Margins: order, length, deception, style"
 CELL = ("deception", "style", "length")
-T = TypeVar("T", Record, HiToMSample)
 
 
 def chains(records: Sequence[Record]) -> dict[str, dict[int, Record]]:
     """Records by chain (`<style>/<story>`) and order."""
-    out: dict[str, dict[int, Record]] = defaultdict(dict)
-    for r in records:
-        out[r.facets["chain"]][int(r.facets["order"])] = r
-    return out
+    return {c: {int(r.facets["order"]): r for r in rs} for (c,), rs in groups(records, ("chain",)).items()}
 
 
 def joint(records: Sequence[Record], k: int) -> tuple[list[tuple[bool, str]], int]:
@@ -71,14 +66,6 @@ def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Seque
     return out
 
 
-def by(items: Iterable[T], facets: Sequence[str]) -> dict[tuple[str, ...], list[T]]:
-    """Records or samples grouped by their values of `facets`, in sorted order."""
-    out: dict[tuple[str, ...], list[T]] = defaultdict(list)
-    for x in items:
-        out[tuple(x.facets[f] for f in facets)].append(x)
-    return dict(sorted(out.items()))
-
-
 def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
     """Every Hi-ToM metric of one suite's records; `gold` (the setting) says which answer key scored them."""
     scored = [r for r in records if r.scored]
@@ -88,9 +75,9 @@ def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
                   "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS),
            *slice_metrics(("overall",), "all", MARGINS, records, orders=True)]
     for facet in CELL:
-        for (value,), mine in by(records, (facet,)).items():
+        for (value,), mine in sorted(groups(records, (facet,)).items()):
             out += slice_metrics((facet, value), f"{facet} {value}", MARGINS, mine, orders=False)
-    for (tell, style, length), mine in by(records, CELL).items():
+    for (tell, style, length), mine in sorted(groups(records, CELL).items()):
         out += slice_metrics(("cells", tell, style, f"length_{length}"), "", CELLS, mine, orders=False)
     return out
 
@@ -100,7 +87,7 @@ def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
     out = [Derived("hitom", f"{t}-{st}-length_{n}", INVARIANTS, tuple(s.id for s in mine),
                    ("hitom", INVARIANTS, f"length{n}", st, *(("deception",) if t == "tell" else ())),
                    {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
-           for (t, st, n), mine in by(samples, CELL).items()]
+           for (t, st, n), mine in sorted(groups(samples, CELL).items())]
     ends, high = [s for s in samples if s.extra.order in (0, 4)], [s for s in samples if s.extra.order > 0]
     if {s.extra.order for s in ends} == {0, 4}:
         out.append(Derived("hitom", "order_4_vs_0", DECLINE, tuple(s.id for s in ends), ("hitom", DECLINE),
@@ -131,9 +118,9 @@ def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
     """A rule failing when acc(`a`) - acc(`b`) over the `facet` groups is beyond max_gap (`above`) or below -max_gap."""
     def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
         tol = float(derived.params.get("max_gap", 0.05))
-        x, y = ([r for r in members if r.facets[facet] == v] for v in (a, b))
-        g = gap_interval([float(r.passed) for r in x], [r.facets["story"] for r in x],
-                         [float(r.passed) for r in y], [r.facets["story"] for r in y])
+        g = split_gap(members, facet, a, b, lambda r: float(r.passed), lambda r: r.facets["story"])
+        if g is None:
+            return Judgement(True, "no items on one side of the comparison")
         details = g.to_dict() | {"max_gap": tol}
         if g.low > tol if above else g.high < -tol:
             return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * g.point:+.1f} points (95% interval "

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.tomato.data import BENCHMARK, FACTOR_KEYS, MENTAL_STATES, ORDERS, ToMATOSample
-from pytest_tom.framework.gaps import Gap, gap_interval
+from pytest_tom.framework.gaps import split_gap
 from pytest_tom.record import Record
 
 FB_GAP = "false_belief_gap"
@@ -26,15 +26,6 @@ def _value(r: Record) -> float:
 
 def _cluster(r: Record) -> str:
     return r.facets.get("conversation") or r.sample_id
-
-
-def _split(members: Sequence[Record], facet: str, a: str, b: str) -> Gap | None:
-    ga = [r for r in members if r.facets.get(facet) == a]
-    gb = [r for r in members if r.facets.get(facet) == b]
-    if not ga or not gb:
-        return None
-    return gap_interval([_value(r) for r in ga], [_cluster(r) for r in ga], [_value(r) for r in gb],
-                        [_cluster(r) for r in gb])
 
 
 def false_belief_gaps(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
@@ -66,7 +57,7 @@ def _pts(v: float) -> str:
 def fb_gap_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     """Fails when non-FB second-order accuracy exceeds FB accuracy by more than max_gap, interval and all."""
     tol = float(derived.params.get("max_gap", 0.05))
-    g = _split(members, "false_belief", "false", "true")
+    g = split_gap(members, "false_belief", "false", "true", _value, _cluster)
     if g is None:
         return Judgement(True, "no questions on one side of the comparison")
     details = g.to_dict() | {"max_gap": tol}
@@ -83,7 +74,8 @@ def fb_gap_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
 def personality_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     """Fails when some factor's high-low gap lies wholly outside [-max_gap, max_gap]; the value is the largest |gap|."""
     tol = float(derived.params.get("max_gap", 0.05))
-    gaps = {f: g for f in derived.params.get("factors", FACTOR_KEYS) if (g := _split(members, f, "high", "low"))}
+    factors = derived.params.get("factors", FACTOR_KEYS)
+    gaps = {f: g for f in factors if (g := split_gap(members, f, "high", "low", _value, _cluster))}
     if not gaps:
         return Judgement(True, "no factor has both a high and a low half")
     worst = max(gaps, key=lambda f: abs(gaps[f].point))

@@ -10,9 +10,10 @@ import pytest
 
 from pytest_tom.derived import evaluate
 from pytest_tom.evals.tomato import ToMATO
-from pytest_tom.evals.tomato.derived import FB_GAP, PERSONALITY, gap_interval
+from pytest_tom.evals.tomato.derived import FB_GAP, PERSONALITY
 from pytest_tom.evals.tomato.metrics import SHOW, aggregate
 from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.gaps import gap_interval
 from pytest_tom.framework.metric import from_tree
 from pytest_tom.gates.metrics import gate_metrics
 from pytest_tom.output.render import terminal_lines, to_json
