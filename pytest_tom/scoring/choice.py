@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-EXTRACTION_MODES = ("lenient", "official", "strict")
-
 
 def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
     """ToMBench upstream's `extract_answer`: priority by label, then the last capital label anywhere, else the first label.

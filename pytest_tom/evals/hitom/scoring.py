@@ -20,11 +20,13 @@ AUTHORS_MAX_TOKENS = 2000
 """`max_tokens` of the authors' GPT-4 script (spec §3.3)."""
 
 
+def first_line(text: str | None) -> str:
+    return next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
+
+
 def extract(response: str | None, choices: dict[str, str]) -> str | None:
     """The predicted container, or None when the first non-blank line is no answer; `choices`: letter -> container."""
-    line = next((x.strip() for x in (response or "").splitlines() if x.strip()), None)
-    if line is None:
-        return None
+    line = first_line(response)
     if line.startswith("Answer:"):
         line = line[len("Answer:"):].strip()
     if m := STRICT.match(line):
@@ -55,13 +57,12 @@ def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Re
     x = sample.extra
     message = ""
     if outcome is not Outcome.CORRECT:
-        first = next((line.strip() for line in (text or "").splitlines() if line.strip()), "")
         differ = (f"; the MC and CoT data files disagree (MC {x.gold_mc}, CoT {x.gold_cot}), gold={gold} reads "
                   f"{'the ' + x.style + ' file' if gold == 'own' else gold.upper()}") if x.gold_mc != x.gold_cot else ""
         message = "\n".join([
             f"Hi-ToM {x.path} (order {x.order}, length {x.length}, {x.tell}, {x.style}): {outcome.value}",
             f"question: {sample.question}", f"gold: {sample.gold_label}. {want}{differ}",
-            f"first line of the answer: {first[:200]!r} -> {got or 'unparseable'}",
+            f"first line of the answer: {first_line(text)[:200]!r} -> {got or 'unparseable'}",
         ])
     return Record.of(sample, outcome, parsed=got, gold=want, responses=(text,), request_keys=(key,) if key else (),
                      details={"gold_setting": gold}, message=message)

@@ -6,7 +6,6 @@ import pytest
 
 from pytest_tom.scoring import majority
 from pytest_tom.scoring.choice import (
-    EXTRACTION_MODES,
     bracketed_label,
     bracketed_official,
     letter_official_correct,
@@ -43,9 +42,6 @@ class TestBracketedOfficial:
 
 
 class TestBracketedLabel:
-    def test_modes_are_the_three_documented_ones(self) -> None:
-        assert EXTRACTION_MODES == ("lenient", "official", "strict")
-
     def test_official_never_returns_none(self) -> None:
         assert bracketed_label("", "official", 4) == "A"
         assert bracketed_label(None, "official", 4) == "A"
