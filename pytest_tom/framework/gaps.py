@@ -6,7 +6,7 @@ cluster bootstrap. Pure, deterministic per seed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,10 +64,14 @@ def gap_interval(a: Sequence[float], a_clusters: Sequence[str], b: Sequence[floa
     return Gap(d, max(-1.0, low), min(1.0, high), len(a), len(b), k)
 
 
-def split_gap(members: Sequence[Record], facet: str, a: str, b: str, value: Callable[[Record], float],
-              cluster: Callable[[Record], str]) -> Gap | None:
-    """The gap of the members whose `facet` is `a` over those whose is `b`; None when either group is empty."""
+def split_gap(members: Sequence[Record], facet: str, a: str, b: str, cluster: str) -> Gap | None:
+    """The gap of the members whose `facet` is `a` over those whose is `b`, clustered by the `cluster` facet (a record
+    without it stands alone); None when either group is empty. An item's value is its share of runs right (its score),
+    else its verdict.
+    """
     ga, gb = ([r for r in members if r.facets.get(facet) == v] for v in (a, b))
     if not ga or not gb:
         return None
-    return gap_interval([value(r) for r in ga], [cluster(r) for r in ga], [value(r) for r in gb], [cluster(r) for r in gb])
+    units = [([float(r.passed if r.score is None else r.score) for r in g], [r.facets.get(cluster) or r.sample_id for r in g])
+             for g in (ga, gb)]
+    return gap_interval(*units[0], *units[1])

@@ -118,7 +118,7 @@ def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
     """A rule failing when acc(`a`) - acc(`b`) over the `facet` groups is beyond max_gap (`above`) or below -max_gap."""
     def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
         tol = float(derived.params.get("max_gap", 0.05))
-        g = split_gap(members, facet, a, b, lambda r: float(r.passed), lambda r: r.facets["story"])
+        g = split_gap(members, facet, a, b, "story")
         if g is None:
             return Judgement(True, "no items on one side of the comparison")
         details = g.to_dict() | {"max_gap": tol}

@@ -19,15 +19,6 @@ FB_GAP = "false_belief_gap"
 PERSONALITY = "personality_robustness"
 
 
-def _value(r: Record) -> float:
-    """An item's share of runs right (its verdict where no per-run score exists)."""
-    return float(r.score) if r.score is not None else float(r.passed)
-
-
-def _cluster(r: Record) -> str:
-    return r.facets.get("conversation") or r.sample_id
-
-
 def false_belief_gaps(samples: Sequence[ToMATOSample], max_gap: float, benchmark: str = BENCHMARK) -> list[Derived]:
     """One gap over all second-order questions, and one per mental state, where both groups have questions."""
     second = [s for s in samples if s.extra.order == 2]
@@ -57,7 +48,7 @@ def _pts(v: float) -> str:
 def fb_gap_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     """Fails when non-FB second-order accuracy exceeds FB accuracy by more than max_gap, interval and all."""
     tol = float(derived.params.get("max_gap", 0.05))
-    g = split_gap(members, "false_belief", "false", "true", _value, _cluster)
+    g = split_gap(members, "false_belief", "false", "true", "conversation")
     if g is None:
         return Judgement(True, "no questions on one side of the comparison")
     details = g.to_dict() | {"max_gap": tol}
@@ -75,7 +66,7 @@ def personality_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     """Fails when some factor's high-low gap lies wholly outside [-max_gap, max_gap]; the value is the largest |gap|."""
     tol = float(derived.params.get("max_gap", 0.05))
     factors = derived.params.get("factors", FACTOR_KEYS)
-    gaps = {f: g for f in factors if (g := split_gap(members, f, "high", "low", _value, _cluster))}
+    gaps = {f: g for f in factors if (g := split_gap(members, f, "high", "low", "conversation"))}
     if not gaps:
         return Judgement(True, "no factor has both a high and a low half")
     worst = max(gaps, key=lambda f: abs(gaps[f].point))
