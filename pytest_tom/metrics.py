@@ -15,8 +15,6 @@ from pytest_tom.sample import Sample
 from pytest_tom.stats import wilson_z
 
 Z95 = 1.959963984540054
-
-
 F = TypeVar("F", Record, Sample[Any])
 
 

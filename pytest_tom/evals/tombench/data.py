@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,7 @@ from pytest_tom.errors import TomDataError
 from pytest_tom.framework import fields
 from pytest_tom.framework.base import slug
 from pytest_tom.framework.checks import distinct_options, read_jsonl
+from pytest_tom.metrics import groups
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 BENCHMARK = "tombench"
@@ -271,11 +272,7 @@ def to_sample(extra: ToMBenchExtra, story: str, question: str, options: Sequence
 
 def stories(samples: Sequence[ToMBenchSample]) -> list[Derived]:
     """One coherence assertion per story: it passes only if every question of the story passes (Table 22)."""
-    members: dict[str, list[ToMBenchSample]] = defaultdict(list)
-    for s in samples:
-        if s.facets.get("story"):
-            members[s.facets["story"]].append(s)
     return [Derived(benchmark=BENCHMARK, id=sid, kind="coherence", members=tuple(s.id for s in group),
                     marks=(BENCHMARK, x.language, x.task, "coherence"),
                     facets={"language": x.language, "task": x.task, "story": sid})
-            for sid, group in members.items() for x in (group[0].extra,)]
+            for (sid,), group in groups(samples, ("story",)).items() if sid for x in (group[0].extra,)]
