@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
-from pytest_tom.models._chat import SYSTEM_MODES
+from pytest_tom.models._chat import SYSTEM_MODES, TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, cut_at_stops, parse_spec, require_existing
 from pytest_tom.models._prefix import sharing_order
-from pytest_tom.models._tokenized import TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import GenerationSettings, Request, Response
 
@@ -185,11 +184,8 @@ class VLLMModel(StreamingModel):
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             full = self.options["fingerprint"] == "full"
-            p = Path(self.path)
-            if p.is_file() and p.suffix == ".gguf":
-                files = local_fingerprint(p.parent, gguf_file=p.name, full=full)
-            elif self.is_local:
-                files = local_fingerprint(p, full=full)
+            if self.is_local:  # a folder, or a .gguf file
+                files = local_fingerprint(Path(self.path), full=full)
             else:
                 files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
             parts = fingerprint_parts("vllm", BACKEND_VERSION, files, self.chat,
@@ -214,24 +210,18 @@ class VLLMModel(StreamingModel):
         """Flatten requests into (request index, choice index, item); failures come back as responses."""
         items: list[tuple[int, int, dict[str, Any]]] = []
         failed: list[tuple[int, Response]] = []
-        limit = self.context_limit()
-        for i, r in enumerate(requests):
-            try:
-                if r.kind == "generate":
-                    ids = list(self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit))
-                    item: dict[str, Any] = {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}
-                    if r.settings.stop_after:
-                        item["cut"] = (list(r.settings.stop), list(r.settings.stop_after))
-                    items.append((i, -1, item))
-                elif r.kind == "loglikelihood":
-                    ctx, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
-                    for k, cont in enumerate(conts):
-                        item = {"kind": "loglikelihood", "ids": [*ctx, *cont], "n_ctx": len(ctx), "params": dict(LOGLIK_KWARGS)}
-                        items.append((i, k, item))
-                else:
-                    raise ValueError(f"unknown request kind {r.kind!r}")
-            except Exception as exc:
-                failed.append((i, Response(error=f"{type(exc).__name__}: {exc}")))
+        for i, ids, conts, error in self.chat.encode_requests(requests, self.context_limit()):
+            settings = requests[i].settings
+            if error:
+                failed.append((i, Response(error=error)))
+            elif conts is None:
+                item: dict[str, Any] = {"kind": "generate", "ids": list(ids), "params": sampling_kwargs(settings)}
+                if settings.stop_after:
+                    item["cut"] = (list(settings.stop), list(settings.stop_after))
+                items.append((i, -1, item))
+            else:
+                items.extend((i, k, {"kind": "loglikelihood", "ids": [*ids, *cont], "n_ctx": len(ids),
+                                     "params": dict(LOGLIK_KWARGS)}) for k, cont in enumerate(conts))
         return items, failed
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:

@@ -15,16 +15,16 @@ from typing import Any
 
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
-from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
-from pytest_tom.models._tokenized import (
+from pytest_tom.models._chat import (
+    SYSTEM_MODES,
     TokenizedChat,
     file_hashes,
     fingerprint_parts,
     hub_fingerprint,
     local_fingerprint,
 )
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
+from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.models.hf.batching import CPU_BATCH, GPU_START, AdaptiveBatches, CapacityProbe, Failed, decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
@@ -203,7 +203,7 @@ class HFModel(StreamingModel):
         if self._parts is None:
             full = self.options["fingerprint"] == "full"
             if self.is_local:
-                files = local_fingerprint(Path(self.path), gguf_file=self.gguf_file, full=full)
+                files = local_fingerprint(Path(self.path, self.gguf_file or ""), full=full)
             else:
                 self.ensure_loaded()  # a hub id: download (or find) the files first
                 commit = getattr(self.model.config, "_commit_hash", None)
@@ -238,36 +238,20 @@ class HFModel(StreamingModel):
         n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         return n if isinstance(n, int) and n > 0 else self.chat.model_max_length
 
-    def encode_prompt(self, request: Request) -> tuple[int, ...]:
-        return self.chat.encode_prompt(request.messages)
-
-    def encode_choice(self, choice: str) -> tuple[int, ...]:
-        return self.chat.encode_choice(choice)
-
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Answer everything handed over, longest prompts first, in OOM-adaptive batches."""
         if not requests:
             return
         self.ensure_loaded()
-        limit = self.max_positions
         groups: dict[GenerationSettings, list[_Gen]] = {}
         rows: list[_LLRow] = []
-        for i, r in enumerate(requests):
-            try:
-                if r.kind == "generate":
-                    ids = self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit)
-                    groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
-                elif r.kind == "loglikelihood":
-                    ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
-                    for k, cont in enumerate(conts):
-                        if limit and len(ids) + len(cont) > limit:
-                            raise ValueError(
-                                f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
-                    rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
-                else:
-                    raise ValueError(f"unknown request kind {r.kind!r}")
-            except Exception as exc:
-                yield i, Response(error=f"{type(exc).__name__}: {exc}")
+        for i, ids, conts, error in self.chat.encode_requests(requests, self.max_positions, fit_choices=True):
+            if error:
+                yield i, Response(error=error)
+            elif conts is None:
+                groups.setdefault(requests[i].settings, []).append(_Gen(i, ids, requests[i].settings))
+            else:
+                rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
         for settings, items in groups.items():
             # A seeded sample must not depend on its batch-mates: one request per batch.
             force = 1 if settings.temperature > 0 and settings.seed is not None else None
