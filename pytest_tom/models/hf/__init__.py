@@ -24,17 +24,18 @@ from pytest_tom.models._chat import (
     local_fingerprint,
 )
 from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
-from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
+from pytest_tom.models._prefix import generate_shared, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.models.hf.batching import CPU_BATCH, GPU_START, AdaptiveBatches, CapacityProbe, Failed, decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1  # Bump when a change here changes answers (tokenisation of choices, decoding defaults...).
-
+_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+           "float16": "float16", "fp16": "float16", "half": "float16"}
 OPTIONS: tuple[Option, ...] = (
     Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
-           choices=("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "half")),
+           choices=("auto", *_DTYPES)),
     Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
     Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
     Option("batch_size", default="auto",
@@ -53,9 +54,6 @@ OPTIONS: tuple[Option, ...] = (
     Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
            choices=("sampled", "full")),
 )
-
-_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
-           "float16": "float16", "fp16": "float16", "half": "float16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +313,7 @@ class HFModel(StreamingModel):
             self.probe.before(len(items), max(len(q) for q in seqs), s.max_new_tokens)
         sharing = plan(seqs) if self.prefix_cache and len(items) > 1 and takes_cache_objects(self.model) else None
         if sharing is not None:
-            out, width = PrefixRunner(torch, self.model, self.pad_id).generate(seqs, sharing, **kwargs)
+            out, width = generate_shared(torch, self.model, self.pad_id, seqs, sharing, **kwargs)
             self.shared_prefix_tokens += sharing.plain_cost - sharing.cost
         else:
             ids, mask = self._pad_left(seqs)
@@ -354,8 +352,7 @@ class HFModel(StreamingModel):
 
 
 def make(spec: str) -> HFModel:
-    parsed = parse_spec("hf", spec, OPTIONS)
-    return HFModel(parsed, uri=f"hf:{spec}")
+    return HFModel(parse_spec("hf", spec, OPTIONS), uri=f"hf:{spec}")
 
 
 def make_smollm2(spec: str) -> HFModel:

@@ -163,16 +163,17 @@ class OpenAIModel(StreamingModel):
         if not requests:
             return
         inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
-        holder: dict[str, Any] = {}
-        started = threading.Event()
+        loop = asyncio.new_event_loop()
+        main = loop.create_task(self._run_all(list(requests), inbox))
 
         def runner() -> None:
             try:
-                asyncio.run(self._run_all(list(requests), inbox, holder, started))
+                loop.run_until_complete(main)
             except BaseException as exc:  # noqa: BLE001 - reported to the consuming thread
                 inbox.put(("crash", exc))
             finally:
-                started.set()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
                 inbox.put(("done", None))
 
         thread = threading.Thread(target=runner, name="pytest-tom-openai", daemon=True)
@@ -189,18 +190,11 @@ class OpenAIModel(StreamingModel):
                 else:
                     break
         finally:
-            started.wait(timeout=5)
-            loop, task = holder.get("loop"), holder.get("task")
-            if loop is not None and task is not None and not task.done():
-                with contextlib.suppress(RuntimeError):  # the loop already closed
-                    loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(main.cancel)
             thread.join(timeout=30)
 
-    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any],
-                       started: threading.Event) -> None:
-        holder["loop"] = asyncio.get_running_loop()
-        holder["task"] = asyncio.current_task()
-        started.set()
+    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]]) -> None:
         client = self._openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
                                           timeout=self._http_timeout(float(self.options["timeout"])))
         ceiling = max(1, self.batch_size)
