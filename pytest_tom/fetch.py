@@ -19,7 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, TypeVar
@@ -140,21 +140,16 @@ def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits:
 
 def check_pinned(folder: Path, files: Mapping[str, str]) -> None:
     """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum: a damaged one is named."""
-    missing = sorted(n for n in files if not (folder / n).is_file())
-    if missing:
-        raise TomDataError(
-            f"the download cache is incomplete: {_names(missing)} missing; {REFETCH}", path=folder)
+    if missing := sorted(n for n in files if not (folder / n).is_file()):
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise TomDataError(f"the download cache is incomplete: {', '.join(map(repr, missing[:5]))}{more} missing; "
+                           f"{REFETCH}", path=folder)
     for name, expected in sorted(files.items()):
         got = sha256_file(folder / name)
         if got != expected:
             raise TomDataError(
                 f"this downloaded copy no longer matches its pinned sha256 {expected} (got {got}): it was damaged "
                 f"or edited after the download; {REFETCH}", path=folder / name)
-
-
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:5])
-    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 # --- archives ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.models._common import combine, digest_files, file_digest, too_long
+from pytest_tom.models._common import Option, combine, digest_files, file_digest, too_long
 from pytest_tom.request import Message, Request
 
 Renderer = Callable[[list[dict[str, str]], bool], str]  # (messages, continue_final_message) -> prompt text
@@ -23,6 +23,16 @@ PLAIN_SEPARATOR = "\n\n"
 _SYS_PROBE = "<<pytest-tom system probe 5c1e>>"
 _USER_PROBE = "<<pytest-tom user probe 9b2d>>"
 SYSTEM_MODES = ("auto", "fold", "keep")
+# The options of `hf:` and `vllm:` that say how prompts are tokenised and the checkpoint identified, alike in both.
+TOKENIZED_OPTIONS = (
+    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
+    Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
+           choices=SYSTEM_MODES),
+    Option("revision", default=None, help="hub revision (branch, tag or commit)"),
+    Option("trust_remote_code", kind="bool", default=False),
+    Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
+           choices=("sampled", "full")),
+)
 
 
 def read_template_file(path: str | Path) -> str:

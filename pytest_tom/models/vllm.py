@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
-from pytest_tom.models._chat import SYSTEM_MODES, TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
+from pytest_tom.models._chat import TOKENIZED_OPTIONS, TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, cut_at_stops, parse_spec, require_existing
 from pytest_tom.models._prefix import sharing_order
 from pytest_tom.models.base import StreamingModel
@@ -31,15 +31,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("quantization", default=None, help="awq, gptq, fp8... (vLLM's names)"),
     Option("enforce_eager", kind="bool", default=None, help="disable CUDA graphs (slower, less memory)"),
     Option("seed", kind="int", default=0, help="engine seed"),
-    Option("revision", default=None),
     Option("tokenizer", default=None, help="tokenizer folder or id when it differs from the model's (e.g. for a .gguf)"),
-    Option("trust_remote_code", kind="bool", default=False),
-    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
-    Option("system", default="auto", choices=SYSTEM_MODES, help="auto, fold or keep (see hf:)"),
     Option("prefix_caching", kind="bool", default=True,
            help="vLLM's automatic prefix caching, with requests ordered so shared prefixes run together"),
     Option("batch_size", kind="int", default=256, help="prompts per llm.generate call (the resume granularity)"),
-    Option("fingerprint", default="sampled", choices=("sampled", "full")),
+    *TOKENIZED_OPTIONS,
 )
 
 

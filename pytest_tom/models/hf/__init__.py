@@ -16,7 +16,7 @@ from typing import Any
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._chat import (
-    SYSTEM_MODES,
+    TOKENIZED_OPTIONS,
     TokenizedChat,
     file_hashes,
     fingerprint_parts,
@@ -43,16 +43,10 @@ OPTIONS: tuple[Option, ...] = (
                 f"{CPU_BATCH} on CPU); halves on out-of-memory"),
     Option("prefix_cache", kind="bool", default=True,
            help="compute each prompt prefix shared by several requests once and continue them from its cache"),
-    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
-    Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
-           choices=SYSTEM_MODES),
     Option("gguf_file", default=None, help="a .gguf file inside the PATH folder (or give the .gguf path directly)"),
     Option("convert", kind="bool", default=False, help="convert a GGUF once to safetensors in the model cache"),
-    Option("revision", default=None, help="hub revision (branch, tag or commit)"),
-    Option("trust_remote_code", kind="bool", default=False),
     Option("attn_implementation", default=None, help="eager, sdpa, flash_attention_2..."),
-    Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
-           choices=("sampled", "full")),
+    *TOKENIZED_OPTIONS,
 )
 
 
