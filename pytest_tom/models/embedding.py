@@ -17,8 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import combine, file_digest
-from pytest_tom.models.base import Model, source_digest
-from pytest_tom.models.python import import_target
+from pytest_tom.models.base import Model, import_target, source_digest
 from pytest_tom.request import Request, Response
 
 PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"  # what the official FANToM evaluator loads (eval_fantom.py)

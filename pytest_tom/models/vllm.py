@@ -80,7 +80,7 @@ def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict
         if it["kind"] == "generate":
             comp = out.outputs[0]
             text = cut_at_stops(comp.text, *it["cut"]) if it.get("cut") else comp.text
-            results.append({"text": text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
+            results.append({"text": text, "usage": {"prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)}})
             continue
         ids, n_ctx = it["ids"], it["n_ctx"]
         plp = out.prompt_logprobs
@@ -236,11 +236,7 @@ class VLLMModel(StreamingModel):
         for chunk, results in self._get_engine().run([items[s : s + size] for s in range(0, len(items), size)]):
             for (i, k, item), result in zip(chunk, results, strict=False):
                 if k < 0:
-                    if isinstance(result, str):
-                        yield i, Response(error=result)
-                    else:
-                        usage = {"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]}
-                        yield i, Response(text=result["text"], usage=usage)
+                    yield i, Response(error=result) if isinstance(result, str) else Response(**result)
                     continue
                 score = result if isinstance(result, str) else (float(result["logprob"]), int(result["n"]))
                 if (done := scores.add(i, k, score, item["n_ctx"])) is not None:

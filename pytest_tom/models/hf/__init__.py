@@ -94,7 +94,6 @@ class HFModel(StreamingModel):
         self.tokenizer = self._load_tokenizer()
         self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
         self.formatter = self.chat.formatter
-        self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
         self.loaded_info: dict[str, Any] = {}  # filled when the weights load; empty if every answer was cached
 
@@ -180,12 +179,8 @@ class HFModel(StreamingModel):
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        self.batches.restart(value)  # set from outside: the engine's --tom-batch-size, a test
+        self.batches.size = self.batches.initial = max(1, int(value))  # the engine's --tom-batch-size, a test
         self.batches.grow = None  # a size the user chose is kept: no probing past it
-
-    @property
-    def oom_backoffs(self) -> int:
-        return self.batches.backoffs
 
     def fingerprint_parts(self) -> dict[str, Any]:
         if self._parts is None:
@@ -200,9 +195,7 @@ class HFModel(StreamingModel):
         return self._parts
 
     def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
-        return self._fingerprint
+        return "hf:" + combine(self.fingerprint_parts())  # the parts are computed once
 
     def describe(self) -> dict[str, Any]:
         files = self.fingerprint_parts()["files"]
@@ -210,7 +203,7 @@ class HFModel(StreamingModel):
             **super().describe(),
             "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,
             "dtype": self.dtype_name, "device": self.device, "batch_size": self.batch_size,
-            "initial_batch_size": self.batches.initial, "oom_backoffs": self.oom_backoffs,
+            "initial_batch_size": self.batches.initial, "oom_backoffs": self.batches.backoffs,
             "batch_size_probe": self.probe.describe() if self.probe is not None else None,
             "batch_size_grown_from": self.batches.grown_from, "prefix_cache": self.prefix_cache,
             "shared_prefix_tokens": self.shared_prefix_tokens, "chat_template": self.formatter.describe(),

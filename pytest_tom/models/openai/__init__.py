@@ -82,8 +82,7 @@ class OpenAIModel(StreamingModel):
         if o["max_retries"] < 0 or o["timeout"] <= 0:
             raise TomConfigError(f"--tom-model {uri}: max_retries must be >= 0 and timeout > 0")
         self.batch_size = int(o["concurrency"])
-        env_base = os.environ.get("OPENAI_BASE_URL")
-        self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = str(o["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = key_var = o["api_key_env"] or "OPENAI_API_KEY"
         key = os.environ.get(key_var)
         if not key:
@@ -92,8 +91,7 @@ class OpenAIModel(StreamingModel):
             key = "EMPTY"  # local servers (vLLM, llama.cpp...) accept any key
         self._key = key
         self.secret_env = tuple(v.strip() for v in str(o["secret_env"] or "").split(",") if v.strip())
-        unset = [v for v in self.secret_env if not os.environ.get(v)]
-        if unset:
+        if unset := [v for v in self.secret_env if not os.environ.get(v)]:
             raise TomConfigError(f"--tom-model {uri}: secret_env= names {', '.join('$' + v for v in unset)}, which "
                                  "is not set: a secret that is not set cannot be redacted")
         self._secrets = tuple(os.environ[v] for v in self.secret_env)

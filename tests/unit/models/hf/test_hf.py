@@ -216,7 +216,7 @@ def test_out_of_memory_halves_the_batch_and_answers_everything(tiny: Path, exc_f
     out = model.generate(requests)
     assert [r.text for r in out] == expected and all(r.ok for r in out)
     assert sizes[:4] == [16, 8, 4, 2]
-    assert model.batch_size == 2 and model.oom_backoffs == 3
+    assert model.batch_size == 2 and model.batches.backoffs == 3
     info = model.describe()
     assert info["oom_backoffs"] == 3 and info["batch_size"] == 2 and info["initial_batch_size"] == 16
 
