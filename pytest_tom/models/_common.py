@@ -103,9 +103,7 @@ def require_existing(target: str, *, uri: str) -> None:
 
 
 def models_root() -> Path:
-    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else `models` in the response
-    cache's folder ($TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom).
-    """
+    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else beside the response cache."""
     if value := os.environ.get("TOM_MODEL_DIR"):
         return Path(value).expanduser()
     if value := os.environ.get("TOM_CACHE_DIR"):

@@ -110,8 +110,8 @@ def output_cache(out: Any) -> Any:
     return cache
 
 
-def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """Token ids left-padded to one width, and their attention mask: the layout batched generation continues from."""
+def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
+    """Token ids left-padded to one width and their attention mask, on `device`: what batched generation continues."""
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
@@ -119,7 +119,7 @@ def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[An
         if s:
             ids[row, width - len(s) :] = torch.tensor(list(s), dtype=torch.long)
             mask[row, width - len(s) :] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
 def generate_shared(torch: Any, model: Any, pad_id: int, seqs: Sequence[Sequence[int]], p: Plan,
@@ -163,7 +163,7 @@ def generate_shared(torch: Any, model: Any, pad_id: int, seqs: Sequence[Sequence
         cols_mask.append(mask)
     level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
     if any(level2):
-        ids, mask = (t.to(device) for t in pad_left(torch, level2, pad_id))
+        ids, mask = pad_left(torch, level2, pad_id, device)
         if cache is not None:
             cache = select(cache, [0] * len(p.groups))
             cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
@@ -181,7 +181,7 @@ def generate_shared(torch: Any, model: Any, pad_id: int, seqs: Sequence[Sequence
     cols_ids = [c.index_select(0, index) for c in cols_ids]
     cols_mask = [c.index_select(0, index) for c in cols_mask]
     suffixes = [seqs[k][p.groups[group_of[k]][0] :] for k in range(len(seqs))]
-    ids, mask = (t.to(device) for t in pad_left(torch, suffixes, pad_id))
+    ids, mask = pad_left(torch, suffixes, pad_id, device)
     full_ids = torch.cat([*cols_ids, ids], dim=1)
     full_mask = torch.cat([*cols_mask, mask], dim=1)
     with torch.inference_mode():

@@ -198,7 +198,6 @@ class HFModel(StreamingModel):
         return "hf:" + combine(self.fingerprint_parts())  # the parts are computed once
 
     def describe(self) -> dict[str, Any]:
-        files = self.fingerprint_parts()["files"]
         info: dict[str, Any] = {
             **super().describe(),
             "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,
@@ -207,7 +206,7 @@ class HFModel(StreamingModel):
             "batch_size_probe": self.probe.describe() if self.probe is not None else None,
             "batch_size_grown_from": self.batches.grown_from, "prefix_cache": self.prefix_cache,
             "shared_prefix_tokens": self.shared_prefix_tokens, "chat_template": self.formatter.describe(),
-            **file_hashes(files),
+            **file_hashes(self.fingerprint_parts()["files"]),
             "fingerprint_mode": self.options["fingerprint"],
             "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
         }
@@ -256,10 +255,6 @@ class HFModel(StreamingModel):
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
 
-    def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
-        ids, mask = pad_left(self._torch, seqs, self.pad_id)
-        return ids.to(self._input_device), mask.to(self._input_device)
-
     @property
     def pad_id(self) -> int:
         candidates = (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id, self._gen_config_value("pad_token_id"))
@@ -299,7 +294,7 @@ class HFModel(StreamingModel):
             out, width = generate_shared(torch, self.model, self.pad_id, seqs, sharing, **kwargs)
             self.shared_prefix_tokens += sharing.plain_cost - sharing.cost
         else:
-            ids, mask = self._pad_left(seqs)
+            ids, mask = pad_left(self._torch, seqs, self.pad_id, self._input_device)
             width = ids.shape[1]
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
@@ -312,7 +307,7 @@ class HFModel(StreamingModel):
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
         """Log-prob sums of each row's continuation (position ids neutralise padding; logits_to_keep spares memory)."""
         torch = self._torch
-        ids, mask = self._pad_left([row.ctx + row.cont for row in rows])
+        ids, mask = pad_left(torch, [row.ctx + row.cont for row in rows], self.pad_id, self._input_device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         k = max(len(row.cont) for row in rows)
         with torch.inference_mode():
