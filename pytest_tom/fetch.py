@@ -7,6 +7,7 @@ the disk or hang a run; a cached copy is checked again before each use (its pins
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -18,7 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, TypeVar
@@ -116,10 +117,17 @@ def download_verified(
     return h.hexdigest()
 
 
-def _temp_in(folder: Path, prefix: str) -> Path:
-    fd, name = tempfile.mkstemp(dir=folder, prefix=prefix)
+@contextlib.contextmanager
+def _staged(target: Path) -> Iterator[Path]:
+    """A temporary file beside `target`, moved onto it when the block succeeds: `target` is never half-written."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=".part-")
     os.close(fd)
-    return Path(name)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits: Limits | None = None) -> Path:
@@ -132,21 +140,16 @@ def fetch_pinned(base_url: str, files: Mapping[str, str], dest: Path, *, limits:
 
 def check_pinned(folder: Path, files: Mapping[str, str]) -> None:
     """Fail unless every one of `files` (name -> sha256) is in `folder` with its checksum: a damaged one is named."""
-    missing = sorted(n for n in files if not (folder / n).is_file())
-    if missing:
-        raise TomDataError(
-            f"the download cache is incomplete: {_names(missing)} missing; {REFETCH}", path=folder)
+    if missing := sorted(n for n in files if not (folder / n).is_file()):
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise TomDataError(f"the download cache is incomplete: {', '.join(map(repr, missing[:5]))}{more} missing; "
+                           f"{REFETCH}", path=folder)
     for name, expected in sorted(files.items()):
         got = sha256_file(folder / name)
         if got != expected:
             raise TomDataError(
                 f"this downloaded copy no longer matches its pinned sha256 {expected} (got {got}): it was damaged "
                 f"or edited after the download; {REFETCH}", path=folder / name)
-
-
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:5])
-    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
 # --- archives ----------------------------------------------------------------------------------
@@ -217,23 +220,17 @@ def extract_file(archive: Path, member: str, dest: Path, *, limits: Limits | Non
     cap = (limits or LIMITS).max_expanded
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / member
-    tmp = _temp_in(dest, ".part-")
-    try:
-        with tmp.open("wb") as out:
-            if tarfile.is_tarfile(archive):
-                with tarfile.open(archive) as tar:
-                    src = tar.extractfile(_scan(_tar_members(tar), archive, member, cap))
-                    assert src is not None  # a regular file, checked above
-                    _copy_capped(src, out, archive, cap)
-            elif zipfile.is_zipfile(archive):
-                with zipfile.ZipFile(archive) as zf:
-                    with zf.open(_scan(_zip_members(zf), archive, member, cap)) as zsrc:
-                        _copy_capped(zsrc, out, archive, cap)
-            else:
-                raise TomDataError("not a tar or zip archive", path=archive)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with _staged(target) as tmp, tmp.open("wb") as out:
+        if tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tar:
+                src = tar.extractfile(_scan(_tar_members(tar), archive, member, cap))
+                assert src is not None  # a regular file, checked above
+                _copy_capped(src, out, archive, cap)
+        elif zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf, zf.open(_scan(_zip_members(zf), archive, member, cap)) as zsrc:
+                _copy_capped(zsrc, out, archive, cap)
+        else:
+            raise TomDataError("not a tar or zip archive", path=archive)
     return target
 
 
@@ -259,15 +256,11 @@ def fetch_archive(url: str, sha256: str, member: str, dest: Path, *, limits: Lim
         except TomDataError:
             pass  # damaged or unrecorded: fetch it again below
     dest.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_in(dest, ".download-")
-    try:
-        download_verified(url, sha256, tmp, target, limits=limits)
-        extract_file(tmp, member, dest, limits=limits)
-        write_manifest(dest / MANIFEST, {"source": url, "archive_sha256": sha256,
-                                         "files": {member: sha256_file(target)}})
-        return target
-    finally:
-        tmp.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest, prefix=".download-") as tmp:
+        download_verified(url, sha256, Path(tmp, "archive"), target, limits=limits)
+        extract_file(Path(tmp, "archive"), member, dest, limits=limits)
+    write_manifest(dest / MANIFEST, {"source": url, "archive_sha256": sha256, "files": {member: sha256_file(target)}})
+    return target
 
 
 # --- several files, and the manifest of a verified download --------------------------------------------------------------
@@ -281,13 +274,8 @@ def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, l
     def one(rel: str) -> tuple[str, str]:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _temp_in(target.parent, ".part-")
-        try:
-            digest = download_verified(base + urllib.parse.quote(rel), files[rel], tmp, target, limits=limits)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return rel, digest
+        with _staged(target) as tmp:
+            return rel, download_verified(base + urllib.parse.quote(rel), files[rel], tmp, target, limits=limits)
 
     if workers <= 1:
         return dict(one(rel) for rel in files)
@@ -297,12 +285,8 @@ def fetch_files(base_url: str, dest: Path, files: Mapping[str, str | None], *, l
 
 def write_manifest(path: Path, body: Mapping[str, Any]) -> None:
     """Record a verified download (written last, atomically: an interrupted or rejected download has none)."""
-    tmp = _temp_in(path.parent, ".part-")
-    try:
+    with _staged(path) as tmp:
         tmp.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def read_manifest(path: Path, where: Path) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.models.base import CallableModel, Model, per_prompt
-from pytest_tom.models.python import as_model
+from pytest_tom.models.base import CallableModel, Model, as_model, per_prompt
 from pytest_tom.registry import LazyRegistry, load_target
 
 __all__ = ["BUILTIN", "CHECKS", "USAGE", "CallableModel", "Model", "SchemeRegistry", "as_model", "make_model", "per_prompt",
@@ -20,7 +19,7 @@ Factory = Callable[[str], Model]  # Builds a model from the part of the URI afte
 _SCHEMES: dict[str, tuple[str, str]] = {
     "random": ("random", "random[:SEED] (random answers: a chance baseline)"),
     "mock": ("mock", "mock[:first|last|echo|fixed=TEXT|answers=FILE.json] (scripted answers, for tests)"),
-    "python": ("python", "python:MODULE:CALLABLE (your function or Model)"),
+    "python": ("base:make_python", "python:MODULE:CALLABLE (your function or Model)"),
     "replay": ("replay", "replay:REPORT.json (the answers a --tom-report or JSONL file recorded)"),
     "hf": ("hf", "hf:ID|DIR|FILE.gguf[?dtype=..&device=..] (transformers in this process; pytest-tom[hf])"),
     "smollm2": ("hf:make_smollm2",

@@ -1,18 +1,21 @@
-"""Turning chat messages into the exact text a model sees: a wrong template is the commonest way numbers stop matching
-the papers. The model's own template (or a Jinja file, or none); system folded into the first user turn when the
-template drops or rejects it; a hash with a probe rendering, so a changed template changes the cache fingerprint.
+"""Turning chat messages into the exact text (and, for `hf:` and `vllm:`, token ids) a model sees: a wrong template is
+the commonest way numbers stop matching the papers. The model's own template (or a Jinja file, or none); system folded
+into the first user turn when the template drops or rejects it; a hash with a probe rendering, so a changed template
+changes the cache fingerprint. `hf:` and `vllm:` share `TokenizedChat` and the checkpoint identity, so that a `vllm:` run
+reproduces an `hf:` run only if the code exists once. No torch or transformers import here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.request import Message
+from pytest_tom.models._common import Option, combine, digest_files, file_digest, too_long
+from pytest_tom.request import Message, Request
 
 Renderer = Callable[[list[dict[str, str]], bool], str]  # (messages, continue_final_message) -> prompt text
 
@@ -20,6 +23,14 @@ PLAIN_SEPARATOR = "\n\n"
 _SYS_PROBE = "<<pytest-tom system probe 5c1e>>"
 _USER_PROBE = "<<pytest-tom user probe 9b2d>>"
 SYSTEM_MODES = ("auto", "fold", "keep")
+# The options of `hf:` and `vllm:` that say how prompts are tokenised and the checkpoint identified, alike in both.
+TOKENIZED_OPTIONS = (
+    Option("chat_template", default="auto"),
+    Option("system", default="auto", choices=SYSTEM_MODES),
+    Option("revision", default=None),
+    Option("trust_remote_code", kind="bool", default=False),
+    Option("fingerprint", default="sampled", choices=("sampled", "full")),
+)
 
 
 def read_template_file(path: str | Path) -> str:
@@ -156,3 +167,116 @@ def choose_template(option: str | None, own_template: str | None) -> tuple[str |
     if value == "auto":
         return (own_template, "tokenizer") if own_template else (None, "none")
     return read_template_file(value), f"file:{Path(value).expanduser()}"
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack")
+CONFIG_FILES = ("config.json", "generation_config.json", "model.safetensors.index.json", "pytorch_model.bin.index.json")
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "vocab.json", "vocab.txt",
+    "merges.txt", "tokenizer.model", "spiece.model", "chat_template.jinja", "chat_template.json",
+)
+
+
+class TokenizedChat:
+    """A tokenizer plus the `chat_template=` and `system=` options: the exact token ids a model sees."""
+
+    def __init__(self, tokenizer: Any, *, chat_template: str | None, system: str) -> None:
+        self.tokenizer = tokenizer
+        own = getattr(tokenizer, "chat_template", None)
+        template, source = choose_template(chat_template, own if isinstance(own, str) else None)
+        self.template = template
+        self.formatter = ChatFormatter(template=template, source=source, renderer=self._apply_template, system=system)
+
+    def _apply_template(self, messages: list[dict[str, str]], continue_final: bool) -> str:
+        # The tokenizer's own Jinja environment, so an override file renders exactly like a built-in template.
+        return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
+            messages, chat_template=self.template, tokenize=False, add_generation_prompt=not continue_final,
+            continue_final_message=continue_final)
+
+    def encode_prompt(self, messages: Sequence[Message]) -> tuple[int, ...]:
+        text = self.formatter.render(messages)
+        # A rendered template already holds BOS and friends; plain prompts get the tokenizer's own.
+        ids = self.tokenizer(text, add_special_tokens=self.formatter.plain)["input_ids"]
+        return tuple(int(i) for i in ids)
+
+    @property
+    def model_max_length(self) -> int | None:
+        """The tokenizer's context length, unless it is transformers' "no limit" placeholder."""
+        n = getattr(self.tokenizer, "model_max_length", None)
+        return n if isinstance(n, int) and 0 < n < 10**7 else None
+
+    def encode_choice(self, choice: str) -> tuple[int, ...]:
+        """A choice is tokenised alone, so its tokens never depend on the prompt's last characters."""
+        return tuple(int(i) for i in self.tokenizer(choice, add_special_tokens=False)["input_ids"])
+
+    def encode_requests(self, requests: Sequence[Request], limit: int | None, *, fit_choices: bool = False,
+                        ) -> Iterator[tuple[int, tuple[int, ...], list[tuple[int, ...]] | None, str | None]]:
+        """(index, prompt ids, choice ids or None for generate, why it cannot be sent or None) of each request; a
+        prompt and its answer must fit `limit` positions (with `fit_choices`, prompt and each choice too). A choice is
+        tokenised alone, so its tokens never depend on the prompt's last characters.
+        """
+        for i, r in enumerate(requests):
+            try:
+                if r.kind not in ("generate", "loglikelihood"):
+                    raise ValueError(f"unknown request kind {r.kind!r}")
+                ids, conts = self.encode_prompt(r.messages), None
+                if r.kind == "loglikelihood":
+                    conts = self._encode_choices(ids, r.choices, limit if fit_choices else None)
+                elif limit and len(ids) + r.settings.max_new_tokens > limit:
+                    raise ValueError(too_long(len(ids), r.settings.max_new_tokens, limit))
+            except Exception as exc:
+                yield i, (), None, f"{type(exc).__name__}: {exc}"
+                continue
+            yield i, ids, conts, None
+
+    def _encode_choices(self, ids: tuple[int, ...], choices: Sequence[str], limit: int | None) -> list[tuple[int, ...]]:
+        if not choices:
+            raise ValueError("a loglikelihood request needs at least one choice")
+        if not ids:
+            raise ValueError("cannot score a continuation of an empty prompt")
+        conts = [self.encode_choice(c) for c in choices]
+        for k, cont in enumerate(conts):
+            if not cont:
+                raise ValueError(f"choice {k} ({choices[k]!r}) tokenises to nothing")
+        for k, cont in enumerate(conts):
+            if limit and len(ids) + len(cont) > limit:
+                raise ValueError(f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
+        return conts
+
+def local_fingerprint(path: Path, *, full: bool = False) -> dict[str, Any]:
+    """Digests of everything in a checkpoint folder that changes answers (of a GGUF file, that file)."""
+    if path.is_file():
+        return {"weights": {path.name: file_digest(path, full=full)}}
+    weights = [p for p in path.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES) and "training_args" not in p.name]
+    return {"weights": digest_files(weights, full=full),
+            "config": digest_files((path / n for n in CONFIG_FILES), full=True),
+            "tokenizer": digest_files((path / n for n in TOKENIZER_FILES), full=True)}
+
+
+def hub_fingerprint(repo: str, revision: str | None, commit: str | None, *, full: bool = False,
+                    download: bool = False) -> dict[str, Any]:
+    """A hub model's identity: its snapshot's files (fetched first when `download`), else the commit hash."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(repo_id=repo, revision=revision, local_files_only=not download))
+        return {"repo": repo, **local_fingerprint(folder, full=full)}
+    except Exception as exc:
+        if not commit:
+            raise TomConfigError(f"cannot fingerprint {repo!r}: not a local folder and no hub snapshot ({exc})") from None
+        return {"repo": repo, "commit": commit}
+
+
+def fingerprint_parts(backend: str, version: int, files: Mapping[str, Any], chat: TokenizedChat,
+                      **identity: Any) -> dict[str, Any]:
+    """Everything that changes a checkpoint's answers: files, template hash, backend version, and `identity` (dtype...)."""
+    return {"backend": f"{backend}-v{version}", "files": dict(files), "template": chat.formatter.hash(), **identity}
+
+
+def file_hashes(files: Mapping[str, Any]) -> dict[str, str | None]:
+    """The report's weights/config/tokenizer hashes (a hub id fingerprinted by commit has only that)."""
+    return {
+        "weights_hash": combine(files.get("weights", {})) if "weights" in files else files.get("commit"),
+        "config_hash": combine(files["config"]) if "config" in files else None,
+        "tokenizer_hash": combine(files["tokenizer"]) if "tokenizer" in files else None,
+    }

@@ -26,12 +26,11 @@ _NUMBERS: dict[str, tuple[Callable[[str], Any], str]] = {"int": (int, "an intege
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One `?key=value` option a scheme accepts; `kind` is "str", "int", "float" or "bool"."""
+    """One `?key=value` option of a scheme (the README's tables say what each means); `kind`: str, int, float or bool."""
 
     name: str
     kind: str = "str"
     default: Any = None
-    help: str = ""
     choices: tuple[str, ...] = ()
 
     def convert(self, scheme: str, raw: str) -> Any:
@@ -103,17 +102,13 @@ def require_existing(target: str, *, uri: str) -> None:
     raise TomConfigError(f"--tom-model {uri}: no such {kind}: {os.path.abspath(path)} (the target is a local path{hint})")
 
 
-def cache_root() -> Path:
-    """$TOM_CACHE_DIR, else $XDG_CACHE_HOME/pytest-tom, else ~/.cache/pytest-tom (as the response cache)."""
-    if value := os.environ.get("TOM_CACHE_DIR"):
-        return Path(value).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-tom"
-
-
 def models_root() -> Path:
-    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else <cache root>/models."""
-    value = os.environ.get("TOM_MODEL_DIR")
-    return Path(value).expanduser() if value else cache_root() / "models"
+    """Where converted checkpoints live: $TOM_MODEL_DIR (CI keeps those across runs), else beside the response cache."""
+    if value := os.environ.get("TOM_MODEL_DIR"):
+        return Path(value).expanduser()
+    if value := os.environ.get("TOM_CACHE_DIR"):
+        return Path(value).expanduser() / "models"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-tom" / "models"
 
 
 def file_digest(path: Path, *, full: bool = False, sample: int = MiB) -> str:

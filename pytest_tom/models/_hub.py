@@ -54,22 +54,15 @@ def check_target(target: str, *, uri: str, scheme: str, aliases: Sequence[str] =
         except TomConfigError as exc:
             raise TomConfigError(_with_hint(str(exc), nearest(t, folders), scheme)) from None
         return
-    try:
-        from huggingface_hub import scan_cache_dir  # noqa: F401 - present with transformers and vLLM
-    except ImportError:
-        return
     cache = hub_cache_dir()
-    cached = cached_model_ids(cache)
-    if t in cached:
-        return
-    offline = offline_variable()
-    if offline is not None:
+    if (cached := cached_model_ids(cache)) is None or t in cached:
+        return  # a cached model, or no huggingface_hub (it comes with transformers and vLLM): the backend reports that
+    if (offline := offline_variable()) is not None:
         why = f"{offline} is set, so the hub was not asked"
     else:
-        verdict, detail = ask_hub(t)
+        verdict, why = ask_hub(t)
         if verdict in ("exists", "unknown"):
             return
-        why = detail
     candidates = [*aliases, *cached, *folders]
     message = (f"--tom-model {uri}: {t!r} is no model folder, file, alias or model in the local hub cache "
                f"({cache}), and {why}")
@@ -96,11 +89,13 @@ def hub_cache_dir() -> Path:
     return Path(os.path.expandvars(os.path.expanduser(value)))
 
 
-def cached_model_ids(cache: Path) -> list[str]:
-    """The model repo ids in the hub cache `cache` (none when it does not exist)."""
-    from huggingface_hub import scan_cache_dir
-    from huggingface_hub.utils import CacheNotFound  # type: ignore[attr-defined]  # see _ask_hub
-
+def cached_model_ids(cache: Path) -> list[str] | None:
+    """The model repo ids in the hub cache `cache` (none when it does not exist; None without huggingface_hub)."""
+    try:
+        from huggingface_hub import scan_cache_dir
+        from huggingface_hub.utils import CacheNotFound  # type: ignore[attr-defined]  # see _ask_hub
+    except ImportError:
+        return None
     try:
         info = scan_cache_dir(cache)
     except (CacheNotFound, OSError):

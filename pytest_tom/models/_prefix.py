@@ -110,8 +110,8 @@ def output_cache(out: Any) -> Any:
     return cache
 
 
-def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
-    """Token ids left-padded to one width, and their attention mask: the layout batched generation continues from."""
+def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int, device: Any) -> tuple[Any, Any]:
+    """Token ids left-padded to one width and their attention mask, on `device`: what batched generation continues."""
     width = max(len(s) for s in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
@@ -119,83 +119,71 @@ def pad_left(torch: Any, seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[An
         if s:
             ids[row, width - len(s) :] = torch.tensor(list(s), dtype=torch.long)
             mask[row, width - len(s) :] = 1
-    return ids, mask
+    return ids.to(device), mask.to(device)
 
 
-class PrefixRunner:
-    """Runs a `Plan` on a causal LM: the prefix levels by forward passes, the last by `model.generate`."""
+def generate_shared(torch: Any, model: Any, pad_id: int, seqs: Sequence[Sequence[int]], p: Plan,
+                    **generate_kwargs: Any) -> tuple[Any, int]:
+    """`model.generate` over the rows of `seqs` following `p`: the prefix levels by forward passes, each on the cache of
+    the one before, the last by `model.generate`; returns (output ids, prompt width).
+    """
+    device = model.get_input_embeddings().weight.device
+    cache_kw = cache_argument(model)
 
-    def __init__(self, torch: Any, model: Any, pad_id: int) -> None:
-        self.torch = torch
-        self.model = model
-        self.pad_id = pad_id
-        self.cache_kw = cache_argument(model)
-
-    def _extend(self, cache: Any, ids: Any, full_mask: Any) -> Any:
+    def extend(cache: Any, ids: Any, full_mask: Any) -> Any:
         """Run one prefix level on `cache` (None for the first) and return the cache that includes it."""
-        torch = self.torch
         positions = (full_mask.cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
         kw: dict[str, Any] = {"input_ids": ids, "attention_mask": full_mask, "position_ids": positions,
                               "use_cache": True}
         if cache is not None:
-            kw[self.cache_kw] = cache
+            kw[cache_kw] = cache
         with torch.inference_mode():
             try:
-                out = self.model(**kw, logits_to_keep=1)
+                out = model(**kw, logits_to_keep=1)
             except TypeError:  # models without logits_to_keep
-                out = self.model(**kw)
+                out = model(**kw)
         return output_cache(out)
 
-    def _select(self, cache: Any, rows: Sequence[int]) -> Any:
+    def select(cache: Any, rows: Sequence[int]) -> Any:
         """The cache expanded or reordered to `rows` (indices into its batch)."""
-        index = self.torch.tensor(list(rows), dtype=self.torch.long, device=self._device)
-        if hasattr(cache, "reorder_cache"):
-            cache.reorder_cache(index)
-            return cache
-        raise TypeError(f"cannot reuse a prefix with a {type(cache).__name__} cache")
+        if not hasattr(cache, "reorder_cache"):
+            raise TypeError(f"cannot reuse a prefix with a {type(cache).__name__} cache")
+        cache.reorder_cache(torch.tensor(list(rows), dtype=torch.long, device=device))
+        return cache
 
-    @property
-    def _device(self) -> Any:
-        return self.model.get_input_embeddings().weight.device
-
-    def generate(self, seqs: Sequence[Sequence[int]], p: Plan, **generate_kwargs: Any) -> tuple[Any, int]:
-        """`model.generate` over the rows of `seqs` following `p`; returns (output ids, prompt width)."""
-        torch = self.torch
-        device = self._device
-        group_of = {k: g for g, (_, members) in enumerate(p.groups) for k in members}
-        cols_ids: list[Any] = []
-        cols_mask: list[Any] = []
-        cache = None
-        if p.base:
-            ids = torch.tensor([list(seqs[0][: p.base])], dtype=torch.long, device=device)
-            mask = torch.ones_like(ids)
-            cache = self._extend(None, ids, mask)
-            cols_ids.append(ids)
-            cols_mask.append(mask)
-        level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
-        if any(level2):
-            ids, mask = (t.to(device) for t in pad_left(torch, level2, self.pad_id))
-            if cache is not None:
-                cache = self._select(cache, [0] * len(p.groups))
-                cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
-                cols_mask = [c.expand(len(p.groups), -1) for c in cols_mask]
-            full_mask = torch.cat([*cols_mask, mask], dim=1)
-            cache = self._extend(cache, ids, full_mask)
-            cols_ids.append(ids)
-            cols_mask.append(mask)
-            rows = [group_of[k] for k in range(len(seqs))]
-        else:  # only the base level is shared
-            rows = [0] * len(seqs)
-        assert cache is not None, "a plan shares at least one level"
-        cache = self._select(cache, rows)
-        index = torch.tensor(rows, dtype=torch.long, device=device)
-        cols_ids = [c.index_select(0, index) for c in cols_ids]
-        cols_mask = [c.index_select(0, index) for c in cols_mask]
-        suffixes = [seqs[k][p.groups[group_of[k]][0] :] for k in range(len(seqs))]
-        ids, mask = (t.to(device) for t in pad_left(torch, suffixes, self.pad_id))
-        full_ids = torch.cat([*cols_ids, ids], dim=1)
+    group_of = {k: g for g, (_, members) in enumerate(p.groups) for k in members}
+    cols_ids: list[Any] = []
+    cols_mask: list[Any] = []
+    cache = None
+    if p.base:
+        ids = torch.tensor([list(seqs[0][: p.base])], dtype=torch.long, device=device)
+        mask = torch.ones_like(ids)
+        cache = extend(None, ids, mask)
+        cols_ids.append(ids)
+        cols_mask.append(mask)
+    level2 = [seqs[members[0]][p.base : prefix] for prefix, members in p.groups]
+    if any(level2):
+        ids, mask = pad_left(torch, level2, pad_id, device)
+        if cache is not None:
+            cache = select(cache, [0] * len(p.groups))
+            cols_ids = [c.expand(len(p.groups), -1) for c in cols_ids]
+            cols_mask = [c.expand(len(p.groups), -1) for c in cols_mask]
         full_mask = torch.cat([*cols_mask, mask], dim=1)
-        with torch.inference_mode():
-            out = self.model.generate(input_ids=full_ids, attention_mask=full_mask, **{self.cache_kw: cache},
-                                      **generate_kwargs)
-        return out, full_ids.shape[1]
+        cache = extend(cache, ids, full_mask)
+        cols_ids.append(ids)
+        cols_mask.append(mask)
+        rows = [group_of[k] for k in range(len(seqs))]
+    else:  # only the base level is shared
+        rows = [0] * len(seqs)
+    assert cache is not None, "a plan shares at least one level"
+    cache = select(cache, rows)
+    index = torch.tensor(rows, dtype=torch.long, device=device)
+    cols_ids = [c.index_select(0, index) for c in cols_ids]
+    cols_mask = [c.index_select(0, index) for c in cols_mask]
+    suffixes = [seqs[k][p.groups[group_of[k]][0] :] for k in range(len(seqs))]
+    ids, mask = pad_left(torch, suffixes, pad_id, device)
+    full_ids = torch.cat([*cols_ids, ids], dim=1)
+    full_mask = torch.cat([*cols_mask, mask], dim=1)
+    with torch.inference_mode():
+        out = model.generate(input_ids=full_ids, attention_mask=full_mask, **{cache_kw: cache}, **generate_kwargs)
+    return out, full_ids.shape[1]

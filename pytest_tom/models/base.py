@@ -1,9 +1,10 @@
-"""The contract every model backend fulfils, and the adapter for user callables."""
+"""The contract every model backend fulfils, and the adapter for user callables (`as_model`, the `python:` scheme)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
 import inspect
 import linecache
 import traceback
@@ -243,3 +244,41 @@ def per_prompt(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a model callable that takes one conversation (and, if it wants, the settings dict) and returns one string."""
     fn.tom_per_prompt = True  # type: ignore[attr-defined]
     return fn
+
+
+def as_model(obj: Any, *, uri: str = "") -> Model:
+    """Adapt whatever a user hands in (conftest fixture or URI) to a `Model`."""
+    if isinstance(obj, Model):
+        if uri and not obj.uri:
+            obj.uri = uri
+        return obj
+    if (inspect.isclass(obj) and issubclass(obj, Model)) or getattr(obj, "tom_factory", False):
+        return as_model(obj(), uri=uri)
+    if callable(obj):
+        return CallableModel(obj, uri=uri)
+    raise TomConfigError(f"{uri or obj!r}: expected a pytest_tom Model or a callable, got {type(obj).__name__}")
+
+
+def import_target(target: str, where: str) -> Any:
+    """The object "package.module:attr.sub" names; `where` starts the `TomConfigError` when it cannot be imported."""
+    module_name, _, attr = target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise TomConfigError(f"{where}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TomConfigError(f"{where}: {module_name} has no attribute {attr!r}") from None
+    return obj
+
+
+def make_python(spec: str) -> Model:
+    """`python:package.module:callable`: the user's own model code, a batched callable, a `per_prompt` callable, a
+    `Model` instance, or a zero-argument factory (class or function) that returns either.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise TomConfigError(f"--tom-model python:{spec}: expected python:package.module:callable")
+    return as_model(import_target(spec, f"--tom-model python:{spec}"), uri=f"python:{spec}")

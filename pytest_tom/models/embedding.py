@@ -17,8 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
 from pytest_tom.models._common import combine, file_digest
-from pytest_tom.models.base import Model, source_digest
-from pytest_tom.models.python import import_target
+from pytest_tom.models.base import Model, import_target, source_digest
 from pytest_tom.request import Request, Response
 
 PAPER_MODEL = "sentence-transformers/all-roberta-large-v1"  # what the official FANToM evaluator loads (eval_fantom.py)
@@ -47,8 +46,8 @@ class EmbedderChoice:
     spec: str  # The setting as given ("auto", "minilm", a path, a model name, python:mod:attr).
     name: str  # Model name (or Python target) as the report names it.
     location: str  # Local folder of the model, the model name for sentence-transformers to fetch, or the Python target.
-    kind: str  # "sentence-transformers" or "python".
-    paper_model: bool  # Whether this is the official evaluator's checkpoint (numbers comparable to the paper).
+    kind: str = "sentence-transformers"  # or "python"
+    paper_model: bool = False  # Whether this is the official evaluator's checkpoint (numbers comparable to the paper).
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,33 +98,31 @@ def resolve(spec: str, *, allow_download: bool = False) -> EmbedderChoice:
         module, sep, attr = target.partition(":")
         if not sep or not module or not attr:
             raise TomConfigError(f"embedder {spec!r}: expected python:package.module:attribute")
-        return EmbedderChoice(spec, spec, target, "python", paper_model=False)
+        return EmbedderChoice(spec, spec, target, "python")
     if spec == AUTO:
         if (paper := cached_model_path(PAPER_MODEL)) is not None:
-            return EmbedderChoice(spec, PAPER_MODEL, str(paper), "sentence-transformers", paper_model=True)
+            return EmbedderChoice(spec, PAPER_MODEL, str(paper), paper_model=True)
         if (local := minilm_path()) is not None:
-            return EmbedderChoice(
-                spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False,
-                note=f"the paper's {PAPER_MODEL} is not in the local Hugging Face cache; using {MINILM_MODEL} "
-                f"from {MINILM_PACKAGE} (belief distance is not comparable to the paper's numbers)",
-            )
+            return EmbedderChoice(spec, MINILM_MODEL, str(local), note=f"the paper's {PAPER_MODEL} is not in the local "
+                                  f"Hugging Face cache; using {MINILM_MODEL} from {MINILM_PACKAGE} (belief distance is "
+                                  "not comparable to the paper's numbers)")
         if allow_download:
-            return EmbedderChoice(spec, PAPER_MODEL, PAPER_MODEL, "sentence-transformers", paper_model=True)
+            return EmbedderChoice(spec, PAPER_MODEL, PAPER_MODEL, paper_model=True)
         raise TomDependencyError(_missing_message(f"no sentence embedder found: {PAPER_MODEL} is not cached locally "
                                                  f"and {MINILM_PACKAGE} is not installed"))
     name = _ALIASES.get(spec, spec)
     if name == MINILM_MODEL and (local := minilm_path()) is not None:
-        return EmbedderChoice(spec, MINILM_MODEL, str(local), "sentence-transformers", paper_model=False)
+        return EmbedderChoice(spec, MINILM_MODEL, str(local))
     path = Path(spec).expanduser()
     if path.is_dir():
-        return EmbedderChoice(spec, path.name, str(path.resolve()), "sentence-transformers", paper_model=False)
+        return EmbedderChoice(spec, path.name, str(path.resolve()))
     if "\\" in spec or spec.startswith((".", "/", "~")):
         raise TomConfigError(f"embedder {spec!r}: no such folder")
     full = name if "/" in name else f"sentence-transformers/{name}"
     if (cached := cached_model_path(full)) is not None:
-        return EmbedderChoice(spec, full, str(cached), "sentence-transformers", paper_model=full == PAPER_MODEL)
+        return EmbedderChoice(spec, full, str(cached), paper_model=full == PAPER_MODEL)
     if allow_download:
-        return EmbedderChoice(spec, full, full, "sentence-transformers", paper_model=full == PAPER_MODEL)
+        return EmbedderChoice(spec, full, full, paper_model=full == PAPER_MODEL)
     raise TomDependencyError(_missing_message(f"embedder {spec!r} ({full}) is not in the local Hugging Face cache"))
 
 
@@ -210,11 +207,8 @@ def load(choice: EmbedderChoice) -> Embedder:
     """The embedder `choice` names: sentence-transformers loaded once per process, Python targets anew (edits count)."""
     if choice.kind == "python":
         return _python_embedder(choice.location, choice.name)
-    key = (choice.kind, choice.location)
-    with _LOADED_LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = SentenceTransformerEmbedder(choice.location, choice.name)
-        return _LOADED[key]
+    with _LOADED_LOCK:  # the weights load on first use, so a spare instance costs nothing
+        return _LOADED.setdefault((choice.kind, choice.location), SentenceTransformerEmbedder(choice.location, choice.name))
 
 
 SCHEME = "embed"

@@ -13,34 +13,28 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError, TomModelError
-from pytest_tom.models._chat import SYSTEM_MODES
+from pytest_tom.models._chat import TOKENIZED_OPTIONS, TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, cut_at_stops, parse_spec, require_existing
 from pytest_tom.models._prefix import sharing_order
-from pytest_tom.models._tokenized import TokenizedChat, fingerprint_parts, hub_fingerprint, local_fingerprint
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1
 
 OPTIONS: tuple[Option, ...] = (
-    Option("dtype", default="auto", help="auto, float16, bfloat16, float32"),
-    Option("tensor_parallel_size", kind="int", default=1, help="GPUs per engine (vLLM tensor parallelism)"),
-    Option("data_parallel_size", kind="int", default=1, help="engine processes, each on its own tensor_parallel_size GPUs"),
-    Option("gpu_memory_utilization", kind="float", default=None, help="share of each GPU's memory vLLM may use"),
-    Option("max_model_len", kind="int", default=None, help="context length to allocate (default: the model's)"),
-    Option("max_num_seqs", kind="int", default=None, help="vLLM's concurrent sequence limit"),
-    Option("quantization", default=None, help="awq, gptq, fp8... (vLLM's names)"),
-    Option("enforce_eager", kind="bool", default=None, help="disable CUDA graphs (slower, less memory)"),
-    Option("seed", kind="int", default=0, help="engine seed"),
-    Option("revision", default=None),
-    Option("tokenizer", default=None, help="tokenizer folder or id when it differs from the model's (e.g. for a .gguf)"),
-    Option("trust_remote_code", kind="bool", default=False),
-    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
-    Option("system", default="auto", choices=SYSTEM_MODES, help="auto, fold or keep (see hf:)"),
-    Option("prefix_caching", kind="bool", default=True,
-           help="vLLM's automatic prefix caching, with requests ordered so shared prefixes run together"),
-    Option("batch_size", kind="int", default=256, help="prompts per llm.generate call (the resume granularity)"),
-    Option("fingerprint", default="sampled", choices=("sampled", "full")),
+    Option("dtype", default="auto"),
+    Option("tensor_parallel_size", kind="int", default=1),
+    Option("data_parallel_size", kind="int", default=1),
+    Option("gpu_memory_utilization", kind="float", default=None),
+    Option("max_model_len", kind="int", default=None),
+    Option("max_num_seqs", kind="int", default=None),
+    Option("quantization", default=None),
+    Option("enforce_eager", kind="bool", default=None),
+    Option("seed", kind="int", default=0),
+    Option("tokenizer", default=None),
+    Option("prefix_caching", kind="bool", default=True),
+    Option("batch_size", kind="int", default=256),
+    *TOKENIZED_OPTIONS,
 )
 
 
@@ -86,7 +80,7 @@ def run_items(llm: Any, vllm: Any, items: Sequence[dict[str, Any]]) -> list[dict
         if it["kind"] == "generate":
             comp = out.outputs[0]
             text = cut_at_stops(comp.text, *it["cut"]) if it.get("cut") else comp.text
-            results.append({"text": text, "prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)})
+            results.append({"text": text, "usage": {"prompt_tokens": len(it["ids"]), "completion_tokens": len(comp.token_ids)}})
             continue
         ids, n_ctx = it["ids"], it["n_ctx"]
         plp = out.prompt_logprobs
@@ -185,11 +179,8 @@ class VLLMModel(StreamingModel):
     def fingerprint(self) -> str:
         if self._fingerprint is None:
             full = self.options["fingerprint"] == "full"
-            p = Path(self.path)
-            if p.is_file() and p.suffix == ".gguf":
-                files = local_fingerprint(p.parent, gguf_file=p.name, full=full)
-            elif self.is_local:
-                files = local_fingerprint(p, full=full)
+            if self.is_local:  # a folder, or a .gguf file
+                files = local_fingerprint(Path(self.path), full=full)
             else:
                 files = hub_fingerprint(self.path, self.options["revision"], None, full=full, download=True)
             parts = fingerprint_parts("vllm", BACKEND_VERSION, files, self.chat,
@@ -214,24 +205,18 @@ class VLLMModel(StreamingModel):
         """Flatten requests into (request index, choice index, item); failures come back as responses."""
         items: list[tuple[int, int, dict[str, Any]]] = []
         failed: list[tuple[int, Response]] = []
-        limit = self.context_limit()
-        for i, r in enumerate(requests):
-            try:
-                if r.kind == "generate":
-                    ids = list(self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit))
-                    item: dict[str, Any] = {"kind": "generate", "ids": ids, "params": sampling_kwargs(r.settings)}
-                    if r.settings.stop_after:
-                        item["cut"] = (list(r.settings.stop), list(r.settings.stop_after))
-                    items.append((i, -1, item))
-                elif r.kind == "loglikelihood":
-                    ctx, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
-                    for k, cont in enumerate(conts):
-                        item = {"kind": "loglikelihood", "ids": [*ctx, *cont], "n_ctx": len(ctx), "params": dict(LOGLIK_KWARGS)}
-                        items.append((i, k, item))
-                else:
-                    raise ValueError(f"unknown request kind {r.kind!r}")
-            except Exception as exc:
-                failed.append((i, Response(error=f"{type(exc).__name__}: {exc}")))
+        for i, ids, conts, error in self.chat.encode_requests(requests, self.context_limit()):
+            settings = requests[i].settings
+            if error:
+                failed.append((i, Response(error=error)))
+            elif conts is None:
+                item: dict[str, Any] = {"kind": "generate", "ids": list(ids), "params": sampling_kwargs(settings)}
+                if settings.stop_after:
+                    item["cut"] = (list(settings.stop), list(settings.stop_after))
+                items.append((i, -1, item))
+            else:
+                items.extend((i, k, {"kind": "loglikelihood", "ids": [*ids, *cont], "n_ctx": len(ids),
+                                     "params": dict(LOGLIK_KWARGS)}) for k, cont in enumerate(conts))
         return items, failed
 
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
@@ -251,11 +236,7 @@ class VLLMModel(StreamingModel):
         for chunk, results in self._get_engine().run([items[s : s + size] for s in range(0, len(items), size)]):
             for (i, k, item), result in zip(chunk, results, strict=False):
                 if k < 0:
-                    if isinstance(result, str):
-                        yield i, Response(error=result)
-                    else:
-                        usage = {"prompt_tokens": result["prompt_tokens"], "completion_tokens": result["completion_tokens"]}
-                        yield i, Response(text=result["text"], usage=usage)
+                    yield i, Response(error=result) if isinstance(result, str) else Response(**result)
                     continue
                 score = result if isinstance(result, str) else (float(result["logprob"]), int(result["n"]))
                 if (done := scores.add(i, k, score, item["n_ctx"])) is not None:

@@ -15,47 +15,35 @@ from typing import Any
 
 from pytest_tom import notice
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._chat import SYSTEM_MODES
-from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
-from pytest_tom.models._prefix import PrefixRunner, pad_left, plan, sharing_order, takes_cache_objects
-from pytest_tom.models._tokenized import (
+from pytest_tom.models._chat import (
+    TOKENIZED_OPTIONS,
     TokenizedChat,
     file_hashes,
     fingerprint_parts,
     hub_fingerprint,
     local_fingerprint,
 )
+from pytest_tom.models._common import ChoiceScores, Option, Spec, combine, dtype_kwarg, parse_spec, require_existing
+from pytest_tom.models._prefix import generate_shared, pad_left, plan, sharing_order, takes_cache_objects
 from pytest_tom.models.base import StreamingModel
 from pytest_tom.models.hf.batching import CPU_BATCH, GPU_START, AdaptiveBatches, CapacityProbe, Failed, decode_rows
 from pytest_tom.models.hf.gguf import resolve_checkpoint
 from pytest_tom.request import GenerationSettings, Request, Response
 
 BACKEND_VERSION = 1  # Bump when a change here changes answers (tokenisation of choices, decoding defaults...).
-
-OPTIONS: tuple[Option, ...] = (
-    Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
-           choices=("auto", "float32", "fp32", "bfloat16", "bf16", "float16", "fp16", "half")),
-    Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
-    Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
-    Option("batch_size", default="auto",
-           help="sequences per forward pass (auto: on a GPU, grown after the first batch to what its memory holds; "
-                f"{CPU_BATCH} on CPU); halves on out-of-memory"),
-    Option("prefix_cache", kind="bool", default=True,
-           help="compute each prompt prefix shared by several requests once and continue them from its cache"),
-    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
-    Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
-           choices=SYSTEM_MODES),
-    Option("gguf_file", default=None, help="a .gguf file inside the PATH folder (or give the .gguf path directly)"),
-    Option("convert", kind="bool", default=False, help="convert a GGUF once to safetensors in the model cache"),
-    Option("revision", default=None, help="hub revision (branch, tag or commit)"),
-    Option("trust_remote_code", kind="bool", default=False),
-    Option("attn_implementation", default=None, help="eager, sdpa, flash_attention_2..."),
-    Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
-           choices=("sampled", "full")),
-)
-
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "half": "float16"}
+OPTIONS: tuple[Option, ...] = (
+    Option("dtype", default="auto", choices=("auto", *_DTYPES)),
+    Option("device", default=None),
+    Option("device_map", default=None),
+    Option("batch_size", default="auto"),
+    Option("prefix_cache", kind="bool", default=True),
+    Option("gguf_file", default=None),
+    Option("convert", kind="bool", default=False),
+    Option("attn_implementation", default=None),
+    *TOKENIZED_OPTIONS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +94,6 @@ class HFModel(StreamingModel):
         self.tokenizer = self._load_tokenizer()
         self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
         self.formatter = self.chat.formatter
-        self._fingerprint: str | None = None
         self._parts: dict[str, Any] | None = None
         self.loaded_info: dict[str, Any] = {}  # filled when the weights load; empty if every answer was cached
 
@@ -192,18 +179,14 @@ class HFModel(StreamingModel):
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
-        self.batches.restart(value)  # set from outside: the engine's --tom-batch-size, a test
+        self.batches.size = self.batches.initial = max(1, int(value))  # the engine's --tom-batch-size, a test
         self.batches.grow = None  # a size the user chose is kept: no probing past it
-
-    @property
-    def oom_backoffs(self) -> int:
-        return self.batches.backoffs
 
     def fingerprint_parts(self) -> dict[str, Any]:
         if self._parts is None:
             full = self.options["fingerprint"] == "full"
             if self.is_local:
-                files = local_fingerprint(Path(self.path), gguf_file=self.gguf_file, full=full)
+                files = local_fingerprint(Path(self.path, self.gguf_file or ""), full=full)
             else:
                 self.ensure_loaded()  # a hub id: download (or find) the files first
                 commit = getattr(self.model.config, "_commit_hash", None)
@@ -212,21 +195,18 @@ class HFModel(StreamingModel):
         return self._parts
 
     def fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = "hf:" + combine(self.fingerprint_parts())
-        return self._fingerprint
+        return "hf:" + combine(self.fingerprint_parts())  # the parts are computed once
 
     def describe(self) -> dict[str, Any]:
-        files = self.fingerprint_parts()["files"]
         info: dict[str, Any] = {
             **super().describe(),
             "backend": "hf", "path": self.path, "alias": self.alias, "gguf_file": self.gguf_file,
             "dtype": self.dtype_name, "device": self.device, "batch_size": self.batch_size,
-            "initial_batch_size": self.batches.initial, "oom_backoffs": self.oom_backoffs,
+            "initial_batch_size": self.batches.initial, "oom_backoffs": self.batches.backoffs,
             "batch_size_probe": self.probe.describe() if self.probe is not None else None,
             "batch_size_grown_from": self.batches.grown_from, "prefix_cache": self.prefix_cache,
             "shared_prefix_tokens": self.shared_prefix_tokens, "chat_template": self.formatter.describe(),
-            **file_hashes(files),
+            **file_hashes(self.fingerprint_parts()["files"]),
             "fingerprint_mode": self.options["fingerprint"],
             "versions": {"torch": self._torch.__version__, "transformers": self._transformers.__version__},
         }
@@ -238,36 +218,20 @@ class HFModel(StreamingModel):
         n = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         return n if isinstance(n, int) and n > 0 else self.chat.model_max_length
 
-    def encode_prompt(self, request: Request) -> tuple[int, ...]:
-        return self.chat.encode_prompt(request.messages)
-
-    def encode_choice(self, choice: str) -> tuple[int, ...]:
-        return self.chat.encode_choice(choice)
-
     def stream(self, requests: Sequence[Request]) -> Iterator[tuple[int, Response]]:
         """Answer everything handed over, longest prompts first, in OOM-adaptive batches."""
         if not requests:
             return
         self.ensure_loaded()
-        limit = self.max_positions
         groups: dict[GenerationSettings, list[_Gen]] = {}
         rows: list[_LLRow] = []
-        for i, r in enumerate(requests):
-            try:
-                if r.kind == "generate":
-                    ids = self.chat.encode_generate(r.messages, r.settings.max_new_tokens, limit)
-                    groups.setdefault(r.settings, []).append(_Gen(i, ids, r.settings))
-                elif r.kind == "loglikelihood":
-                    ids, conts = self.chat.encode_loglikelihood(r.messages, r.choices)
-                    for k, cont in enumerate(conts):
-                        if limit and len(ids) + len(cont) > limit:
-                            raise ValueError(
-                                f"prompt + choice {k} ({len(ids) + len(cont)} tokens) exceeds the model's {limit} positions")
-                    rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
-                else:
-                    raise ValueError(f"unknown request kind {r.kind!r}")
-            except Exception as exc:
-                yield i, Response(error=f"{type(exc).__name__}: {exc}")
+        for i, ids, conts, error in self.chat.encode_requests(requests, self.max_positions, fit_choices=True):
+            if error:
+                yield i, Response(error=error)
+            elif conts is None:
+                groups.setdefault(requests[i].settings, []).append(_Gen(i, ids, requests[i].settings))
+            else:
+                rows.extend(_LLRow(i, k, ids, cont) for k, cont in enumerate(conts))
         for settings, items in groups.items():
             # A seeded sample must not depend on its batch-mates: one request per batch.
             force = 1 if settings.temperature > 0 and settings.seed is not None else None
@@ -290,10 +254,6 @@ class HFModel(StreamingModel):
         gc.collect()
         if self._torch.cuda.is_available():
             self._torch.cuda.empty_cache()
-
-    def _pad_left(self, seqs: Sequence[Sequence[int]]) -> tuple[Any, Any]:
-        ids, mask = pad_left(self._torch, seqs, self.pad_id)
-        return ids.to(self._input_device), mask.to(self._input_device)
 
     @property
     def pad_id(self) -> int:
@@ -331,10 +291,10 @@ class HFModel(StreamingModel):
             self.probe.before(len(items), max(len(q) for q in seqs), s.max_new_tokens)
         sharing = plan(seqs) if self.prefix_cache and len(items) > 1 and takes_cache_objects(self.model) else None
         if sharing is not None:
-            out, width = PrefixRunner(torch, self.model, self.pad_id).generate(seqs, sharing, **kwargs)
+            out, width = generate_shared(torch, self.model, self.pad_id, seqs, sharing, **kwargs)
             self.shared_prefix_tokens += sharing.plain_cost - sharing.cost
         else:
-            ids, mask = self._pad_left(seqs)
+            ids, mask = pad_left(self._torch, seqs, self.pad_id, self._input_device)
             width = ids.shape[1]
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids, attention_mask=mask, **kwargs)
@@ -347,7 +307,7 @@ class HFModel(StreamingModel):
     def _loglik_batch(self, rows: list[_LLRow]) -> list[tuple[float, int]]:
         """Log-prob sums of each row's continuation (position ids neutralise padding; logits_to_keep spares memory)."""
         torch = self._torch
-        ids, mask = self._pad_left([row.ctx + row.cont for row in rows])
+        ids, mask = pad_left(torch, [row.ctx + row.cont for row in rows], self.pad_id, self._input_device)
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         k = max(len(row.cont) for row in rows)
         with torch.inference_mode():
@@ -370,8 +330,7 @@ class HFModel(StreamingModel):
 
 
 def make(spec: str) -> HFModel:
-    parsed = parse_spec("hf", spec, OPTIONS)
-    return HFModel(parsed, uri=f"hf:{spec}")
+    return HFModel(parse_spec("hf", spec, OPTIONS), uri=f"hf:{spec}")
 
 
 def make_smollm2(spec: str) -> HFModel:

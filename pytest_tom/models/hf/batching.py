@@ -44,10 +44,6 @@ class AdaptiveBatches:
         self.grow: Callable[[int], int] | None = None  # called once, after the first good batch: the size to go on with
         self.grown_from: int | None = None
 
-    def restart(self, size: int) -> None:
-        """A new starting size (the URI's, or --tom-batch-size through the engine)."""
-        self.size = self.initial = max(1, int(size))
-
     def run(self, items: Sequence[T], fn: Callable[[list[T]], list[Any]],
             force: int | None = None) -> Iterator[tuple[T, Any]]:
         """Yield `(item, result)` (`Failed`: unanswerable); a non-memory failure is retried item by item."""

@@ -42,32 +42,22 @@ MAX_TIMEOUT_FACTOR = 4  # a timed-out request is retried with its timeout double
 CONNECT_TIMEOUT = 10.0  # seconds to connect: a server that is down fails fast, however long answers take
 
 OPTIONS: tuple[Option, ...] = (
-    Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
-    Option("endpoint", default="chat", help="chat (/chat/completions) or completions (/completions)",
-           choices=("chat", "completions")),
-    Option("concurrency", kind="int", default=32,
-           help="most requests in flight at once, the ceiling adaptive concurrency grows to (the model's batch_size; "
-                "--tom-batch-size overrides it)"),
-    Option("concurrency_start", kind="int", default=4,
-           help="requests in flight at first; halved on timeouts and 429/503, grown while answers come fast"),
-    Option("timeout", kind="float", default=600.0,
-           help=f"seconds for an answer to a first attempt; doubled on a retry after a timeout (at most x{MAX_TIMEOUT_FACTOR})"),
-    Option("max_retries", kind="int", default=6, help="retries after the first attempt"),
-    Option("backoff", kind="float", default=1.0, help="first back-off in seconds; doubles per retry (with jitter)"),
-    Option("max_backoff", kind="float", default=60.0, help="cap of the exponential back-off"),
-    Option("max_retry_after", kind="float", default=300.0, help="cap on the wait a Retry-After header may ask for"),
-    Option("api_key_env", default=None, help="environment variable holding the key (default OPENAI_API_KEY)"),
-    Option("secret_env", default=None,
-           help="more environment variables whose values are secrets (comma-separated): redacted from every answer, "
-                "error and artifact, like the key"),
-    Option("system", default="keep", help="keep: send system messages; fold: merge them into the first user turn",
-           choices=("keep", "fold", "auto")),
-    Option("chat_template", default="none",
-           help="completions endpoint: a Jinja file that renders the chat into the prompt (none: plain concatenation)"),
-    Option("bos_token", default="", help="bos_token seen by a chat_template file"),
-    Option("eos_token", default="", help="eos_token seen by a chat_template file"),
-    Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
-           choices=("max_tokens", "max_completion_tokens")),
+    Option("base_url", default=None),
+    Option("endpoint", default="chat", choices=("chat", "completions")),
+    Option("concurrency", kind="int", default=32),
+    Option("concurrency_start", kind="int", default=4),
+    Option("timeout", kind="float", default=600.0),
+    Option("max_retries", kind="int", default=6),
+    Option("backoff", kind="float", default=1.0),
+    Option("max_backoff", kind="float", default=60.0),
+    Option("max_retry_after", kind="float", default=300.0),
+    Option("api_key_env", default=None),
+    Option("secret_env", default=None),
+    Option("system", default="keep", choices=("keep", "fold", "auto")),
+    Option("chat_template", default="none"),
+    Option("bos_token", default=""),
+    Option("eos_token", default=""),
+    Option("max_tokens_param", default="max_tokens", choices=("max_tokens", "max_completion_tokens")),
 )
 FORBIDDEN = {"api_key": "never put an API key in the URI (the URI is written to the report and logs); "
                         "export it and name the variable with api_key_env=NAME"}
@@ -92,8 +82,7 @@ class OpenAIModel(StreamingModel):
         if o["max_retries"] < 0 or o["timeout"] <= 0:
             raise TomConfigError(f"--tom-model {uri}: max_retries must be >= 0 and timeout > 0")
         self.batch_size = int(o["concurrency"])
-        env_base = os.environ.get("OPENAI_BASE_URL")
-        self.base_url = str(o["base_url"] or env_base or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = str(o["base_url"] or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.api_key_env = key_var = o["api_key_env"] or "OPENAI_API_KEY"
         key = os.environ.get(key_var)
         if not key:
@@ -102,8 +91,7 @@ class OpenAIModel(StreamingModel):
             key = "EMPTY"  # local servers (vLLM, llama.cpp...) accept any key
         self._key = key
         self.secret_env = tuple(v.strip() for v in str(o["secret_env"] or "").split(",") if v.strip())
-        unset = [v for v in self.secret_env if not os.environ.get(v)]
-        if unset:
+        if unset := [v for v in self.secret_env if not os.environ.get(v)]:
             raise TomConfigError(f"--tom-model {uri}: secret_env= names {', '.join('$' + v for v in unset)}, which "
                                  "is not set: a secret that is not set cannot be redacted")
         self._secrets = tuple(os.environ[v] for v in self.secret_env)
@@ -163,16 +151,17 @@ class OpenAIModel(StreamingModel):
         if not requests:
             return
         inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
-        holder: dict[str, Any] = {}
-        started = threading.Event()
+        loop = asyncio.new_event_loop()
+        main = loop.create_task(self._run_all(list(requests), inbox))
 
         def runner() -> None:
             try:
-                asyncio.run(self._run_all(list(requests), inbox, holder, started))
+                loop.run_until_complete(main)
             except BaseException as exc:  # noqa: BLE001 - reported to the consuming thread
                 inbox.put(("crash", exc))
             finally:
-                started.set()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
                 inbox.put(("done", None))
 
         thread = threading.Thread(target=runner, name="pytest-tom-openai", daemon=True)
@@ -189,18 +178,11 @@ class OpenAIModel(StreamingModel):
                 else:
                     break
         finally:
-            started.wait(timeout=5)
-            loop, task = holder.get("loop"), holder.get("task")
-            if loop is not None and task is not None and not task.done():
-                with contextlib.suppress(RuntimeError):  # the loop already closed
-                    loop.call_soon_threadsafe(task.cancel)
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(main.cancel)
             thread.join(timeout=30)
 
-    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]], holder: dict[str, Any],
-                       started: threading.Event) -> None:
-        holder["loop"] = asyncio.get_running_loop()
-        holder["task"] = asyncio.current_task()
-        started.set()
+    async def _run_all(self, requests: list[Request], inbox: queue.Queue[tuple[str, Any]]) -> None:
         client = self._openai.AsyncOpenAI(api_key=self._key, base_url=self.base_url, max_retries=0,
                                           timeout=self._http_timeout(float(self.options["timeout"])))
         ceiling = max(1, self.batch_size)

@@ -94,11 +94,8 @@ class Slots:
         return self.pressure.ticket()
 
     def release(self) -> None:
+        """Free a slot and let waiting requests through while the limit allows (it may have grown meanwhile)."""
         self.in_flight -= 1
-        self.wake()
-
-    def wake(self) -> None:
-        """Let waiting requests through while the limit allows (after a release, or after the limit grew)."""
         while self._waiters and self.in_flight < self.pressure.limit:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -92,7 +92,7 @@ def test_generation_sends_the_same_token_ids_as_the_hf_backend(tiny: Path) -> No
     requests = [req("Where is the ball?"),
                 req("And now?" * 5, settings=GenerationSettings(max_new_tokens=3, temperature=0.5, seed=9))]
     out = vm.generate(requests)
-    lengths = [len(hm.encode_prompt(r)) for r in requests]
+    lengths = [len(hm.chat.encode_prompt(r.messages)) for r in requests]
     assert out[0].text == f"len={lengths[0]} max=12 t=0.0 seed=None dev=0,1"
     assert out[1].text == f"len={lengths[1]} max=3 t=0.5 seed=9 dev=0,1"
     assert out[0].usage == {"prompt_tokens": lengths[0], "completion_tokens": 3}
@@ -125,11 +125,11 @@ def test_token_ids_are_exactly_the_hf_backends(tmp_path: Path) -> None:
         requests = [req("Where is the ball?"), req("Which?", kind="loglikelihood", choices=(" [[A]]", " the basket"))]
         items, failed = vm.work_items(requests)
         assert not failed
-        ctx = list(hm.encode_prompt(requests[1]))
+        ctx = list(hm.chat.encode_prompt(requests[1].messages))
         assert [it["ids"] for _, _, it in items] == [
-            list(hm.encode_prompt(requests[0])),
-            ctx + list(hm.encode_choice(" [[A]]")),
-            ctx + list(hm.encode_choice(" the basket")),
+            list(hm.chat.encode_prompt(requests[0].messages)),
+            ctx + list(hm.chat.encode_choice(" [[A]]")),
+            ctx + list(hm.chat.encode_choice(" the basket")),
         ]
         assert all(it["n_ctx"] == len(ctx) for _, k, it in items if k >= 0)
         assert vm.describe()["chat_template"] == hm.describe()["chat_template"]
@@ -158,7 +158,7 @@ def test_engine_failures_become_errors(tiny: Path) -> None:
     vm = make_model(f"vllm:{tiny}?batch_size=1")
     hm = make_model(f"hf:{tiny}")
     bad = req("this one breaks")
-    fake_vllm.FAIL_ON_LENGTH.add(len(hm.encode_prompt(bad)))
+    fake_vllm.FAIL_ON_LENGTH.add(len(hm.chat.encode_prompt(bad.messages)))
     out = vm.generate([req("fine"), bad])
     assert out[0].ok and out[1].error and "fake engine failure" in out[1].error
 

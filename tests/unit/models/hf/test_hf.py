@@ -54,7 +54,7 @@ PROMPTS = [f"Where is the ball{'?' * (i * 3)} Anne{' looks' * (i % 4)}" for i in
 
 def reference_greedy(model, request: Request) -> str:  # type: ignore[no-untyped-def]
     """transformers' own greedy decoding on one unpadded prompt, outside our batching code."""
-    ids = torch.tensor([list(model.encode_prompt(request))], device=model._input_device)
+    ids = torch.tensor([list(model.chat.encode_prompt(request.messages))], device=model._input_device)
     with torch.inference_mode():
         out = model.model.generate(
             input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=request.settings.max_new_tokens,
@@ -128,7 +128,7 @@ class TestSpec:
 class TestGeneration:
     def test_left_padded_batches_match_unbatched_greedy(self, tiny_model) -> None:  # type: ignore[no-untyped-def]
         requests = [req(p) for p in PROMPTS]
-        lengths = {len(tiny_model.encode_prompt(r)) for r in requests}
+        lengths = {len(tiny_model.chat.encode_prompt(r.messages)) for r in requests}
         assert len(lengths) > 3, "prompts must differ in length so that padding happens"
         tiny_model.batch_size = 8
         batched = tiny_model.generate(requests)
@@ -160,7 +160,7 @@ class TestGeneration:
         out = tiny_model.generate([req(PROMPTS[0], max_new_tokens=3), req(PROMPTS[0], max_new_tokens=7)])
         assert out[0].usage["completion_tokens"] <= 3 and out[1].usage["completion_tokens"] <= 7
         assert out[1].text.startswith(out[0].text)
-        assert out[0].usage["prompt_tokens"] == len(tiny_model.encode_prompt(req(PROMPTS[0])))
+        assert out[0].usage["prompt_tokens"] == len(tiny_model.chat.encode_prompt(req(PROMPTS[0]).messages))
 
     def test_stop_strings_cut_the_answer(self, tiny_model) -> None:  # type: ignore[no-untyped-def]
         full = tiny_model.generate([req(PROMPTS[2], max_new_tokens=12)])[0].text
@@ -216,7 +216,7 @@ def test_out_of_memory_halves_the_batch_and_answers_everything(tiny: Path, exc_f
     out = model.generate(requests)
     assert [r.text for r in out] == expected and all(r.ok for r in out)
     assert sizes[:4] == [16, 8, 4, 2]
-    assert model.batch_size == 2 and model.oom_backoffs == 3
+    assert model.batch_size == 2 and model.batches.backoffs == 3
     info = model.describe()
     assert info["oom_backoffs"] == 3 and info["batch_size"] == 2 and info["initial_batch_size"] == 16
 
@@ -241,7 +241,7 @@ def test_loglikelihood_batches_back_off_too(tiny: Path, monkeypatch: pytest.Monk
 
 def test_a_failing_request_does_not_sink_its_batch(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = make_model(f"hf:{tiny}?batch_size=8")
-    poison = len(model.encode_prompt(req(PROMPTS[4])))
+    poison = len(model.chat.encode_prompt(req(PROMPTS[4]).messages))
     original = model._generate_batch
 
     def picky(items):  # type: ignore[no-untyped-def]
@@ -273,7 +273,7 @@ class TestChatTemplates:
         text = model.formatter.render(req("hello").messages)
         assert f"user\n{SYSTEM}{PLAIN_SEPARATOR}hello" in text
         assert text.count(SYSTEM) == 1
-        ids = model.encode_prompt(req("hello"))
+        ids = model.chat.encode_prompt(req("hello").messages)
         if template == NO_SYSTEM:  # the template writes BOS itself; the tokenizer must not add a second
             assert ids[0] == model.tokenizer.bos_token_id and ids[1] != model.tokenizer.bos_token_id
         assert model.describe()["chat_template"]["system_role"] == "folded into the first user turn"
@@ -289,7 +289,7 @@ class TestChatTemplates:
         plain = make_model(f"hf:{tiny}?chat_template=none")
         assert plain.formatter.plain and plain.formatter.render(req("hello").messages) == f"{SYSTEM}\n\nhello"
         # Plain prompts get the tokenizer's own special tokens (BOS here).
-        assert plain.encode_prompt(req("hello"))[0] == plain.tokenizer.bos_token_id
+        assert plain.chat.encode_prompt(req("hello").messages)[0] == plain.tokenizer.bos_token_id
         override = tmp_path / "mine.jinja"
         override.write_text("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}[assistant] ")
         custom = make_model(f"hf:{tiny}?chat_template={override}")
@@ -367,7 +367,7 @@ class TestFingerprint:
 
 
 def manual_loglik(model, request: Request, choice: str) -> tuple[float, int]:  # type: ignore[no-untyped-def]
-    ctx = list(model.encode_prompt(request))
+    ctx = list(model.chat.encode_prompt(request.messages))
     cont = model.tokenizer(choice, add_special_tokens=False)["input_ids"]
     ids = torch.tensor([ctx + cont], device=model._input_device)
     with torch.inference_mode():
@@ -407,7 +407,7 @@ def test_loglikelihood_equals_a_manual_computation(any_arch) -> None:  # type: i
         assert response.logprobs == pytest.approx([e[0] for e in expected], abs=1e-4)
         assert response.choice_tokens == tuple(e[1] for e in expected)
         assert response.text == choices[max(range(len(choices)), key=lambda i: response.logprobs[i])]
-        prompt_tokens = len(tiny_model.encode_prompt(request))
+        prompt_tokens = len(tiny_model.chat.encode_prompt(request.messages))
         assert response.usage == {"prompt_tokens": prompt_tokens, "scored_tokens": sum(e[1] for e in expected)}
     assert len({r.logprobs for r in out}) == len(out)
 
