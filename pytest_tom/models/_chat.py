@@ -25,11 +25,13 @@ _USER_PROBE = "<<pytest-tom user probe 9b2d>>"
 SYSTEM_MODES = ("auto", "fold", "keep")
 # The options of `hf:` and `vllm:` that say how prompts are tokenised and the checkpoint identified, alike in both.
 TOKENIZED_OPTIONS = (
-    Option("chat_template", default="auto"),
-    Option("system", default="auto", choices=SYSTEM_MODES),
-    Option("revision", default=None),
+    Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
+    Option("system", default="auto", help="auto (fold only if the template drops or rejects system), fold, keep",
+           choices=SYSTEM_MODES),
+    Option("revision", default=None, help="hub revision (branch, tag or commit)"),
     Option("trust_remote_code", kind="bool", default=False),
-    Option("fingerprint", default="sampled", choices=("sampled", "full")),
+    Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
+           choices=("sampled", "full")),
 )
 
 

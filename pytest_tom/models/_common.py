@@ -26,11 +26,12 @@ _NUMBERS: dict[str, tuple[Callable[[str], Any], str]] = {"int": (int, "an intege
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    """One `?key=value` option of a scheme (the README's tables say what each means); `kind`: str, int, float or bool."""
+    """One `?key=value` option a scheme accepts; `kind` is "str", "int", "float" or "bool"."""
 
     name: str
     kind: str = "str"
     default: Any = None
+    help: str = ""
     choices: tuple[str, ...] = ()
 
     def convert(self, scheme: str, raw: str) -> Any:

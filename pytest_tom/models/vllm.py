@@ -22,18 +22,19 @@ from pytest_tom.request import GenerationSettings, Request, Response
 BACKEND_VERSION = 1
 
 OPTIONS: tuple[Option, ...] = (
-    Option("dtype", default="auto"),
-    Option("tensor_parallel_size", kind="int", default=1),
-    Option("data_parallel_size", kind="int", default=1),
-    Option("gpu_memory_utilization", kind="float", default=None),
-    Option("max_model_len", kind="int", default=None),
-    Option("max_num_seqs", kind="int", default=None),
-    Option("quantization", default=None),
-    Option("enforce_eager", kind="bool", default=None),
-    Option("seed", kind="int", default=0),
-    Option("tokenizer", default=None),
-    Option("prefix_caching", kind="bool", default=True),
-    Option("batch_size", kind="int", default=256),
+    Option("dtype", default="auto", help="auto, float16, bfloat16, float32"),
+    Option("tensor_parallel_size", kind="int", default=1, help="GPUs per engine (vLLM tensor parallelism)"),
+    Option("data_parallel_size", kind="int", default=1, help="engine processes, each on its own tensor_parallel_size GPUs"),
+    Option("gpu_memory_utilization", kind="float", default=None, help="share of each GPU's memory vLLM may use"),
+    Option("max_model_len", kind="int", default=None, help="context length to allocate (default: the model's)"),
+    Option("max_num_seqs", kind="int", default=None, help="vLLM's concurrent sequence limit"),
+    Option("quantization", default=None, help="awq, gptq, fp8... (vLLM's names)"),
+    Option("enforce_eager", kind="bool", default=None, help="disable CUDA graphs (slower, less memory)"),
+    Option("seed", kind="int", default=0, help="engine seed"),
+    Option("tokenizer", default=None, help="tokenizer folder or id when it differs from the model's (e.g. for a .gguf)"),
+    Option("prefix_caching", kind="bool", default=True,
+           help="vLLM's automatic prefix caching, with requests ordered so shared prefixes run together"),
+    Option("batch_size", kind="int", default=256, help="prompts per llm.generate call (the resume granularity)"),
     *TOKENIZED_OPTIONS,
 )
 

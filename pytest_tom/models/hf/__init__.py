@@ -34,14 +34,18 @@ BACKEND_VERSION = 1  # Bump when a change here changes answers (tokenisation of 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16", "half": "float16"}
 OPTIONS: tuple[Option, ...] = (
-    Option("dtype", default="auto", choices=("auto", *_DTYPES)),
-    Option("device", default=None),
-    Option("device_map", default=None),
-    Option("batch_size", default="auto"),
-    Option("prefix_cache", kind="bool", default=True),
-    Option("gguf_file", default=None),
-    Option("convert", kind="bool", default=False),
-    Option("attn_implementation", default=None),
+    Option("dtype", default="auto", help="auto (checkpoint dtype on GPU, float32 on CPU), float32, bfloat16, float16",
+           choices=("auto", *_DTYPES)),
+    Option("device", default=None, help="cpu, cuda, cuda:1, mps... (default: cuda when available, else cpu)"),
+    Option("device_map", default=None, help="spread one model over several GPUs: auto, balanced, sequential (accelerate)"),
+    Option("batch_size", default="auto",
+           help="sequences per forward pass (auto: on a GPU, grown after the first batch to what its memory holds; "
+                f"{CPU_BATCH} on CPU); halves on out-of-memory"),
+    Option("prefix_cache", kind="bool", default=True,
+           help="compute each prompt prefix shared by several requests once and continue them from its cache"),
+    Option("gguf_file", default=None, help="a .gguf file inside the PATH folder (or give the .gguf path directly)"),
+    Option("convert", kind="bool", default=False, help="convert a GGUF once to safetensors in the model cache"),
+    Option("attn_implementation", default=None, help="eager, sdpa, flash_attention_2..."),
     *TOKENIZED_OPTIONS,
 )
 

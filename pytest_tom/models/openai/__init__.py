@@ -42,22 +42,32 @@ MAX_TIMEOUT_FACTOR = 4  # a timed-out request is retried with its timeout double
 CONNECT_TIMEOUT = 10.0  # seconds to connect: a server that is down fails fast, however long answers take
 
 OPTIONS: tuple[Option, ...] = (
-    Option("base_url", default=None),
-    Option("endpoint", default="chat", choices=("chat", "completions")),
-    Option("concurrency", kind="int", default=32),
-    Option("concurrency_start", kind="int", default=4),
-    Option("timeout", kind="float", default=600.0),
-    Option("max_retries", kind="int", default=6),
-    Option("backoff", kind="float", default=1.0),
-    Option("max_backoff", kind="float", default=60.0),
-    Option("max_retry_after", kind="float", default=300.0),
-    Option("api_key_env", default=None),
-    Option("secret_env", default=None),
-    Option("system", default="keep", choices=("keep", "fold", "auto")),
-    Option("chat_template", default="none"),
-    Option("bos_token", default=""),
-    Option("eos_token", default=""),
-    Option("max_tokens_param", default="max_tokens", choices=("max_tokens", "max_completion_tokens")),
+    Option("base_url", default=None, help="server root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL or OpenAI)"),
+    Option("endpoint", default="chat", help="chat (/chat/completions) or completions (/completions)",
+           choices=("chat", "completions")),
+    Option("concurrency", kind="int", default=32,
+           help="most requests in flight at once, the ceiling adaptive concurrency grows to (the model's batch_size; "
+                "--tom-batch-size overrides it)"),
+    Option("concurrency_start", kind="int", default=4,
+           help="requests in flight at first; halved on timeouts and 429/503, grown while answers come fast"),
+    Option("timeout", kind="float", default=600.0,
+           help=f"seconds for an answer to a first attempt; doubled on a retry after a timeout (at most x{MAX_TIMEOUT_FACTOR})"),
+    Option("max_retries", kind="int", default=6, help="retries after the first attempt"),
+    Option("backoff", kind="float", default=1.0, help="first back-off in seconds; doubles per retry (with jitter)"),
+    Option("max_backoff", kind="float", default=60.0, help="cap of the exponential back-off"),
+    Option("max_retry_after", kind="float", default=300.0, help="cap on the wait a Retry-After header may ask for"),
+    Option("api_key_env", default=None, help="environment variable holding the key (default OPENAI_API_KEY)"),
+    Option("secret_env", default=None,
+           help="more environment variables whose values are secrets (comma-separated): redacted from every answer, "
+                "error and artifact, like the key"),
+    Option("system", default="keep", help="keep: send system messages; fold: merge them into the first user turn",
+           choices=("keep", "fold", "auto")),
+    Option("chat_template", default="none",
+           help="completions endpoint: a Jinja file that renders the chat into the prompt (none: plain concatenation)"),
+    Option("bos_token", default="", help="bos_token seen by a chat_template file"),
+    Option("eos_token", default="", help="eos_token seen by a chat_template file"),
+    Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
+           choices=("max_tokens", "max_completion_tokens")),
 )
 FORBIDDEN = {"api_key": "never put an API key in the URI (the URI is written to the report and logs); "
                         "export it and name the variable with api_key_env=NAME"}
