@@ -228,10 +228,71 @@ def test_free_responses_are_embedded_in_one_batch(pytester: pytest.Pytester) -> 
     result.assert_outcomes(passed=140 - 3, failed=3)  # the item, its ALL* and its character check
 
 
-def test_chain_of_thought_makes_two_calls_per_question(pytester: pytest.Pytester) -> None:
-    result = run(pytester, oracle(pytester), bow(pytester), "--tom-set=fantom.prompt=cot", "-q")
+PROMPTS = '''
+import json
+from pathlib import Path
+
+import fantom_oracle
+
+
+def model(conversations, settings):
+    with Path(__file__).with_name("prompts.jsonl").open("a") as f:
+        for c in conversations:
+            f.write(json.dumps(c[-1]["content"]) + "\\n")
+    return fantom_oracle.model(conversations, settings)
+
+
+model.tom_fingerprint = fantom_oracle.model.tom_fingerprint
+'''
+
+
+@pytest.mark.parametrize("evaluator", ["2024", "2023"])
+def test_chain_of_thought_makes_two_calls_per_question(pytester: pytest.Pytester, evaluator: str) -> None:
+    """2024 (eval_fantom.py@1cae6fa's batch path): "Answer:" stripped, the reasoning sent raw; 2023 the per-prompt
+    path: the trigger after "Answer:", the reasoning parsed. Both make two calls per question."""
+    oracle(pytester)
+    pytester.makepyfile(fantom_prompts=PROMPTS)
+    result = run(pytester, "--tom-model=python:fantom_prompts:model", bow(pytester), "--tom-set=fantom.prompt=cot",
+                 f"--tom-set=fantom.evaluator={evaluator}", "-q")
     result.assert_outcomes(passed=140)
     result.stdout.fnmatch_lines(["engine: 77 questions, * requests (154 unique)*"])  # 77 questions x 2 calls
+    sent = [json.loads(line) for line in (pytester.path / "prompts.jsonl").read_text().splitlines()]
+    fact = next(p for p in sent if "Question: What is the breed of Linda's dog?" in p and "Therefore" not in p)
+    second = next(p for p in sent if p.startswith(fact + " ") and p.endswith("\n\nTherefore, the answer is:"))
+    reasoning = second.removeprefix(fact + " ").removesuffix("\n\nTherefore, the answer is:")
+    assert reasoning == "Linda's dog Sunny is a golden retriever."  # the oracle's answer: nothing to parse on either path
+    trigger = "\n Let's think step by step." if evaluator == "2024" else "\nAnswer: Let's think step by step."
+    assert fact.endswith("Question: What is the breed of Linda's dog?" + trigger)
+
+
+def test_the_current_evaluator_scores_the_control_task_over_whole_sets(pytester: pytest.Pytester) -> None:
+    """The default (2024): only 1-0-0 is fully accessible in the short context, and it fails; 0-0-1 (mixed) no longer
+    counts. Both rules stay in the report under keys that name them; every other key is the 2023 one."""
+    result = run(pytester, oracle(pytester, HAND_OVERRIDES), bow(pytester), "--tom-report=r.json", "-q")
+    suite = json.loads((pytester.path / "r.json").read_text())["suites"][0]
+    assert suite["settings"]["evaluator"] == "2024" and suite["metrics"]["evaluator"] == "2024"
+    short = suite["metrics"]["contexts"]["short"]
+    assert_report(short["fantom"], HAND_SET)
+    assert_report(short["control_task"], {**HAND_CONTROL, "accessible:set:ALL*": 0.0, "accessible:set:ALL": 0.0,
+                                          "accessible:set:ALL*:rev2023": 50.0, "accessible:set:ALL:rev2023": 50.0,
+                                          "accessible:set:ALL*:rev2024": 0.0, "accessible:set:ALL:rev2024": 0.0})
+    assert short["extra"]["accessible"]["sets_all_accessible"] == 1 and short["extra"]["accessible"]["units_rev2024"] == 1
+    assert not missing(result.stdout.str(), "evaluator 2024", "accessible:set:ALL* 0.0",
+                       "accessible:set:ALL*:rev2023 50.0", "accessible:set:ALL*:rev2024 0.0")
+    run(pytester, oracle(pytester, HAND_OVERRIDES), bow(pytester), "--tom-set=fantom.aggregation=part",
+        "--tom-set=fantom.evaluator=current", "--tom-report=p.json", "-q")
+    part = json.loads((pytester.path / "p.json").read_text())["suites"][0]["metrics"]
+    assert part["evaluator"] == "2024"
+    assert part["contexts"]["short"]["control_task"]["accessible:set:ALL*"] == 0.0
+    assert part["contexts"]["short"]["extra"]["accessible"]["units_rev2024"] == 1  # part 1-0, through set 1-0-0
+
+
+def test_a_selection_cannot_make_a_mixed_set_whole(pytester: pytest.Pytester) -> None:
+    """Only 0-0-1's accessible questions selected: 2024 keeps no set (null, upstream's NaN), 2023 scores it."""
+    run(pytester, oracle(pytester), bow(pytester), "-k", "short-0-0-1", "-m", "accessible", "--tom-report=r.json", "-q")
+    control = json.loads((pytester.path / "r.json").read_text())["suites"][0]["metrics"]["contexts"]["short"]["control_task"]
+    assert control["accessible:set:ALL*"] is None and control["accessible:set:ALL"] is None
+    assert control["accessible:set:ALL*:rev2023"] == 100.0
 
 
 def test_one_wrong_answer_fails_exactly_its_set(pytester: pytest.Pytester) -> None:
@@ -360,6 +421,10 @@ def test_missing_data_and_bad_settings_are_reported(pytester: pytest.Pytester) -
     result = run(pytester, "--tom-model=random", "--tom-set=fantom.aggregation=conversation")
     result.stderr.fnmatch_lines(["ERROR: pytest-tom: *aggregation=conversation needs contexts=full*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = run(pytester, "--tom-model=random", "--tom-set=fantom.evaluator=2022")
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: *fantom setting evaluator='2022': '2022' is not one of 2024, 2023, "
+                                 "current, paper*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
 MISSING_EMBEDDER = "--tom-set=fantom.embedder=sentence-transformers/no-such-embedder"
@@ -392,7 +457,8 @@ def test_markers_and_options_are_registered(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(*QUIET, "--markers", "--tom-model=random")  # facet marks are registered where pytest-tom runs
     result.stdout.fnmatch_lines(["@pytest.mark.yes_no: *", "@pytest.mark.all_star: FANToM ALL* assertion*"])
     result = pytester.runpytest(*QUIET, "--tom-set", "list")
-    result.stdout.fnmatch_lines(["*fantom.contexts=short|full*", "*fantom.embedder=*"])
+    result.stdout.fnmatch_lines(["*fantom.contexts=short|full*", "*fantom.evaluator=2024|2023|current|paper*",
+                                 "*fantom.embedder=*"])
 
 
 # --- metrics equal to the official evaluator ------------------------------------------------------
@@ -521,7 +587,8 @@ def test_metrics_equal_the_official_evaluator_on_hand_computed_answers(
     (cos 7 / sqrt(7 * 12) = 0.76) and 4 with the distractor (4 / sqrt(7 * 11) = 0.46), so it is correct.
     """
     option = bow(pytester) if embedder == "bag-of-words" else request.getfixturevalue("minilm")
-    result = run(pytester, oracle(pytester, HAND_OVERRIDES), option, "--tom-report=r.json", "-q")
+    result = run(pytester, oracle(pytester, HAND_OVERRIDES), option, "--tom-set=fantom.evaluator=2023",
+                 "--tom-report=r.json", "-q")
     report = json.loads((pytester.path / "r.json").read_text())
     short = report["suites"][0]["metrics"]["contexts"]["short"]
     assert_report(short["fantom"], HAND_SET)
@@ -555,7 +622,7 @@ def test_metrics_equal_the_official_evaluator_on_hand_computed_answers(
         "accessible:belief:distance 66.7", "accessible:belief_true_word-f1 100.0",
     )
     result = run(pytester, oracle(pytester, HAND_OVERRIDES), option, "--tom-set=fantom.aggregation=part",
-                 "--tom-report=p.json", "-q")
+                 "--tom-set=fantom.evaluator=2023", "--tom-report=p.json", "-q")
     part = json.loads((pytester.path / "p.json").read_text())["suites"][0]["metrics"]["contexts"]["short"]
     assert_report(part["fantom"], HAND_PART)
     assert part["fantom"]["inaccessible:belief:distance"] == pytest.approx(87.5)  # item scores do not depend on units

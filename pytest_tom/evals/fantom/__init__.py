@@ -46,6 +46,10 @@ class FANToM(Benchmark[FantomExtra]):
                         choices=("official", "strict")),
         BenchmarkOption("prompt", "vanilla", "vanilla, or cot (upstream's two-call \"Let's think step by step\").",
                         choices=("vanilla", "cot")),
+        BenchmarkOption("evaluator", "2024", "Official evaluator revision: 2024 (current, skywalker023/fantom 1cae6fa: "
+                        "the control task's ALL*/ALL count only sets whose every ToM question is accessible; CoT in its "
+                        "batch form) or 2023 (the paper's, ebd35eb: every set; per-prompt CoT). Aliases: current, "
+                        "paper.", choices=(*data.EVALUATORS, *data.EVALUATOR_ALIASES)),
         BenchmarkOption("header", "none", "none (upstream sends no header) or official (prepend upstream's unused "
                         "'This is a theory-of-mind test...' header).", choices=("none", "official")),
         BenchmarkOption("embedder", embedding.AUTO, "Sentence embedder for free-response beliefs: auto (the paper's "
@@ -116,6 +120,12 @@ class FANToM(Benchmark[FantomExtra]):
         if self.settings["aggregation"] == "conversation" and "short" in self.contexts:
             raise TomConfigError("fantom aggregation=conversation needs contexts=full: a short context holds one part of "
                                  "the conversation (the official evaluator refuses this combination too)")
+        evaluator = str(self.settings["evaluator"]).strip()
+        evaluator = data.EVALUATOR_ALIASES.get(evaluator, evaluator)
+        if evaluator not in data.EVALUATORS:  # "2023,2024" passes the per-item choice check: one revision only
+            raise TomConfigError(f"fantom setting evaluator={self.settings['evaluator']!r}: choose one of "
+                                 f"{', '.join((*data.EVALUATORS, *data.EVALUATOR_ALIASES))}")
+        self.settings["evaluator"] = evaluator  # reports, cache keys and reference rows always name the year
         if self.settings["max_new_tokens"] < 1:
             raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
@@ -219,8 +229,9 @@ class FANToM(Benchmark[FantomExtra]):
             "embedder": names[0] if len(names) == 1 else (names or (choice.name if choice else None)),
             "embedder_is_paper_model": (names == [embedding.PAPER_MODEL]) if names else bool(choice and choice.paper_model),
             "parsing": self.settings["parsing"], "aggregation": self.settings["aggregation"],
-            "prompt": self.settings["prompt"],
-            "contexts": context_reports(records, CONTEXTS, self.settings["aggregation"], self.settings["parsing"]),
+            "prompt": self.settings["prompt"], "evaluator": self.settings["evaluator"],
+            "contexts": context_reports(records, CONTEXTS, self.settings["aggregation"], self.settings["parsing"],
+                                        self.settings["evaluator"]),
         }, SHOW)
 
 

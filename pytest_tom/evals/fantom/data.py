@@ -31,6 +31,9 @@ CHOICE_SEED = 99
 """eval_fantom.py: `RANDOM_SEED = 99; random.seed(RANDOM_SEED)` at import."""
 
 CONTEXTS = ("short", "full")
+EVALUATORS = {"2024": "1cae6fa", "2023": "ebd35eb"}
+"""Official evaluator revisions (skywalker023/fantom commits): the current one first (the default), then the paper's."""
+EVALUATOR_ALIASES = {"current": "2024", "paper": "2023"}
 SCENARIOS = ("inaccessible", "accessible")
 FAMILIES = ("answerability", "info_accessibility")
 _QUESTION_TYPES = {  # question type: (family, answer format, the paper's label)
@@ -119,6 +122,10 @@ class FantomExtra:
     binary_character: str = ""
     unit: str = ""  # the aggregation unit (set, part or conversation id) of its set assertions
     unit_size: int = 0  # ToM questions in (context, unit, scenario): a unit is complete only with all of them
+    # The 2024 evaluator counts a set in the control ALL*/ALL only if every ToM question of the set, in this context,
+    # is tagged accessible. Fixed at load, so a -k selection that drops a set's inaccessible rows cannot make it look
+    # fully accessible.
+    set_all_accessible: bool = False
 
     @property
     def family(self) -> str:
@@ -326,6 +333,9 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
     """Every question of `sets` in one context, as samples with the old item ids, marks and facets."""
     planned = [p for s in sets for p in _plan(s, context, with_free)]
     sizes = Counter((getattr(p.s, f"{aggregation}_id"), p.accessibility) for p in planned if p.qtype != "fact")
+    # Tags after the no:long drop and the full-context re-tag; a choice belief carries its free one's tag, so
+    # embedder=none never changes which sets are whole.
+    mixed = {p.s.set_id for p in planned if p.qtype != "fact" and p.accessibility != "accessible"}
     conversations: dict[str, tuple[Conversation, tuple[str, ...]]] = {}
     out = []
     for p in planned:
@@ -336,18 +346,18 @@ def build_samples(sets: Sequence[FantomSet], context: str, aggregation: str, *, 
         conv, characters = conversations[s.set_id]
         unit = getattr(s, f"{aggregation}_id")  # set_id, part_id or conversation_id
         out.append(_sample(p, context, conv, characters, unit, sizes[(unit, p.accessibility)] if p.qtype != "fact" else 0,
-                           benchmark))
+                           benchmark, s.set_id not in mixed))
     return out
 
 
 def _sample(p: _Planned, context: str, conv: Conversation, characters: tuple[str, ...], unit: str, unit_size: int,
-            benchmark: str) -> Sample[FantomExtra]:
+            benchmark: str, all_accessible: bool) -> Sample[FantomExtra]:
     s, qtype = p.s, p.qtype
     family = FAMILY[qtype]
     base: dict[str, Any] = {
         "context": context, "set_id": s.set_id, "qtype": qtype, "index": p.index, "accessibility": p.accessibility,
         "joining_speaker": s.joining_speaker, "fact_question": s.fact_question,
-        "fact_answer": s.fact_answer, "unit": unit, "unit_size": unit_size,
+        "fact_answer": s.fact_answer, "unit": unit, "unit_size": unit_size, "set_all_accessible": all_accessible,
     }
     qid = f"{context}-{s.set_id}-{qtype}"
     choices: tuple[Choice, ...] = ()

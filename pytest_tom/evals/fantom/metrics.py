@@ -1,6 +1,8 @@
 """FANToM's paper aggregation: upstream's `score_and_analyze` (its rounding included), plus illusory-ToM counts.
 
-Set-level scores use complete units only: a unit missing a question is left out and counted.
+Set-level scores use complete units only: a unit missing a question is left out and counted. The control report's
+ALL*/ALL follow the selected evaluator revision under upstream's keys, and both revisions' rules under keys that name
+them (`accessible:set:ALL*:rev2023`, `...:rev2024`), so a threshold or a published row can name an exact rule.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ SHOW = (
     Show(("parsing",), "parsing", _SETTINGS, "text"),
     Show(("aggregation",), "aggregation", _SETTINGS, "text"),
     Show(("prompt",), "prompt", _SETTINGS, "text"),
+    Show(("evaluator",), "evaluator", _SETTINGS, "text"),
     Show(("contexts", "*", "*", "*wrong_reasons:freq", "*"), "{2} {3}", _REPORT, "count"),
     Show(("contexts", "*", "*", "*:*"), "{2}", _REPORT, "percent"),
     Show(("contexts", "*", "*", "fact_word-f1"), "fact token F1", _REPORT, "percent"),
@@ -53,6 +56,23 @@ def _ok(r: Record) -> bool:
 
 def _qtype(r: Record) -> str:
     return r.facets.get("question_type", "")
+
+
+def kept_sets(records: Iterable[Record]) -> set[str]:
+    """The sets the 2024 evaluator keeps in the control ALL*/ALL: every ToM question of the set is tagged accessible.
+
+    Records carry the flag fixed at load (a selection cannot change it); records replayed from reports written before
+    it fall back to their own tags: every ToM record of the set, whatever its outcome, tagged accessible.
+    """
+    flags: dict[str, bool] = {}
+    tags: dict[str, bool] = {}
+    for r in records:
+        if _qtype(r) in TOM_TYPES:
+            name = r.facets["set"]
+            if "set_all_accessible" in r.details:
+                flags[name] = flags.get(name, True) and bool(r.details["set_all_accessible"])
+            tags[name] = tags.get(name, True) and r.facets["accessibility"] == "accessible"
+    return {name for name, ok in tags.items() if flags.get(name, ok)}
 
 
 def _all_by(records: Iterable[Record], field: str) -> float | None:
@@ -136,9 +156,15 @@ def character_entries(records: Sequence[Record], field: str, mode: str) -> dict[
     return out
 
 
-def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: str,
-                    context: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras."""
+def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: str, context: str,
+                    evaluator: str = "2024") -> tuple[dict[str, Any], dict[str, Any]]:
+    """One of upstream's two reports ("fantom" for inaccessible, "control_task" for accessible), plus extras.
+
+    `evaluator` picks whose control ALL*/ALL go under upstream's keys: 2023 (`ebd35eb`) scores every unit with
+    accessible questions; 2024 (`1cae6fa`) only the rows of sets whose every ToM question is accessible (the filter is
+    by set, then grouped by unit; no kept set gives None, upstream's NaN). Units must still be complete over all their
+    rows of the scenario first: conservative, as upstream has no selection.
+    """
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
     tom = [r for r in scored if _qtype(r) in TOM_TYPES]
     asked = [r for r in records if _qtype(r) in TOM_TYPES and r.facets["accessibility"] == scenario]
@@ -151,10 +177,17 @@ def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: 
     whole = [r for r in target if r.facets[field] in complete]
     p = scenario + ":"
     rep: dict[str, Any] = {"conversation_input_type": context}
-    rep[p + "set:ALL*"] = round_numpy(_all_by(whole, field))
     for_all = {f"tom:belief:{scenario}:multiple-choice", "tom:answerability:list", "tom:answerability:binary",
                "tom:info_accessibility:list", "tom:info_accessibility:binary"}
-    rep[p + "set:ALL"] = round_numpy(_all_by([r for r in whole if r.facets["upstream_type"] in for_all], field))
+    kept = kept_sets(records) if scenario == "accessible" else {r.facets["set"] for r in whole}
+    rules = {"2023": whole, "2024": [r for r in whole if r.facets["set"] in kept]}
+    by_rule = {rev: (round_numpy(_all_by(rows, field)),
+                     round_numpy(_all_by([r for r in rows if r.facets["upstream_type"] in for_all], field)))
+               for rev, rows in rules.items()}
+    rep[p + "set:ALL*"], rep[p + "set:ALL"] = by_rule[evaluator]
+    if scenario == "accessible":  # the inaccessible report is the same under both rules
+        for rev, (star, every) in by_rule.items():
+            rep[p + f"set:ALL*:rev{rev}"], rep[p + f"set:ALL:rev{rev}"] = star, every
     choice = [r for r in target if r.facets["upstream_type"].endswith(":multiple-choice")]
     rep[p + "belief:multiple-choice"] = round_numpy(accuracy(choice))
     dist = [r for r in target if r.facets["upstream_type"] == f"tom:belief:{scenario}"]
@@ -196,6 +229,9 @@ def scenario_report(records: Sequence[Record], scenario: str, field: str, mode: 
     extra.update(illusory_counts(target))
     extra.update(units=len(present), complete_units=len(complete), incomplete_units=len(present) - len(complete),
                  n_belief_choice=len(choice), n_belief_free=len(dist), n_fact=len(facts), n_characters=len(rows))
+    if scenario == "accessible":  # how few sets the 2024 control ALL*/ALL rest on (often 1 in the full context)
+        extra.update(sets_all_accessible=len({r.facets["set"] for r in asked} & kept),
+                     units_rev2024=len({r.facets[field] for r in rules["2024"]}))
     return rep, extra
 
 
@@ -215,7 +251,8 @@ def _binary_reasons(records: Sequence[Record]) -> dict[str, int]:
     return dict(out.most_common())
 
 
-def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregation: str, mode: str) -> dict[str, Any]:
+def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregation: str, mode: str,
+                    evaluator: str = "2024") -> dict[str, Any]:
     """Per context: upstream's "fantom" and "control_task" reports and our extras, for contexts with records."""
     by_context = group_by([r for r in records if _qtype(r) in QUESTION_TYPES], "context")
     out: dict[str, Any] = {}
@@ -223,7 +260,7 @@ def context_reports(records: Sequence[Record], contexts: Sequence[str], aggregat
         recs = by_context.get(context, [])
         if not recs:
             continue
-        fantom, extra_in = scenario_report(recs, "inaccessible", aggregation, mode, context)
-        control, extra_ac = scenario_report(recs, "accessible", aggregation, mode, context)
+        fantom, extra_in = scenario_report(recs, "inaccessible", aggregation, mode, context, evaluator)
+        control, extra_ac = scenario_report(recs, "accessible", aggregation, mode, context, evaluator)
         out[context] = {"fantom": fantom, "control_task": control, "extra": {"inaccessible": extra_in, "accessible": extra_ac}}
     return out

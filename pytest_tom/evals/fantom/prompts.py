@@ -68,10 +68,12 @@ def ask(sample: Sample[FantomExtra], settings: Mapping[str, Any]) -> Generator[S
     labels, fmt = requests_shape(sample)
     gen = GenerationSettings(max_new_tokens=int(settings["max_new_tokens"]), temperature=0.0)
     if settings["prompt"] == "cot":
-        # Upstream's per-prompt path (the API models): trigger appended after "Answer:", reasoning parsed.
-        first = prompt + COT_TRIGGER
+        # 2024: the batch path every README model but text-* took ("Answer:" stripped, the reasoning sent raw);
+        # 2023: the per-prompt path of the paper's API models (trigger after "Answer:", reasoning parsed).
+        batch = settings.get("evaluator", "2024") == "2024"
+        first = (prompt.removesuffix("Answer:") if batch else prompt) + COT_TRIGGER
         (r1,) = yield [Request(messages=(Message("user", first),), settings=gen)]
-        second = first + " " + parse_response(r1.text or "") + COT_FOLLOW_UP
+        second = first + " " + ((r1.text or "") if batch else parse_response(r1.text or "")) + COT_FOLLOW_UP
         (r2,) = yield [Request(messages=(Message("user", second),), settings=gen, answer_labels=labels, answer_format=fmt)]
         return [r1.text or "", r2.text or ""]
     (r,) = yield [Request(messages=(Message("user", prompt),), settings=gen, answer_labels=labels, answer_format=fmt)]

@@ -29,6 +29,7 @@ def record_gold(sample: Sample[FantomExtra]) -> Any:
 def result(sample: Sample[FantomExtra], raws: Sequence[str], outcome: Outcome, parsed: Any, details: dict[str, Any],
            mode: str, score: float | None = None, why: str = "") -> Record:
     details["unit_size"] = sample.extra.unit_size
+    details["set_all_accessible"] = sample.extra.set_all_accessible  # the 2024 control ALL*/ALL set filter
     message = ""
     if outcome is not Outcome.CORRECT:
         message = explain(sample, raws, outcome, parsed, why, mode)

@@ -273,14 +273,26 @@ OLD_KEYS = {
 
 @pytest.mark.parametrize(("prompt", "qid"), sorted(OLD_KEYS))
 def test_request_keys_are_the_old_ones(prompt: str, qid: str) -> None:
-    settings = {"prompt": "cot", "header": "official", "max_new_tokens": "100"} if prompt == "cot" else {}
+    settings = {"prompt": "cot", "header": "official", "max_new_tokens": "100", "evaluator": "2023"} if prompt == "cot" else {}
     bench, samples = loaded(**settings)
     (first,) = next(bench.program(by_id(samples)[qid]))
     assert first.key == OLD_KEYS[(prompt, qid)]
 
 
+@pytest.mark.parametrize("qid", ["short-0-0-0-belief_choice-3", "short-1-0-1-info_accessibility_yn-victor"])
+def test_vanilla_and_choice_requests_do_not_depend_on_the_evaluator(qid: str) -> None:
+    """Only CoT prompts ending in "Answer:" differ between the revisions; a choice prompt's CoT key is the 2023 one."""
+    for evaluator in ("2023", "2024"):
+        bench, samples = loaded(evaluator=evaluator)
+        (first,) = next(bench.program(by_id(samples)[qid]))
+        assert first.key == OLD_KEYS[("vanilla", qid)]
+    bench, samples = loaded(prompt="cot", header="official", max_new_tokens="100", evaluator="2024")
+    (first,) = next(bench.program(by_id(samples)["short-0-0-0-belief_choice-3"]))
+    assert first.key == OLD_KEYS[("cot", "short-0-0-0-belief_choice-3")]
+
+
 def test_header_and_cot_requests() -> None:
-    bench, samples = loaded(header="official", prompt="cot")
+    bench, samples = loaded(header="official", prompt="cot", evaluator="2023")
     program = bench.program(by_id(samples)["short-0-0-0-answerability_yn-kailey"])
     (first,) = next(program)
     text = first.messages[0].content
@@ -293,6 +305,40 @@ def test_header_and_cot_requests() -> None:
         program.send([Response(text=" No, she was not there.")])
     result = stop.value.value
     assert result.outcome is Outcome.CORRECT and result.responses[0].startswith("Kailey was away")
+
+
+def test_cot_requests_of_the_2024_evaluator_take_the_batch_path() -> None:
+    """eval_fantom.py@1cae6fa run_batch_inference: "Answer:" stripped before the trigger, the reasoning sent raw."""
+    bench, samples = loaded(prompt="cot")  # 2024 is the default
+    assert bench.settings["evaluator"] == "2024"
+    program = bench.program(by_id(samples)["short-0-0-0-answerability_yn-kailey"])
+    (first,) = next(program)
+    text = first.messages[0].content
+    assert text == prompts.render_prompt(by_id(samples)["short-0-0-0-answerability_yn-kailey"]).removesuffix(
+        "Answer:") + " Let's think step by step."
+    assert text.endswith("Answer yes or no.\n Let's think step by step.")
+    reasoning = "Kailey was away. Answer: she was on the phone"
+    (second,) = program.send([Response(text=reasoning)])
+    assert second.messages[0].content == text + " " + reasoning + "\n\nTherefore, the answer is:"
+    assert second.answer_labels == ("yes", "no")
+    with pytest.raises(StopIteration) as stop:
+        program.send([Response(text="Answer: No, she was not there.")])
+    assert stop.value.value.outcome is Outcome.CORRECT  # the final answer is parsed on both paths
+    # a choice prompt ends "Choose an answer from above:": nothing to strip
+    (choice,) = next(bench.program(by_id(samples)["short-0-0-0-belief_choice-3"]))
+    assert choice.messages[0].content.endswith("Choose an answer from above: Let's think step by step.")
+
+
+@pytest.mark.parametrize(("value", "normalised"), [("2024", "2024"), ("current", "2024"), ("2023", "2023"),
+                                                    ("paper", "2023")])
+def test_evaluator_aliases_are_normalised(value: str, normalised: str) -> None:
+    assert FANToM({"evaluator": value}).settings["evaluator"] == normalised
+
+
+@pytest.mark.parametrize("value", ["2025", "2023,2024", "latest"])
+def test_an_unknown_evaluator_is_a_configuration_error(value: str) -> None:
+    with pytest.raises(TomConfigError, match=r"fantom setting evaluator=.*2024, 2023, current, paper"):
+        FANToM({"evaluator": value})
 
 
 def test_random_baseline_gets_well_formed_answers() -> None:
