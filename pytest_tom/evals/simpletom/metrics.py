@@ -22,8 +22,8 @@ SHOW = (
     Show(("intervention",), "intervention", _TYPES, "text"),
     Show(("types", "*", "accuracy"), "{0}", _TYPES),
     Show(("types", "*", "unparseable"), "{0} unparseable", _TYPES, "count"),
-    Show(("types", "*", "picked_*"), "{0} picked {1}", _TYPES, "count"),  # {1}: either / neither (extra_options only)
-    Show(("types", "*", "na_frac"), "{0} na_frac (unparseable or an extra option, the authors' basic_stats)", _TYPES),
+    Show(("types", "*", "picked_*"), "{0} {1}", _TYPES, "count"),  # picked_either / picked_neither: extra_options only
+    Show(("types", "*", "na_frac"), "{0} na_frac (unparseable or an extra option, as upstream)", _TYPES),
     Show(("average",), "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS)",
          _TYPES),
     Show(("chains", "stories"), "stories", _CHAINS, "count"),
