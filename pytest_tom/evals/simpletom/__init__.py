@@ -76,6 +76,7 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         return [*_derived.chains(samples, self.name), *_derived.balance_checks(samples, self.name)]
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        asked_with = scoring.applied(self.config, prompts.MENTAL_STATE)
-        tree = aggregate(records, self.settings["intervention"], asked_with, self.config.extra_options)
-        return from_tree(tree, SHOW if asked_with == "none" else SHOW_ALL_COT)
+        cot = self.config.intervention == "cot"
+        asked_with = scoring.applied(self.config, prompts.MENTAL_STATE) if cot else None
+        tree = aggregate(records, self.config.intervention, asked_with, self.config.extra_options)
+        return from_tree(tree, SHOW_ALL_COT if asked_with == "cot" else SHOW)

@@ -150,12 +150,13 @@ def _extra_picks(records: Sequence[Record], extra_options: Sequence[str]) -> dic
     return {**picks, "na_frac": _rate(outside, len(answered))}
 
 
-def aggregate(records: Sequence[Record], intervention: str = "none", mental_state_asked_with: str = "none",
+def aggregate(records: Sequence[Record], intervention: str = "none", mental_state_asked_with: str | None = None,
               extra_options: Sequence[str] = ()) -> dict[str, Any]:
     """Every SimpleToM metric of one suite's records (JSON-serialisable); `intervention` labels the run.
 
-    `mental_state_asked_with` says whether its mental-state questions took it ("cot") or not ("none"); the
-    `extra_options` shown add their picks and `na_frac` to each type (absent without them).
+    `mental_state_asked_with`, given under `cot` only, says whether its mental-state questions took CoT ("cot") or not
+    ("none"); the `extra_options` shown add their picks and `na_frac` to each type. Both are absent otherwise, so the
+    other conditions' reports keep their keys.
     """
     types = _types(records)
     if extra_options:
@@ -167,8 +168,9 @@ def aggregate(records: Sequence[Record], intervention: str = "none", mental_stat
     stats = chain_stats(_complete(records))
     violations = self_checks(stats)
     ms = accs.get("mental_state")
-    return {"intervention": intervention, "mental_state_asked_with": mental_state_asked_with,
-            "n": sum(v["n"] for v in types.values()), "types": types, "average": average,
+    asked = {"mental_state_asked_with": mental_state_asked_with} if mental_state_asked_with else {}
+    return {"intervention": intervention, **asked, "n": sum(v["n"] for v in types.values()), "types": types,
+            "average": average,
             "gaps": {t: (ms - a) if ms is not None and a is not None else None for t, a in accs.items()
                      if t != "mental_state"},
             "chains": stats, "scenarios": _group(records, "scenario", list(SCENARIOS)),
