@@ -60,8 +60,9 @@ DIRECT_TOKENS, COT_TOKENS = 20, 500  # the reference code's max_tokens without a
 OPTIONS: tuple[BenchmarkOption, ...] = (
     BenchmarkOption("intervention", "none",
                     "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's "
-                    "own mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
-                    "cot_tom_reminder (CoT*+MS remind).", choices=tuple(PAPER_NAMES)),
+                    "own mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT; the mental-state "
+                    "questions too, see cot_mental_state), cot_tom (CoT*), cot_tom_reminder (CoT*+MS remind).",
+                    choices=tuple(PAPER_NAMES)),
     BenchmarkOption("persona", "none",
                     "PersonaHub system prompt for every question (App. M): none, " + ", ".join(PERSONAS) + ".",
                     choices=("none", *PERSONAS)),
