@@ -63,6 +63,8 @@ def answer(prompt):
     letter = right if what == "c" else ("B" if right == "A" else "A")
     if qtype == "mental_state":
         GIVEN[sid] = letter
+    if "Think step by step" in prompt:
+        return "Let me think. Therefore, the answer is: (" + letter + ")"
     return "(" + letter + ")"
 
 
@@ -196,6 +198,51 @@ def test_a_constant_answerer_fails_the_letter_balance_checks(pytester: pytest.Py
         "*  answers: A 10 (100.0%)",
         "*  golds:   A 5 (50.0%) / B 5 (50.0%)",
     ])
+
+
+@pytest.mark.parametrize("cot_ms", ["true", "false"])
+def test_under_cot_the_mental_state_questions_follow_cot_mental_state(pytester: pytest.Pytester, cot_ms: str) -> None:
+    """The released code's CoT run asks every question with CoT (true, the default); false is the paper's 5.3."""
+    args = ["--tom-set=simpletom.intervention=cot"] + ([] if cot_ms == "true" else ["--tom-set=simpletom.cot_mental_state=false"])
+    result = run(pytester, table(pytester), *args, "-q")
+    report = json.loads((pytester.path / "report.json").read_text())
+    m = report["suites"][0]["metrics"]
+    # the table answers the same letters with or without CoT: the baseline's numbers
+    assert {t: (v["n"], v["correct"], v["unparseable"]) for t, v in m["types"].items()} == {
+        "mental_state": (10, 9, 0), "behavior": (10, 5, 1), "judgment": (10, 5, 0)}
+    ms = [i for i in report["items"] if i["facets"]["question_type"] == "mental_state"]
+    asked = "cot" if cot_ms == "true" else "none"
+    assert {(i["details"]["cot"], i["details"]["intervention"]) for i in ms} == {(cot_ms == "true", asked)}
+    assert m["mental_state_asked_with"] == asked and report["suites"][0]["settings"]["cot_mental_state"] == cot_ms
+    label = ("average (unweighted mean of the three, all asked with CoT as the authors' released CoT run; the paper's "
+             "averages use the baseline MS) 63.3" if cot_ms == "true" else
+             "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 63.3")
+    assert not missing(result.stdout.str(), label)
+
+
+def test_an_extra_option_answer_is_wrong_and_counted_apart(pytester: pytest.Pytester) -> None:
+    result = run(pytester, table(pytester, constant="(C)"), "--tom-set=simpletom.extra_options=neither", "-q")
+    assert result.parseoutcomes().get("passed", 0) == 0
+    suite, _ = suite_of(pytester)
+    assert suite["settings"]["extra_options"] == "neither"
+    for counts in suite["metrics"]["types"].values():
+        assert (counts["n"], counts["correct"], counts["unparseable"], counts["picked_neither"]) == (10, 0, 0, 10)
+        assert counts["na_frac"] == 1.0 and "picked_either" not in counts
+    items = json.loads((pytester.path / "report.json").read_text())["items"]
+    assert {(i["outcome"], i["details"]["extra_option"]) for i in items} == {("incorrect", "neither")}
+    assert not missing(result.stdout.str(), "behavior picked_neither 10",
+                       "behavior na_frac (unparseable or an extra option, as upstream) 100.0")
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("extra_options=none,either", "extra_options='none,either': none cannot be combined with either, neither"),
+    ("extra_options=maybe", "'maybe' is not one of none, either, neither"),
+    ("cot_mental_state=maybe", "cot_mental_state='maybe': expected true or false"),
+])
+def test_a_bad_new_setting_is_a_usage_error(pytester: pytest.Pytester, setting: str, message: str) -> None:
+    result = run(pytester, f"--tom-set=simpletom.{setting}", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stdout.str() + result.stderr.str()
 
 
 def expected_nodeids(mark: str) -> set[str]:

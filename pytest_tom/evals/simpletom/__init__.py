@@ -14,7 +14,7 @@ from pytest_tom.derived import Derived
 from pytest_tom.evals.simpletom import data, prompts, release, scoring
 from pytest_tom.evals.simpletom import derived as _derived
 from pytest_tom.evals.simpletom.data import SimpleToMExtra, SimpleToMSample
-from pytest_tom.evals.simpletom.metrics import SHOW, aggregate
+from pytest_tom.evals.simpletom.metrics import SHOW, SHOW_ALL_COT, aggregate
 from pytest_tom.framework.base import Benchmark, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, from_tree
 from pytest_tom.framework.release import parse_pins, release_options
@@ -60,6 +60,7 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
+        self.settings["extra_options"] = ",".join(self.config.extra_options) or "none"  # one spelling per condition
         if "=" in self.settings["sha256"]:
             parse_pins(self.settings["sha256"])  # a 'config=sha256' list fails here; a manifest is read by load()
 
@@ -75,4 +76,7 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         return [*_derived.chains(samples, self.name), *_derived.balance_checks(samples, self.name)]
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return from_tree(aggregate(records, self.settings["intervention"]), SHOW)
+        cot = self.config.intervention == "cot"
+        asked_with = scoring.applied(self.config, prompts.MENTAL_STATE) if cot else None
+        tree = aggregate(records, self.config.intervention, asked_with, self.config.extra_options)
+        return from_tree(tree, SHOW_ALL_COT if asked_with == "cot" else SHOW)

@@ -22,6 +22,8 @@ SHOW = (
     Show(("intervention",), "intervention", _TYPES, "text"),
     Show(("types", "*", "accuracy"), "{0}", _TYPES),
     Show(("types", "*", "unparseable"), "{0} unparseable", _TYPES, "count"),
+    Show(("types", "*", "picked_*"), "{0} {1}", _TYPES, "count"),  # picked_either / picked_neither: extra_options only
+    Show(("types", "*", "na_frac"), "{0} na_frac (unparseable or an extra option, as upstream)", _TYPES),
     Show(("average",), "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS)",
          _TYPES),
     Show(("chains", "stories"), "stories", _CHAINS, "count"),
@@ -47,6 +49,10 @@ SHOW = (
          "!!! simpletom", "list"),
 )
 """What the terminal and Markdown print; the report keeps every number."""
+SHOW_ALL_COT = tuple(Show(s.pattern, "average (unweighted mean of the three, all asked with CoT as the authors' released "
+                          "CoT run; the paper's averages use the baseline MS)", s.table)
+                     if s.pattern == ("average",) else s for s in SHOW)
+"""SHOW when the mental-state questions were asked with CoT too (`cot_mental_state`): the average is not the paper's."""
 
 
 def _rate(k: int, n: int) -> float | None:
@@ -136,15 +142,35 @@ def _group(records: Sequence[Record], facet: str, order: Sequence[str]) -> dict[
     return out
 
 
-def aggregate(records: Sequence[Record], intervention: str = "none") -> dict[str, Any]:
-    """Every SimpleToM metric of one suite's records (JSON-serialisable); `intervention` labels the run."""
+def _extra_picks(records: Sequence[Record], extra_options: Sequence[str]) -> dict[str, Any]:
+    """Per extra option, how often it was picked (always wrong), and upstream's `na_frac`: answers outside (A)/(B)."""
+    answered = [r for r in records if r.outcome is not Outcome.ERROR]
+    picks = {f"picked_{name}": sum(r.details.get("extra_option") == name for r in answered) for name in extra_options}
+    outside = sum(picks.values()) + sum(r.outcome is Outcome.UNPARSEABLE for r in answered)
+    return {**picks, "na_frac": _rate(outside, len(answered))}
+
+
+def aggregate(records: Sequence[Record], intervention: str = "none", mental_state_asked_with: str | None = None,
+              extra_options: Sequence[str] = ()) -> dict[str, Any]:
+    """Every SimpleToM metric of one suite's records (JSON-serialisable); `intervention` labels the run.
+
+    `mental_state_asked_with`, given under `cot` only, says whether its mental-state questions took CoT ("cot") or not
+    ("none"); the `extra_options` shown add their picks and `na_frac` to each type. Both are absent otherwise, so the
+    other conditions' reports keep their keys.
+    """
     types = _types(records)
+    if extra_options:
+        by_type = group_by(records, "question_type")
+        for t, counts in types.items():
+            counts.update(_extra_picks(by_type[t], extra_options))
     accs = {t: v["accuracy"] for t, v in types.items()}
     average = mean(a for a in accs.values() if a is not None) if len(types) == len(QUESTION_TYPES) else None
     stats = chain_stats(_complete(records))
     violations = self_checks(stats)
     ms = accs.get("mental_state")
-    return {"intervention": intervention, "n": sum(v["n"] for v in types.values()), "types": types, "average": average,
+    asked = {"mental_state_asked_with": mental_state_asked_with} if mental_state_asked_with else {}
+    return {"intervention": intervention, **asked, "n": sum(v["n"] for v in types.values()), "types": types,
+            "average": average,
             "gaps": {t: (ms - a) if ms is not None and a is not None else None for t, a in accs.items()
                      if t != "mental_state"},
             "chains": stats, "scenarios": _group(records, "scenario", list(SCENARIOS)),

@@ -1,8 +1,9 @@
 """What a model is shown: the paper's prompt verbatim, its interventions and personas, the requests.
 
 Two layouts: ``paper`` (as App. H.1 prints it) and ``reference`` (the authors' `question_prompt`, byte for byte).
-Interventions change only the behavior and judgment questions (the paper never re-ran the mental-state ones); a
-persona changes all three (Table 9).
+Interventions change only the behavior and judgment questions (the paper never re-ran the mental-state ones), except
+that `cot` asks the mental-state questions with CoT too by default, as the authors' released CoT run does; a persona
+changes all three (Table 9). The code's extra options ("either", "neither") follow (A)/(B) when asked for.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from pytest_tom.sample import Choice
 
 MENTAL_STATE = "mental_state"
 
-INSTRUCTION = "Given the following story, answer the question by giving the correct answer choice, (A) or (B)."
+_HEAD = "Given the following story, answer the question by giving the correct answer choice, "  # + "(A) or (B)."
 ASK = "What is the correct answer?"
-RESPOND = 'Respond with just "(A)" or "(B)"'  # the direct-answer contract (App. H.1)
 SYSTEM_DEFAULT = "You are a helpful assistant."  # the reference code's; the paper's SysP prompts begin with it
 SYSP = ("You are a helpful assistant. Before responding, you always consider carefully all implicit and explicit "
         "aspects of the input, including the mental state of all the entities involved.")  # App. H.2
@@ -42,10 +42,12 @@ PERSONAS: Mapping[str, str] = {
 """The PersonaHub system prompts of App. M (they replace the system message)."""
 
 # The reference code's wording: its chain-of-thought text ends "followed by " and is followed by ' "(A)" or "(B)"'.
-REF_RESPOND = "Respond with just"
+REF_RESPOND = "Respond with just"  # + ' "(A)" or "(B)"': the direct-answer contract (App. H.1)
 REF_COT = COT.removesuffix("(A) or (B)")
 REF_COT_STAR = COT_STAR.removesuffix("(A) or (B)")
-REF_LABELS = '"(A)" or "(B)"'
+# The authors' `question_prompt` (utils.py, add_either_option / add_neither_option): appended after the release's two
+# options, either first; no published run uses them (run_inference.py hard-codes both off).
+EXTRA_OPTIONS: Mapping[str, str] = {"either": "Both (A) and (B) are likely", "neither": "Neither (A) nor (B) is likely"}
 
 PAPER_NAMES: Mapping[str, str] = {  # each `intervention` value and its name in the paper's tables
     "none": "baseline", "reminder": "MS remind", "system_generic": "SysP", "system_tom": "SysP*", "cot": "CoT",
@@ -58,18 +60,30 @@ DIRECT_TOKENS, COT_TOKENS = 20, 500  # the reference code's max_tokens without a
 OPTIONS: tuple[BenchmarkOption, ...] = (
     BenchmarkOption("intervention", "none",
                     "Intervention on the behavior and judgment questions (section 5.3): none, reminder (the model's "
-                    "own mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT), cot_tom (CoT*), "
-                    "cot_tom_reminder (CoT*+MS remind).", choices=tuple(PAPER_NAMES)),
+                    "own mental-state answer), system_generic (SysP), system_tom (SysP*), cot (CoT; the mental-state "
+                    "questions too, see cot_mental_state), cot_tom (CoT*), cot_tom_reminder (CoT*+MS remind).",
+                    choices=tuple(PAPER_NAMES)),
     BenchmarkOption("persona", "none",
                     "PersonaHub system prompt for every question (App. M): none, " + ", ".join(PERSONAS) + ".",
                     choices=("none", *PERSONAS)),
     BenchmarkOption("layout", "paper", "Prompt layout: paper (as printed in App. H) or reference (the authors' "
                     "released code, byte for byte).", choices=("paper", "reference")),
+    BenchmarkOption("cot_mental_state", "true",
+                    "Under intervention=cot, ask the mental-state questions with the CoT prompt too, as the authors' "
+                    "released CoT run does (true); false: the paper's section 5.3 (interventions on behavior and "
+                    "judgment only, so the MS accuracy is the direct baseline). cot_tom and cot_tom_reminder have no "
+                    "released code and always ask MS directly.", kind=bool),
+    BenchmarkOption("extra_options", "none",
+                    "Extra answer options of the authors' code after (A)/(B) of every question (and of the reminder): "
+                    f"either ((C) {EXTRA_OPTIONS['either']}), neither ((C) {EXTRA_OPTIONS['neither']}) or "
+                    "either,neither ((C) either, (D) neither); none: the paper and the released run. Picking one is "
+                    "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS)),
     BenchmarkOption("max_new_tokens", "0", f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or "
                     f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int),
     stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '
                           "(chain-of-thought answers, read after the last \"the answer is\", never stop)"),
 )
+_BY_NAME = {option.name: option for option in OPTIONS}
 DIRECT_STOPS = ("(A)",)
 """Stops of a direct answer: `parse_answer` reads A from any text holding "(A)", whatever follows; after "(B)" a
 later "(A)" would still win, so nothing else settles the answer."""
@@ -84,6 +98,9 @@ class PromptConfig:
     layout: str = "paper"
     max_new_tokens: int = 0
     stop_at_answer: bool = True
+    cot_mental_state: bool = True
+    extra_options: tuple[str, ...] = ()
+    """Names of EXTRA_OPTIONS shown after (A)/(B), in the code's order (either before neither)."""
 
     @property
     def reminder(self) -> bool:
@@ -91,10 +108,19 @@ class PromptConfig:
         return self.intervention in REMINDER_INTERVENTIONS
 
     def cot(self, question_type: str) -> str | None:
-        """The chain-of-thought prompt ("cot" or "cot_tom") of a question, None for a direct answer."""
+        """The chain-of-thought prompt ("cot" or "cot_tom") of a question, None for a direct answer.
+
+        Mental-state questions take CoT only under `cot` with `cot_mental_state` (the released code's one CoT switch);
+        CoT* has no code, and its reminder must stay the direct mental-state request.
+        """
         if question_type == MENTAL_STATE:
-            return None
+            return "cot" if self.intervention == "cot" and self.cot_mental_state else None
         return COT_INTERVENTIONS.get(self.intervention)
+
+    def shown(self, choices: Sequence[Choice]) -> tuple[Choice, ...]:
+        """The options a question shows: its own, then the extra ones labelled on from them ((C), (D))."""
+        return (*choices, *(Choice(chr(ord("A") + len(choices) + i), EXTRA_OPTIONS[name])
+                            for i, name in enumerate(self.extra_options)))
 
     def system(self, question_type: str) -> str:
         if question_type != MENTAL_STATE and self.intervention in SYSTEM_INTERVENTIONS:
@@ -118,18 +144,29 @@ def _one(settings: Mapping[str, Any], option: BenchmarkOption) -> str:
     return text
 
 
+def _extra_options(raw: Any) -> tuple[str, ...]:
+    """The extra options asked for, in the code's order whatever the order written; none alone means none."""
+    value = _BY_NAME["extra_options"].convert("simpletom", raw)
+    names = set(value.split(",") if isinstance(value, str) else value)
+    if "none" in names and len(names) > 1:
+        raise TomConfigError(f"simpletom setting extra_options={raw!r}: none cannot be combined with "
+                             f"{', '.join(EXTRA_OPTIONS)}; expected none, either, neither or either,neither")
+    return tuple(name for name in EXTRA_OPTIONS if name in names)
+
+
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     """The typed prompt settings of a benchmark's settings; a combination the paper cannot mean is refused."""
-    intervention, persona, layout = (_one(settings, option) for option in OPTIONS[:3])
+    intervention, persona, layout = (_one(settings, _BY_NAME[name]) for name in ("intervention", "persona", "layout"))
     if persona != "none" and intervention in SYSTEM_INTERVENTIONS:
         raise TomConfigError(f"simpletom: persona={persona} and intervention={intervention} both replace the system "
                              "prompt; choose one")
-    tokens = int(OPTIONS[3].convert("simpletom", settings.get("max_new_tokens", 0)))
+    tokens = int(_BY_NAME["max_new_tokens"].convert("simpletom", settings.get("max_new_tokens", 0)))
     if tokens < 0:
         raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
-    stop = OPTIONS[-1].convert("simpletom", settings.get("stop_at_answer", True))
+    flag = {name: bool(_BY_NAME[name].convert("simpletom", settings.get(name, True)))
+            for name in ("stop_at_answer", "cot_mental_state")}
     return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens,
-                        stop_at_answer=stop)
+                        extra_options=_extra_options(settings.get("extra_options", "none")), **flag)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,20 +187,25 @@ def _options(choices: Sequence[Choice], sep: str) -> str:
 
 def user_prompt(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
                 reminder: Reminder | None = None) -> str:
-    """The user message, in the configured layout."""
+    """The user message, in the configured layout; every label list names the options shown (extra ones included)."""
     cot = config.cot(question_type)
+    shown = config.shown(choices)
+    labels = " or ".join(f"({c.label})" for c in shown)
+    quoted = " or ".join(f'"({c.label})"' for c in shown)
+    final = {None: REF_RESPOND, "cot": REF_COT, "cot_tom": REF_COT_STAR}[cot]
     if config.layout == "reference":
         block = ""
         if reminder is not None:
-            block = f"\nQuestion: {reminder.question} \n{_options(reminder.choices, _REF_SEP)}\nAnswer: {reminder.answer}\n"
-        final = {None: REF_RESPOND, "cot": REF_COT, "cot_tom": REF_COT_STAR}[cot]
-        return (f"{INSTRUCTION}\n\nStory:\n{story}\n{block}\nQuestion: {question} \n{_options(choices, _REF_SEP)}"
-                f"\n\n{ASK} {final} {REF_LABELS}\n")
+            block = (f"\nQuestion: {reminder.question} \n{_options(config.shown(reminder.choices), _REF_SEP)}\n"
+                     f"Answer: {reminder.answer}\n")
+        return (f"{_HEAD}{labels}.\n\nStory:\n{story}\n{block}\nQuestion: {question} \n{_options(shown, _REF_SEP)}"
+                f"\n\n{ASK} {final} {quoted}\n")
     block = ""
     if reminder is not None:
-        block = f"Question: {reminder.question}\n{_options(reminder.choices, ' ')}\nAnswer: {reminder.answer}\n\n"
-    final = {None: RESPOND, "cot": COT, "cot_tom": COT_STAR}[cot]
-    return f"{INSTRUCTION}\n\nStory: {story}\n\n{block}Question: {question}\n{_options(choices, _NL)}\n\n{ASK} {final}"
+        block = (f"Question: {reminder.question}\n{_options(config.shown(reminder.choices), ' ')}\n"
+                 f"Answer: {reminder.answer}\n\n")
+    final = f"{final} {quoted}" if cot is None else final + labels  # App. H: COT / COT_STAR end "followed by (A) or (B)"
+    return f"{_HEAD}{labels}.\n\nStory: {story}\n\n{block}Question: {question}\n{_options(shown, _NL)}\n\n{ASK} {final}"
 
 
 def build_request(story: str, question: str, choices: Sequence[Choice], config: PromptConfig, question_type: str,
@@ -175,6 +217,6 @@ def build_request(story: str, question: str, choices: Sequence[Choice], config: 
                   Message("user", user_prompt(story, question, choices, config, question_type, reminder))),
         settings=GenerationSettings(max_new_tokens=config.budget(question_type), temperature=0.0,
                                     stop_after=DIRECT_STOPS if config.stop_at_answer and not cot else ()),
-        answer_labels=tuple(c.label for c in choices),
+        answer_labels=tuple(c.label for c in config.shown(choices)),
         answer_format="Therefore, the answer is: ({})" if cot else "({})",
     )

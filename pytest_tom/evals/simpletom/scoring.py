@@ -7,6 +7,7 @@ is", where the label that comes first wins. Departures, both on answers breaking
 answer is:" contract: a chain of thought without it is unparseable (upstream scans the reasoning), and
 "the answer is (B), not (A)" reads B (upstream: A). An unreadable answer or a label the question does
 not offer is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it wrong and reports `na_frac`.
+An extra option (`extra_options`, (C)/(D)) is offered but never the gold: picking it is INCORRECT.
 """
 
 from __future__ import annotations
@@ -67,15 +68,16 @@ def question_request(sample: SimpleToMSample, config: PromptConfig, reminder: Re
                          sample.extra.question_type, reminder)
 
 
-def reminder_from(sample: SimpleToMSample, text: str | None) -> tuple[Reminder, dict[str, Any]]:
+def reminder_from(sample: SimpleToMSample, text: str | None, config: PromptConfig) -> tuple[Reminder, dict[str, Any]]:
     """The reminder built from the model's own mental-state answer, and what the record keeps of it.
 
-    A readable answer is shown as "(A)" (the paper's `Answer: (A)`), an unreadable one as written (stripped).
+    A readable answer (an extra option included) is shown as "(A)" (the paper's `Answer: (A)`), an unreadable one as
+    written (stripped).
     """
     x = sample.extra
     raw = text or ""
     letter = parse_answer(raw, cot=False)
-    labels = [c.label for c in x.ms_choices]
+    labels = [c.label for c in config.shown(x.ms_choices)]
     readable = letter in labels
     shown = f"({letter})" if readable else raw.strip()
     info: dict[str, Any] = {"question": x.ms_question, "response": raw, "parsed": letter if readable else None,
@@ -93,14 +95,23 @@ def solve(sample: SimpleToMSample, config: PromptConfig) -> Program:
     info: dict[str, Any] | None = None
     if config.reminder and sample.extra.question_type != MENTAL_STATE:
         first = yield [mental_state_request(sample, config)]
-        reminder, info = reminder_from(sample, first[0].text)
+        reminder, info = reminder_from(sample, first[0].text, config)
     second = yield [question_request(sample, config, reminder)]
     return score(sample, config, second[0].text, info)
 
 
 def applied(config: PromptConfig, question_type: str) -> str:
-    """The intervention a question was asked under: the mental-state questions are always asked as in the baseline."""
-    return "none" if question_type == MENTAL_STATE else config.intervention
+    """The intervention a question was asked under: the mental-state questions as in the baseline, except with CoT."""
+    return "none" if question_type == MENTAL_STATE and config.cot(question_type) is None else config.intervention
+
+
+def _extra(config: PromptConfig, label: str | None) -> str | None:
+    """The extra option ("either", "neither") a label picks, None for the question's own options.
+
+    Extra options follow the release's two options, which the loader checks every question has.
+    """
+    index = ord(label) - ord("A") - 2 if label else -1
+    return config.extra_options[index] if 0 <= index < len(config.extra_options) else None
 
 
 def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
@@ -108,12 +119,15 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
     x = sample.extra
     cot = config.cot(x.question_type) is not None
     letter = parse_answer(text, cot)
-    labels = [c.label for c in sample.choices]
+    labels = [c.label for c in config.shown(sample.choices)]
     parsed = letter if letter in labels else None
     outcome = Outcome.judge(parsed, sample.gold_label)
     details: dict[str, Any] = {"story": x.story_id, "question_type": x.question_type,
                                "intervention": applied(config, x.question_type), "persona": config.persona,
                                "layout": config.layout, "cot": cot, "read": letter}
+    if config.extra_options:  # only then, so default records keep their fields
+        details["extra_options"] = list(config.extra_options)
+        details["extra_option"] = _extra(config, parsed)
     if reminder is not None:
         details["reminder"] = dict(reminder)
     return Record.of(
@@ -121,8 +135,9 @@ def score(sample: SimpleToMSample, config: PromptConfig, text: str | None,
         message="" if outcome is Outcome.CORRECT else explain(sample, config, text, letter, parsed, reminder))
 
 
-def _option(sample: SimpleToMSample, label: str) -> str:
-    return f'({label}) "{sample.choice(label).text}"'
+def _option(sample: SimpleToMSample, label: str, config: PromptConfig) -> str:
+    text = next(c.text for c in config.shown(sample.choices) if c.label == label)
+    return f'({label}) "{text}"' + (" (an extra option: never the answer)" if _extra(config, label) else "")
 
 
 def _clip(text: str, limit: int, tail: bool) -> str:
@@ -139,7 +154,7 @@ def explain(sample: SimpleToMSample, config: PromptConfig, text: str | None, let
     cot = config.cot(x.question_type) is not None
     kind = x.question_type.replace("_", "-")  # "mental-state"
     if parsed is not None:
-        answer = f"answered {_option(sample, parsed)}"
+        answer = f"answered {_option(sample, parsed, config)}"
     elif letter is not None:
         answer = f"answered ({letter}), not an option"
     elif cot and text is not None and not _CONCLUSION.search(text):
@@ -148,10 +163,10 @@ def explain(sample: SimpleToMSample, config: PromptConfig, text: str | None, let
         answer = "unparseable answer"
     applied_now = applied(config, x.question_type)
     lines = [
-        f"SimpleToM {kind} question: {answer}; gold {_option(sample, sample.gold_label)}",
+        f"SimpleToM {kind} question: {answer}; gold {_option(sample, sample.gold_label, config)}",
         f"story {x.story_id} ({x.scenario}, severity {x.severity}): {sample.context.render()}",
         f"question: {sample.question.strip()}",
-        "options: " + " ".join(f"({c.label}) {c.text}" for c in sample.choices),
+        "options: " + " ".join(f"({c.label}) {c.text}" for c in config.shown(sample.choices)),
         f"asked with: intervention {applied_now} ({PAPER_NAMES.get(applied_now, '?')}), persona {config.persona}",
     ]
     if reminder is not None:

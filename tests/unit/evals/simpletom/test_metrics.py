@@ -162,3 +162,62 @@ def test_the_benchmark_declares_its_gates_marks_and_clusters() -> None:
             "hidden_body_part_feature"} <= set(b.mark_docs)
     assert len(b.mark_docs) == 1 + 3 + 10 + 3 + 2
     assert set(b.rules) == {"chain", "letter_balance"}
+
+
+def picked(sid: str, qtype: str, label: str, extra: str) -> Record:
+    """A record that picked an extra option: offered, never the gold, so incorrect."""
+    return Record(benchmark="simpletom", sample_id=f"{sid}-{SUFFIX[qtype]}", outcome=Outcome.INCORRECT, parsed=label,
+                  gold="A", facets={"question_type": qtype, "scenario": "food_item_in_grocery_store", "severity": "sev1",
+                                    "story": sid}, details={"extra_option": extra})
+
+
+def test_extra_option_picks_are_wrong_and_counted_in_na_frac_as_upstreams_basic_stats() -> None:
+    # behavior: s1 right, s2 unreadable, s3 picked either (C), s4 picked neither (D), s5 a model error
+    records = [*story("s1", "ccc"), *story("s2", "cgc"), rec("s3", "mental_state", "c"),
+               picked("s3", "behavior", "C", "either"), rec("s3", "judgment", "w"), rec("s4", "mental_state", "c"),
+               picked("s4", "behavior", "D", "neither"), picked("s4", "judgment", "C", "either"), *story("s5", "cec")]
+    m = aggregate(records, "none", "none", ("either", "neither"))
+    b = m["types"]["behavior"]
+    assert (b["n"], b["correct"], b["unparseable"], b["errors"]) == (4, 1, 1, 1)
+    assert (b["picked_either"], b["picked_neither"]) == (1, 1)
+    assert b["na_frac"] == approx(3 / 4)  # (unparseable + C + D) / answered
+    j = m["types"]["judgment"]
+    assert (j["picked_either"], j["picked_neither"], j["na_frac"]) == (1, 0, approx(1 / 5))
+    assert m["types"]["mental_state"]["na_frac"] == 0.0
+    assert m["chains"]["buckets"]["fail_behavior"] == 3  # a pick breaks the chain like any wrong answer
+    assert m["balance"]["behavior"]["answers"] == {"A": 1, "C": 1, "D": 1, "unparseable": 1}
+    text = "\n".join(lines_of(m))
+    assert "behavior picked_either 1" in text and "behavior picked_neither 1" in text
+    assert "behavior na_frac (unparseable or an extra option, as upstream) 75.0" in text
+    # only the options shown are counted
+    assert set(aggregate(records, "none", "none", ("neither",))["types"]["behavior"]) >= {"picked_neither", "na_frac"}
+    assert "picked_either" not in aggregate(records, "none", "none", ("neither",))["types"]["behavior"]
+
+
+def test_without_extra_options_the_types_keep_their_keys() -> None:
+    m = aggregate([*story("s1", "ccc"), *story("s2", "cgw")])
+    assert set(m["types"]["behavior"]) == {"n", "correct", "accuracy", "ci95", "unparseable", "errors", "parse_rate"}
+    assert "mental_state_asked_with" not in m  # only under cot
+    assert "na_frac" not in "\n".join(lines_of(m)) and "picked" not in "\n".join(lines_of(m))
+
+
+def test_the_average_says_when_the_mental_state_questions_took_cot() -> None:
+    records = [r for i, o in enumerate(("ccc", "cwc", "wcw", "ccw")) for r in story(f"s{i}", o)]
+    lines = {"cot": terminal_lines(SimpleToM({"intervention": "cot"}).metrics(records)),
+             "direct": terminal_lines(SimpleToM({"intervention": "cot", "cot_mental_state": "false"}).metrics(records)),
+             "cot_tom": terminal_lines(SimpleToM({"intervention": "cot_tom"}).metrics(records))}
+    texts = {k: "\n".join(v) for k, v in lines.items()}
+    assert ("average (unweighted mean of the three, all asked with CoT as the authors' released CoT run; the paper's "
+            "averages use the baseline MS) 66.7") in texts["cot"]
+    for key in ("direct", "cot_tom"):
+        assert "average (the paper's: unweighted mean of the three; under an intervention with the baseline MS) 66.7" \
+            in texts[key]
+    trees = {k: {m.name: m.value for m in SimpleToM(s).metrics(records)} for k, s in (
+        ("cot", {"intervention": "cot"}), ("direct", {"intervention": "cot", "cot_mental_state": "false"}))}
+    assert trees["cot"]["mental_state_asked_with"] == "cot" and trees["direct"]["mental_state_asked_with"] == "none"
+
+
+def test_the_extra_options_setting_is_recorded_in_one_spelling() -> None:
+    assert SimpleToM({"extra_options": "neither,either"}).describe()["settings"]["extra_options"] == "either,neither"
+    assert SimpleToM({"extra_options": ["neither"]}).describe()["settings"]["extra_options"] == "neither"
+    assert SimpleToM().describe()["settings"]["extra_options"] == "none"

@@ -148,6 +148,58 @@ def test_a_long_chain_of_thought_shows_its_conclusion_in_the_message() -> None:
     assert record.message.splitlines()[-1].endswith("Therefore, the answer is: (B)'")
 
 
+# -- the released code's CoT run and extra options ----------------------------------------------------------
+
+def test_under_cot_the_mental_state_question_is_asked_and_read_with_cot() -> None:
+    waves, record = drive(make(MENTAL_STATE), ["Mary cannot see the mold. Therefore, the answer is: (B)"],
+                          intervention="cot")
+    assert waves[0][0].settings.max_new_tokens == 500
+    assert record.outcome is Outcome.CORRECT and record.details["cot"] is True and record.details["intervention"] == "cot"
+    _, direct = drive(make(MENTAL_STATE), ["(B)"], intervention="cot", cot_mental_state="false")
+    assert direct.outcome is Outcome.CORRECT and direct.details["cot"] is False and direct.details["intervention"] == "none"
+    _, wrong = drive(make(MENTAL_STATE), ["She sees it. Therefore, the answer is: (A)"], intervention="cot")
+    assert "asked with: intervention cot (CoT), persona none" in wrong.message.splitlines()
+
+
+@pytest.mark.parametrize(("settings", "answer", "label", "extra"), [
+    ({"extra_options": "either"}, "(C)", "C", "either"),
+    ({"extra_options": "neither"}, "(C)", "C", "neither"),
+    ({"extra_options": "either,neither"}, "(C)", "C", "either"),
+    ({"extra_options": "either,neither"}, "(D) Neither", "D", "neither"),
+    ({"extra_options": "either,neither", "intervention": "cot"}, "Therefore, the answer is: (D)", "D", "neither"),
+    # the conclusion's first label wins (pytest-tom's CoT reading; upstream checks (A) first and would read A)
+    ({"extra_options": "either", "intervention": "cot"}, "Therefore, the answer is: (C) Both (A) and (B) are likely",
+     "C", "either"),
+])
+def test_an_extra_option_is_offered_but_always_wrong(settings: dict[str, str], answer: str, label: str,
+                                                     extra: str) -> None:
+    _, record = drive(make("judgment"), [answer], **settings)
+    assert record.outcome is Outcome.INCORRECT and record.parsed == label and record.details["extra_option"] == extra
+    assert record.details["extra_options"] == settings["extra_options"].split(",")
+    text = {"either": "Both (A) and (B) are likely", "neither": "Neither (A) nor (B) is likely"}[extra]
+    first = record.message.splitlines()[0]
+    assert first == (f'SimpleToM judgment question: answered ({record.parsed}) "{text}" (an extra option: never the '
+                     'answer); gold (A) "Reasonable"')
+    assert f"({record.parsed}) {text}" in next(line for line in record.message.splitlines() if line.startswith("options:"))
+
+
+def test_answers_read_as_a_or_b_read_the_same_with_extra_options() -> None:
+    """Upstream's direct rule tests (A) first: an echo of the either option reads A, with or without the options."""
+    for settings in ({}, {"extra_options": "either"}):
+        _, record = drive(make("judgment"), ["(C) Both (A) and (B) are likely"], **settings)
+        assert record.parsed == "A" and record.outcome is Outcome.CORRECT
+        assert record.details.get("extra_option") is None
+    _, plain = drive(make("judgment"), ["(A)"])
+    assert "extra_options" not in plain.details and "extra_option" not in plain.details
+
+
+def test_a_reminder_shows_an_extra_option_the_model_picked() -> None:
+    waves, record = drive(make("behavior"), ["(C)", "(B)"], intervention="reminder", extra_options="either")
+    assert "\n(A) Yes (B) No (C) Both (A) and (B) are likely\nAnswer: (C)\n\n" in waves[1][0].messages[1].content
+    assert record.details["reminder"] == {"question": MS_Q, "response": "(C)", "parsed": "C", "shown": "(C)",
+                                          "correct": False}
+
+
 # -- the mental-state reminder: a dependent second stage -------------------------------------------------------
 
 @pytest.mark.parametrize("kind", ["behavior", "judgment"])
@@ -215,7 +267,7 @@ def test_every_first_stage_is_its_mental_state_items_own_request(fixtures_dir) -
     from pytest_tom.framework.base import DataSource
 
     for settings in ({"intervention": "reminder"}, {"intervention": "cot_tom_reminder", "persona": "lawyer",
-                                                    "layout": "reference"}):
+                                                    "layout": "reference", "extra_options": "neither"}):
         bench = SimpleToM({"partial": "true", **settings})
         samples = bench.load(DataSource(fixtures_dir, False, fixtures_dir))
         own = {s.extra.story_id: next(bench.program(s))[0].key for s in samples if s.extra.question_type == MENTAL_STATE}

@@ -80,7 +80,9 @@ def test_simpletom_chain_of_thought_has_no_stop() -> None:
 
     choices = (Choice("A", "yes"), Choice("B", "no"))
     assert build_request("story", "q?", choices, cot, "behavior").settings.stop_after == ()
-    assert build_request("story", "q?", choices, cot, MENTAL_STATE).settings.stop_after == DIRECT_STOPS
+    assert build_request("story", "q?", choices, cot, MENTAL_STATE).settings.stop_after == ()  # the released CoT run
+    direct_ms = SimpleToM({"intervention": "cot", "cot_mental_state": "false"}).config  # the paper's section 5.3
+    assert build_request("story", "q?", choices, direct_ms, MENTAL_STATE).settings.stop_after == DIRECT_STOPS
 
 
 @settings(max_examples=400, deadline=None)
