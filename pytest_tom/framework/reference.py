@@ -15,6 +15,19 @@ Each benchmark ships `pytest_tom/evals/<benchmark>/reference.csv` with the colum
   (unit `percent`, upstream's `round(v, 3) * 100`), so its rows keep the paper's numbers as printed.
 - `source`: the paper (or official README) and table it was copied from.
 
+A list-valued setting (FANToM's `contexts`, ToMBench's `languages`) is never a row setting: the metric key already
+names the context or language, and a run of `short,full` must match a `short` row.
+
+What the shipped files hold, and why some protocol details are not row settings:
+- FANToM: the 2023 paper's Tables 9 (short and full context), 3 and 4, under its evaluator. The official README's
+  newer tables (the current evaluator) are not here yet: they come with the evaluator-revision setting, and then
+  every row must name its revision. The embedder is not a setting here (`auto` may or may not be the paper's).
+- ToMBench: Tables 2, 3, 21 and 22; GPT-4 rows carry `tries=1` (the paper asked GPT-4 once), the others `tries=5`.
+- SimpleToM: Tables 2 to 5. The CoT rows (Table 5) give behavior and judgment only: the official CoT run also
+  changes the mental-state prompt, so our mental-state accuracy and average under CoT are not the paper's columns.
+- ToMATO: Tables 3 and 10 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
+- Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
+
 Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
 column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
 metric)), and every error names the file, the line and the field, because a wrong reference row would silently

@@ -126,11 +126,18 @@ def _widened(bench: str, records: list[Record]) -> list[Record]:
 def test_every_metric_key_a_shipped_row_names_is_one_the_benchmark_emits_under_its_settings(bench: str, tmp_path: Path) -> None:
     rows = load_reference(bench)
     cls: type[Benchmark[Any]] = load_target(BUILTIN[bench])  # type: ignore[assignment]
-    fixture = {"tomvalley": {"contexts": "7001-7002"}}.get(bench, {})
+    fixture = {"tomvalley": {"contexts": "7001-7002"}, "fantom": {"contexts": "short,full"}}.get(bench, {})
+    embedders: dict[str, Any] = {}
+
+    def scoring(name: str) -> Any:  # one embedder load for every settings combination (FANToM's)
+        if name not in embedders:
+            embedders[name] = make_scoring_model(name, allow_download=False)
+        return embedders[name]
+
     for settings in sorted({r.settings for r in rows}):
         benchmark = cls({"partial": "true", **fixture, **dict(settings)})
         samples = benchmark.load(DataSource(FIXTURES, download=False, cache_dir=tmp_path))
-        engine = Engine(make_model("random:3"), scoring_models=lambda n: make_scoring_model(n, allow_download=False))
+        engine = Engine(make_model("random:3"), scoring_models=scoring)
         records = list(engine.run({s.id: (s, benchmark.program(s)) for s in samples}).values())
         emitted = {m.name for m in benchmark.metrics(_widened(bench, records))}
         rendered = benchmark.describe()["settings"]
