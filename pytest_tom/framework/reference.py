@@ -25,7 +25,7 @@ What the shipped files hold, and why some protocol details are not row settings:
 - ToMBench: Tables 2, 3, 21 and 22; GPT-4 rows carry `tries=1` (the paper asked GPT-4 once), the others `tries=5`.
 - SimpleToM: Tables 2 to 5. The CoT rows (Table 5) give behavior and judgment only: the official CoT run also
   changes the mental-state prompt, so our mental-state accuracy and average under CoT are not the paper's columns.
-- ToMATO: Tables 3 and 10 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
+- ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
 - Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
 
 Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
