@@ -139,9 +139,12 @@ def test_every_metric_key_a_shipped_row_names_is_one_the_benchmark_emits_under_i
         samples = benchmark.load(DataSource(FIXTURES, download=False, cache_dir=tmp_path))
         engine = Engine(make_model("random:3"), scoring_models=scoring)
         records = list(engine.run({s.id: (s, benchmark.program(s)) for s in samples}).values())
-        emitted = {m.name for m in benchmark.metrics(_widened(bench, records))}
+        emitted = {m.name: m for m in benchmark.metrics(_widened(bench, records))}
         rendered = benchmark.describe()["settings"]
         for row in rows:
             if row.settings == settings:
                 assert row.applies(rendered), f"{bench} line {row.line}: its settings are not the run's"
                 assert row.metric in emitted, f"{bench} line {row.line}: {row.metric!r} is not a metric {bench} emits"
+                # the value is in the metric's unit: a share for a rate, the paper's number for a percent
+                top = {"rate": 1.0, "percent": 100.0}[emitted[row.metric].unit]
+                assert 0.0 <= row.value <= top, f"{bench} line {row.line}: {row.value} is not a {emitted[row.metric].unit}"
