@@ -1,0 +1,164 @@
+"""The papers' published rows, shipped as data, so a run can show a named model's number beside the user's.
+
+Each benchmark ships `pytest_tom/evals/<benchmark>/reference.csv` with the columns `model,settings,metric,value,source`:
+
+- `model`: the model as the paper's table names it (`GPT-4o`, `GPT-4 0613 (June)`); chain-of-thought or other
+  protocol variants are not part of the name but of `settings`.
+- `settings`: the benchmark settings under which our run follows that table's protocol, written as
+  `--tom-set` names them (`tombench.prompt=cot;tombench.aggregation=paper`), `;`-separated. A row applies to a run
+  only when every one of its settings has that value in the run's rendered settings, so a CoT row is never set beside
+  a vanilla run. Empty: it applies whatever the settings.
+- `metric`: the dotted key of our typed `Metric` that measures what the paper's column measures
+  (`languages.en.tasks.fbt.accuracy`).
+- `value`: the paper's number in the unit of our metric. Our accuracies are shares in [0, 1] (unit `rate`), so a
+  paper's `90.8` (%) is stored as `0.908`: the decimal point moved, no digit changed. FANToM reports percentages
+  (unit `percent`, upstream's `round(v, 3) * 100`), so its rows keep the paper's numbers as printed.
+- `source`: the paper (or official README) and table it was copied from.
+
+A list-valued setting (FANToM's `contexts`, ToMBench's `languages`) is never a row setting: the metric key already
+names the context or language, and a run of `short,full` must match a `short` row.
+
+What the shipped files hold, and why some protocol details are not row settings:
+- FANToM: the 2023 paper's Tables 9 (short and full context), 3 and 4, under its evaluator. The official README's
+  newer tables (the current evaluator) are not here yet: they come with the evaluator-revision setting, and then
+  every row must name its revision. The embedder is not a setting here (`auto` may or may not be the paper's).
+- ToMBench: Tables 2, 3, 21 and 22; GPT-4 rows carry `tries=1` (the paper asked GPT-4 once), the others `tries=5`.
+- SimpleToM: Tables 2 to 5. The CoT rows (Table 5) give behavior and judgment only: the official CoT run also
+  changes the mental-state prompt, so our mental-state accuracy and average under CoT are not the paper's columns.
+- ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
+- Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
+
+Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
+column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
+metric)), and every error names the file, the line and the field, because a wrong reference row would silently
+mislead every comparison drawn from it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_tom.errors import TomDataError
+
+COLUMNS = ("model", "settings", "metric", "value", "source")
+"""The header every reference file has, in this order."""
+EVALS = Path(__file__).resolve().parent.parent / "evals"
+"""The package folder holding each built-in benchmark's `<name>/reference.csv` (shipped as package data)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceRow:
+    """One published number: `model` scored `value` on our `metric` under `settings` (name -> value, no prefix)."""
+
+    benchmark: str
+    model: str
+    settings: tuple[tuple[str, str], ...]
+    metric: str
+    value: float
+    source: str
+    line: int = 0
+    """Its line in the CSV file (1 is the header), so a message can point at it."""
+
+    def applies(self, run_settings: Mapping[str, Any]) -> bool:
+        """Whether a run with these rendered settings follows this row's protocol (its settings are a subset)."""
+        return all(name in run_settings and _text(run_settings[name]) == value for name, value in self.settings)
+
+
+def _text(value: Any) -> str:
+    """A rendered setting as the CSV writes it: bools as `true`/`false`, the rest as `str` gives them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_settings(text: str, benchmark: str) -> tuple[tuple[str, str], ...]:
+    """`bench.a=1;bench.b=x` as sorted (name, value) pairs; ValueError names what is wrong."""
+    pairs: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(";")):
+        if not part:
+            continue
+        key, eq, value = part.partition("=")
+        prefix, dot, name = key.strip().partition(".")
+        if not eq or not dot or not name or not value.strip():
+            raise ValueError(f"{part!r} is not {benchmark}.NAME=VALUE")
+        if prefix != benchmark:
+            raise ValueError(f"{part!r} is a setting of {prefix!r}, not of {benchmark!r}")
+        if name in pairs:
+            raise ValueError(f"{name!r} is given twice")
+        pairs[name] = value.strip()
+    return tuple(sorted(pairs.items()))
+
+
+def parse_reference(text: str, benchmark: str, path: object = "<text>") -> list[ReferenceRow]:
+    """The rows of one reference CSV, validated; `path` only names the file in errors."""
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise TomDataError("the reference file is empty; it needs the header " + ",".join(COLUMNS), path=path)
+    if tuple(header) != COLUMNS:
+        unknown = [c for c in header if c not in COLUMNS]
+        missing = [c for c in COLUMNS if c not in header]
+        what = (f"unknown column {unknown[0]!r}" if unknown else f"missing column {missing[0]!r}" if missing
+                else "columns out of order")
+        raise TomDataError(f"{what}: the header must be {','.join(COLUMNS)}", path=path, record="line 1")
+    rows: list[ReferenceRow] = []
+    seen: dict[tuple[str, tuple[tuple[str, str], ...], str], int] = {}
+    for fields in reader:
+        line = reader.line_num
+        if not fields:
+            continue
+        if len(fields) != len(COLUMNS):
+            raise TomDataError(f"{len(fields)} fields, expected {len(COLUMNS)}", path=path, record=f"line {line}")
+        cells = dict(zip(COLUMNS, fields, strict=True))
+        for name in ("model", "metric", "value", "source"):
+            if not cells[name].strip():
+                raise TomDataError("empty field", path=path, record=f"line {line}", field=name)
+        try:
+            value = float(cells["value"])
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise TomDataError(f"{cells['value']!r} is not a number", path=path, record=f"line {line}", field="value")
+        try:
+            settings = parse_settings(cells["settings"], benchmark)
+        except ValueError as exc:
+            raise TomDataError(str(exc), path=path, record=f"line {line}", field="settings") from None
+        row = ReferenceRow(benchmark, cells["model"].strip(), settings, cells["metric"].strip(), value,
+                           cells["source"].strip(), line)
+        key = (row.model.casefold(), row.settings, row.metric)
+        if key in seen:
+            raise TomDataError(f"duplicate of line {seen[key]} (same model, settings and metric)", path=path,
+                               record=f"line {line}", field="metric")
+        seen[key] = line
+        rows.append(row)
+    return rows
+
+
+def reference_path(benchmark: str) -> Path:
+    """Where the package keeps `benchmark`'s reference file (which may not exist for a third-party benchmark)."""
+    return EVALS / benchmark / "reference.csv"
+
+
+def load_reference(benchmark: str, path: Path | None = None) -> list[ReferenceRow]:
+    """`benchmark`'s shipped rows (or those of `path`); none when the benchmark ships no file."""
+    path = path or reference_path(benchmark)
+    if not path.is_file():
+        return []
+    return parse_reference(path.read_text(encoding="utf-8"), benchmark, path)
+
+
+def select(rows: Sequence[ReferenceRow], model: str, run_settings: Mapping[str, Any]) -> list[ReferenceRow]:
+    """The rows of `model` (case-insensitive, as the paper spells it) whose protocol the run follows."""
+    wanted = model.strip().casefold()
+    return [r for r in rows if r.model.casefold() == wanted and r.applies(run_settings)]
+
+
+def models(rows: Sequence[ReferenceRow]) -> list[str]:
+    """The model names the rows hold, in file order, once each: what a `--tom-reference` error can suggest."""
+    return list(dict.fromkeys(r.model for r in rows))
