@@ -37,14 +37,15 @@ mislead every comparison drawn from it.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_tom.errors import TomDataError
+from pytest_tom.errors import TomConfigError, TomDataError
 
 COLUMNS = ("model", "settings", "metric", "value", "source")
 """The header every reference file has, in this order."""
@@ -162,3 +163,85 @@ def select(rows: Sequence[ReferenceRow], model: str, run_settings: Mapping[str, 
 def models(rows: Sequence[ReferenceRow]) -> list[str]:
     """The model names the rows hold, in file order, once each: what a `--tom-reference` error can suggest."""
     return list(dict.fromkeys(r.model for r in rows))
+
+
+@functools.lru_cache(maxsize=32)
+def shipped(benchmark: str) -> tuple[ReferenceRow, ...]:
+    """`benchmark`'s shipped rows, read once per process (the summary, the report and the gates all ask)."""
+    return tuple(load_reference(benchmark))
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two spellings name one published model (`gpt-4o` is the tables' `GPT-4o`)."""
+    return a.strip().casefold() == b.strip().casefold()
+
+
+def missing(rows: Sequence[ReferenceRow], model: str, benchmark: str, run_settings: Mapping[str, Any]) -> str:
+    """Why no row of `model` can be set beside this run: the model has none for `benchmark`, or only under other
+    settings, named as the run has them and as the rows have them (`no published GPT-4o row for tombench with
+    prompt=cot (published: prompt=vanilla)`). Naming the nearest protocol's differences, not every setting, says what
+    to change.
+    """
+    own = [r for r in rows if same_model(r.model, model)]
+    if not own:
+        return f"no published {model} row for {benchmark}"
+    name = own[0].model
+    nearest: list[str] | None = None
+    for settings in dict.fromkeys(r.settings for r in own):
+        differ = [n for n, v in settings if n not in run_settings or _text(run_settings[n]) != v]
+        if nearest is None or len(differ) < len(nearest):
+            nearest = differ
+    names = sorted(nearest or [])
+    ours = ", ".join(f"{n}={_text(run_settings[n])}" if n in run_settings else f"{n} unset" for n in names)
+    theirs = ", ".join(f"{n}={' or '.join(sorted({v for r in own for k, v in r.settings if k == n}))}" for n in names)
+    return f"no published {name} row for {benchmark} with {ours} (published: {theirs})"
+
+
+def beside(rows: Sequence[ReferenceRow], models_wanted: Iterable[str], benchmark: str, run_settings: Mapping[str, Any],
+           metrics: Collection[str]) -> tuple[list[ReferenceRow], list[str]]:
+    """The rows of the wanted models that apply to this run and name one of its `metrics`, and one note per model that
+    has none (`missing`, or rows that apply but name no metric this run has). A row under another protocol is never
+    returned: a number measured otherwise would mislead, so the note says why nothing is shown instead.
+    """
+    out: list[ReferenceRow] = []
+    notes: list[str] = []
+    for model in models_wanted:
+        applying = select(rows, model, run_settings)
+        if not applying:
+            notes.append(missing(rows, model, benchmark, run_settings))
+            continue
+        found = [r for r in applying if r.metric in metrics]
+        if not found:
+            notes.append(f"the published {applying[0].model} rows for {benchmark} name no metric of this run "
+                         f"(they name {', '.join(dict.fromkeys(r.metric for r in applying[:3]))}...)")
+        out += found
+    return out, notes
+
+
+def check_names(wanted: Sequence[str], rows_by_benchmark: Mapping[str, Sequence[ReferenceRow]],
+                flag: str = "--tom-reference") -> None:
+    """Refuse a model no benchmark of this run has a published row for, listing the names each benchmark has (a typo
+    must not silently show nothing). TomConfigError.
+    """
+    known = {r.model.casefold() for rows in rows_by_benchmark.values() for r in rows}
+    unknown = [w for w in wanted if w.strip().casefold() not in known]
+    if unknown:
+        names = "; ".join(f"{b}: {', '.join(models(rows)) or 'none shipped'}" for b, rows in rows_by_benchmark.items())
+        raise TomConfigError(f"{flag}: no benchmark of this run has a published row for {', '.join(map(repr, unknown))} "
+                             f"(names are case-insensitive). Published models: {names}")
+
+
+def parse_names(raw: object, flag: str = "--tom-reference") -> tuple[str, ...]:
+    """The comma-separated model names of `--tom-reference`, each once (case-insensitive), in the order given; unset or
+    empty means none, a value naming nothing (`,`) is a usage error.
+    """
+    if raw is None or str(raw).strip() == "":
+        return ()
+    names: dict[str, str] = {}
+    for part in str(raw).split(","):
+        if part.strip():
+            names.setdefault(part.strip().casefold(), part.strip())
+    if not names:
+        raise TomConfigError(f"{flag} (ini tom_reference) is {raw!r}: it names no model; give comma-separated "
+                             "published model names, e.g. gpt-4o,llama3.1 8b")
+    return tuple(names.values())
