@@ -9,15 +9,19 @@ from typing import Any
 import pytest
 
 from pytest_tom.engine.engine import Engine
-from pytest_tom.errors import TomDataError
+from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import BUILTIN
 from pytest_tom.evals.tombench.data import ABILITIES, TASK_ORDER
 from pytest_tom.framework.base import Benchmark, DataSource
 from pytest_tom.framework.reference import (
     COLUMNS,
     ReferenceRow,
+    beside,
+    check_names,
     load_reference,
+    missing,
     models,
+    parse_names,
     parse_reference,
     reference_path,
     select,
@@ -148,3 +152,50 @@ def test_every_metric_key_a_shipped_row_names_is_one_the_benchmark_emits_under_i
                 # the value is in the metric's unit: a share for a rate, the paper's number for a percent
                 top = {"rate": 1.0, "percent": 100.0}[emitted[row.metric].unit]
                 assert 0.0 <= row.value <= top, f"{bench} line {row.line}: {row.value} is not a {emitted[row.metric].unit}"
+
+
+# -- beside a run: which rows, and why none -------------------------------------------------------------------------
+
+TWO = parse_reference(HEADER + ROW + "GPT-4o,tombench.prompt=cot;tombench.tries=5,languages.en.task_avg,0.741,T2\n"
+                      "GPT-4o,tombench.prompt=vanilla;tombench.tries=5,languages.en.tasks.fbt.accuracy,0.9,T2\n"
+                      "Other,,languages.zh.task_avg,0.5,T3\n", "tombench")
+VANILLA = {"prompt": "vanilla", "tries": 5, "aggregation": "paper"}
+
+
+def test_beside_gives_the_rows_of_the_run_protocol_that_name_one_of_its_metrics() -> None:
+    rows, notes = beside(TWO, ["gpt-4O"], "tombench", VANILLA, {"languages.en.task_avg", "languages.zh.task_avg"})
+    assert [(r.line, r.value) for r in rows] == [(2, 0.753)] and notes == []  # fbt is not a metric of this run
+    rows, _ = beside(TWO, ["GPT-4o"], "tombench", {**VANILLA, "prompt": "cot"}, {"languages.en.task_avg"})
+    assert [r.value for r in rows] == [0.741]  # the CoT row, never the vanilla one
+
+
+def test_a_run_under_another_protocol_gets_a_note_naming_its_settings_and_the_published_ones() -> None:
+    rows, notes = beside(TWO, ["gpt-4o"], "tombench", {**VANILLA, "tries": 1}, {"languages.en.task_avg"})
+    assert rows == [] and notes == ["no published GPT-4o row for tombench with tries=1 (published: tries=5)"]
+    # the nearest protocol's differences only: prompt is one of the published ones, so it is not named
+    assert missing(TWO, "GPT-4o", "tombench", {"prompt": "cot", "tries": "3"}) == (
+        "no published GPT-4o row for tombench with tries=3 (published: tries=5)")
+    assert missing(TWO, "gpt-4o", "tombench", {}) == (
+        "no published GPT-4o row for tombench with prompt unset, tries unset (published: prompt=cot or vanilla, tries=5)")
+    assert missing([], "gpt-4o", "fantom", VANILLA) == "no published gpt-4o row for fantom"
+
+
+def test_rows_that_apply_but_name_no_metric_of_the_run_get_a_note() -> None:
+    rows, notes = beside(TWO, ["other"], "tombench", VANILLA, {"languages.en.task_avg"})
+    assert rows == [] and notes == ["the published Other rows for tombench name no metric of this run "
+                                    "(they name languages.zh.task_avg...)"]
+
+
+def test_names_parse_once_each_case_insensitively() -> None:
+    assert parse_names(" gpt-4o, GPT-4O ,Llama3 8B,") == ("gpt-4o", "Llama3 8B")
+    assert parse_names(None) == () and parse_names("") == ()
+    with pytest.raises(TomConfigError, match="names no model"):
+        parse_names(" , ")
+
+
+def test_a_name_no_benchmark_of_the_run_has_is_refused_listing_each_benchmarks_names() -> None:
+    check_names(["gpt-4O"], {"tombench": TWO})
+    with pytest.raises(TomConfigError) as info:
+        check_names(["gpt-4o", "gpt-5"], {"tombench": TWO, "hitom": []})
+    assert "'gpt-5'" in str(info.value) and "'gpt-4o'" not in str(info.value)
+    assert "tombench: GPT-4o, Other; hitom: none shipped" in str(info.value)
