@@ -64,7 +64,8 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
 ]
 _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-threshold", "tom_thresholds", "A gate: METRIC[:lower|upper]>=VALUE or <=VALUE, e.g. 'tombench.accuracy:lower>=0.3', "
-     "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed). Repeatable; "
+     "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed), or against a "
+     "published row (see --tom-reference): 'tombench.languages.en.task_avg>=ref:chatglm3-6b-5%'. Repeatable; "
      "the ini key takes one per line. Any gate makes a gate run: wrong answers no longer fail items, the gates decide.",
      {"action": "append"}),
     ("--tom-baseline", "tom_baseline", "Compare this run with a stored baseline (see --tom-baseline-save) under the "
