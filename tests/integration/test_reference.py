@@ -8,7 +8,6 @@ published row that passes and one that fails; a name or a row that does not exis
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
