@@ -96,3 +96,23 @@ def test_a_missing_name_or_row_is_a_usage_error_before_any_request(run, args: li
 def test_the_ini_key_works_too(run, pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ntom_reference = ChatGLM3-6B\n")
     run().stdout.fnmatch_lines([f"  ChatGLM3-6B as published in {SOURCE} (this run vs published):"])
+
+
+def test_a_suite_can_gate_on_a_published_row_of_its_own(pytester: pytest.Pytester, fixtures_dir) -> None:
+    pytester.makepyfile(test_quick="""
+import pytest_tom
+quick = pytest_tom.suite("tombench", partial=True, gates=["languages.en.task_avg>=ref:chatglm3-6b-50%"])
+""")
+    result = pytester.runpytest(f"--tom-data-dir={fixtures_dir}", "--tom-model=random", "--tom-no-cache", "-p",
+                                "no:cacheprovider")
+    result.stdout.fnmatch_lines(["  PASS quick.languages.en.task_avg:point>=ref:ChatGLM3-6B-50%: *"])
+    assert result.ret == 0
+    pytester.makepyfile(test_quick="""
+import pytest_tom
+quick = pytest_tom.suite("tombench", partial=True, gates=["accuracy>=ref:chatglm3-6b"])
+""")
+    result = pytester.runpytest(f"--tom-data-dir={fixtures_dir}", "--tom-model=random", "--tom-no-cache", "-p",
+                                "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-tom: suite *quick gates: the gate 'accuracy>=ref:chatglm3-6b' names no "
+                                 "published chatglm3-6b row for 'accuracy'*rows for quick name: languages.zh.task_avg*"])
