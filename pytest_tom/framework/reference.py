@@ -28,6 +28,10 @@ What the shipped files hold, and why some protocol details are not row settings:
 - ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
 - Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
 
+A run shows the rows of the models `--tom-reference` names (`beside`), and says why a model has none (`missing`):
+the rows apply to a run when their own settings are a subset of the run's, so a setting added to a benchmark later
+never retires a row.
+
 Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
 column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
 metric)), and every error names the file, the line and the field, because a wrong reference row would silently
