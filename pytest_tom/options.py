@@ -20,6 +20,7 @@ from pytest_tom import settings as S
 from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
+from pytest_tom.framework.reference import parse_names
 from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes
@@ -50,13 +51,21 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-robustness-profile", "tom_robustness_profile", "Hypothesis settings profile of the robustness items: "
      "tom-ci (derandomized, no example database: reproducible), tom-dev (failing examples replayed first), or one "
      "you registered; default tom-ci when $CI is set, else tom-dev.", {}),
+    ("--tom-reference", "tom_reference", "Show published models' numbers beside yours: comma-separated model names as "
+     "the papers' tables spell them (case-insensitive, e.g. gpt-4o). The rows ship with each benchmark "
+     "(pytest_tom/evals/<benchmark>/reference.csv: model, settings, metric, value, source table, copied from the papers "
+     "and official READMEs) and are shown in the summary, the JSON report and the Markdown only where this run's "
+     "settings match the row's protocol; otherwise the summary says there is none. A name no benchmark of the run "
+     "has is a usage error listing the names. A threshold can name a row: 'tombench.languages.en.task_avg>=ref:gpt-4o'.",
+     {}),
     ("--tom-detail", "tom_detail", "How a wrong answer is shown: short (the answer, the gold and the raw responses, "
      "a few lines) or full (the prompt, the options and every try). Default: short, full with -v or --tb=long. The "
      "JSON report always holds the full detail.", {}),
 ]
 _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-threshold", "tom_thresholds", "A gate: METRIC[:lower|upper]>=VALUE or <=VALUE, e.g. 'tombench.accuracy:lower>=0.3', "
-     "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed). Repeatable; "
+     "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed), or against a "
+     "published row (see --tom-reference): 'tombench.languages.en.task_avg>=ref:chatglm3-6b-5%'. Repeatable; "
      "the ini key takes one per line. Any gate makes a gate run: wrong answers no longer fail items, the gates decide.",
      {"action": "append"}),
     ("--tom-baseline", "tom_baseline", "Compare this run with a stored baseline (see --tom-baseline-save) under the "
@@ -97,7 +106,7 @@ METAVARS: dict[str, str] = {
     "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
     "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
     "tom_alpha": "X", "tom_noise_flip_rate": "X", "tom_robustness": "NAMES", "tom_robustness_examples": "N",
-    "tom_robustness_profile": "NAME", S.SET_INI: "BENCH.NAME=VALUE",
+    "tom_robustness_profile": "NAME", "tom_reference": "NAMES", S.SET_INI: "BENCH.NAME=VALUE",
 }
 """What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
@@ -245,6 +254,8 @@ class TomOptions:
     """Strategy names of the robustness items (`pytest_tom.robustness`); suites may add their own."""
     robustness_examples: int = 10
     robustness_profile: str = "tom-dev"
+    references: tuple[str, ...] = ()
+    """--tom-reference: published models whose rows are shown beside this run's metrics (`framework.reference`)."""
     gates: GateConfig = field(default_factory=GateConfig)
     """Thresholds, baseline and comparison rules (`pytest_tom.gates.config`)."""
     benchmark_settings: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -285,6 +296,7 @@ class TomOptions:
             seed=_int(config, "tom_seed", C.SEED_OPTION, minimum=None) or 0, max_errors=max_errors,
             progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
+            references=parse_names(_value(config, "tom_reference")),
         )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_tom import robustness
 from pytest_tom.framework.base import Benchmark, slug
+from pytest_tom.framework.metric import Metric
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.record import MetricData as MetricData  # re-exported: it lives with the other typed results
 
@@ -33,6 +34,19 @@ class SuiteView:
     def label(self, metric: str) -> str:
         """The full metric name, `<suite name>.<metric>` (`tombench.ability.faux_pas`)."""
         return f"{self.name}.{metric}"
+
+    def settings(self) -> dict[str, Any]:
+        """The suite's rendered settings (what a published row's protocol is matched against)."""
+        return dict(self.info.get("settings") or {})
+
+    def reported(self) -> dict[str, Metric]:
+        """The benchmark's reported metrics (its paper tables) by dotted key, which `ref:` thresholds compare; none when
+        nothing ran or they cannot be computed (the summary says why).
+        """
+        try:
+            return {m.name: m for m in self.benchmark.metrics(self.records)} if self.records else {}
+        except Exception:  # noqa: BLE001 - a broken metric fails its gates ("no such metric"), not the whole gate run
+            return {}
 
     def metrics(self) -> dict[str, MetricData]:
         out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)

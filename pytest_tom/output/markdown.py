@@ -16,8 +16,7 @@ from typing import Any
 from pytest_tom.framework.metric import Metric
 from pytest_tom.gates.result import GateResult
 from pytest_tom.gates.wording import coverage_words, untestable, verdict
-from pytest_tom.output.render import by_table, value_text
-from pytest_tom.stats import Estimate
+from pytest_tom.output.render import by_table, plain, reference_cells, value_text
 
 FLIP_CAP = 20
 """Flipped items listed per direction and gate; a regression of 600 items must not bury the table."""
@@ -27,10 +26,11 @@ _OPS = {">=": "≥", "<=": "≤"}
 
 def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: str | None,
                     summary_lines: Sequence[str] = (), metrics: Sequence[tuple[str, Sequence[Metric]]] = (),
-                    title: str = "pytest-tom gates") -> str:
+                    title: str = "pytest-tom gates", references: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """The Markdown summary of one gate run: verdict, table, failure messages, flipped items, metrics. Failing gates
     come first (on a long list the question is "what broke"), otherwise in order. `summary_lines` go into a collapsed
-    block at the end, `metrics` into a collapsed table per suite.
+    block at the end, `metrics` into a collapsed table per suite, and `references` (a suite's report `reference` field,
+    by suite id) into a table of published rows beside this run's values per suite.
     """
     out = [f"## {_text(title)}", ""]
     failed = [r for r in results if not r.passed]
@@ -46,7 +46,7 @@ def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: 
         ordered = failed + [r for r in results if r.passed]
         out += ["", "| gate | value (interval) | threshold / baseline → candidate | difference (interval) | p (Holm) | verdict |",
                 "|---|---|---|---|---|---|"]
-        out += ["| " + " | ".join([_code(r.name, cell=True), _value(r.estimate), _reference(r), _difference(r), _p(r),
+        out += ["| " + " | ".join([_code(r.name, cell=True), _value(r), _reference(r), _difference(r), _p(r),
                                    _verdict(r)]) + " |" for r in ordered]
     if failed:
         out += ["", "### Failed gates", ""]
@@ -61,7 +61,27 @@ def render_markdown(results: Sequence[GateResult], *, model_uri: str, baseline: 
         table = metric_rows(rows)
         if len(table) > 2:
             out += ["", f"<details><summary>Paper metrics of {_html(suite)}</summary>", "", *table, "", "</details>"]
+    typed = dict(metrics)
+    for suite, reference in (references or {}).items():
+        out += reference_rows(suite, typed.get(suite, ()), reference)
     return "\n".join(out) + "\n"
+
+
+def reference_rows(suite: str, metrics: Sequence[Metric], reference: Mapping[str, Any]) -> list[str]:
+    """--tom-reference for one suite: a table of this run's value beside each published row (model, metric, both values,
+    the source table), then the notes saying where a model has no row for the run's settings.
+    """
+    cells = [(model, source, table, cell) for (model, source), tables in
+             reference_cells(metrics, reference.get("rows") or ()).items() for table, row in tables.items() for cell in row]
+    notes = [str(n) for n in reference.get("notes") or ()]
+    if not cells and not notes:
+        return []
+    out = ["", f"### Published rows beside {_text(suite)}", ""]
+    if cells:
+        out += ["| model | metric | this run | published | source |", "|---|---|---|---|---|"]
+        out += [f"| {_text(model)} | {_text(f'{table}: {label}' if table else label)} | {_text(ours)} | {_text(theirs)} | "
+                f"{_text(source)} |" for model, source, table, (label, ours, theirs) in cells]
+    return out + ([""] if cells and notes else []) + [f"- {_text(n)}" for n in notes]
 
 
 def metric_rows(metrics: Sequence[Metric]) -> list[str]:
@@ -81,16 +101,31 @@ def write_markdown(path: Path | str, text: str) -> None:
         fh.write(lead + text)
 
 
-def _value(est: Estimate | None) -> str:
+def _value(r: GateResult) -> str:
+    est, ref = r.estimate, r.details.get("reference")
+    if est is None and isinstance(ref, Mapping) and "got" in ref:
+        return _in_unit(ref["got"], str(ref.get("unit")))
     if est is None:
         return "—"
     clusters = f", {est.clusters} clusters" if est.clusters != est.n else ""
     return f"{_pct(est.point)} ({_pct(est.low)} – {_pct(est.high)}), n={est.n}{clusters}"
 
 
+def _in_unit(value: object, unit: str) -> str:
+    """A published row's number (or the value compared with it) as the summary prints that metric, `%` for a share."""
+    return plain(value, unit) + ("%" if unit in ("rate", "percent") and isinstance(value, int | float) else "")
+
+
 def _reference(r: GateResult) -> str:
     if r.comparison is not None:
         return f"{_pct(r.comparison.base)} → {_pct(r.comparison.new)}"
+    ref = r.details.get("reference")
+    if isinstance(ref, Mapping):
+        unit = str(ref.get("unit"))
+        bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
+        margin = f" {ref['margin']} = {_in_unit(ref.get('required'), unit)}" if ref.get("margin") else ""
+        return (f"{_OPS.get(r.op, _text(r.op))} {_text(str(ref.get('model')))} {_in_unit(ref.get('value'), unit)}"
+                f"{_text(margin)}{bound} ({_text(str(ref.get('source')))})")
     if r.threshold is not None:
         bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
         return f"{_OPS.get(r.op, _text(r.op))} {_pct(r.threshold)}{bound}"

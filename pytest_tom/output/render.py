@@ -5,7 +5,7 @@ its output by returning `Metric`s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_tom.framework.metric import Metric
@@ -77,17 +77,62 @@ def terminal_lines(metrics: Sequence[Metric], width: int = WIDTH) -> list[str]:
     """One block per table: its title, then `label value` cells separated by `|`, wrapped between cells."""
     lines: list[str] = []
     for table, rows in by_table(metrics).items():
-        cells = [f"{m.label} {value_text(m)}" for m in rows]
-        if not table:
-            lines += [f"  {c}" for c in cells]
-            continue
-        line, empty = f"  {table}:", True
-        for cell in cells:
-            sep = " " if empty else " | "
-            if len(line) + len(sep) + len(cell) > width:
-                lines.append(line)
-                line, sep = "    ", ""
-            line += sep + cell
-            empty = False
-        lines.append(line)
+        lines += _wrapped(table, [f"{m.label} {value_text(m)}" for m in rows], width)
     return lines
+
+
+def _wrapped(table: str, cells: Sequence[str], width: int, indent: str = "  ") -> list[str]:
+    """`table:` and its cells joined by `|`, wrapped between cells; without a table, one cell a line."""
+    if not table:
+        return [f"{indent}{c}" for c in cells]
+    lines: list[str] = []
+    line, empty = f"{indent}{table}:", True
+    for cell in cells:
+        sep = " " if empty else " | "
+        if len(line) + len(sep) + len(cell) > width:
+            lines.append(line)
+            line, sep = indent + "  ", ""
+        line += sep + cell
+        empty = False
+    return [*lines, line]
+
+
+def plain(value: Any, unit: str) -> str:
+    """A metric's bare value by its unit (no interval or n), `n/a` when undefined: a published row's cell."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "n/a" if value is None else str(value)
+    return _number(value, unit)
+
+
+Cell = tuple[str, str, str]
+"""A published row as printed: the metric's label, this run's value, the published one."""
+
+
+def reference_cells(metrics: Sequence[Metric], rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, list[Cell]]]:
+    """The report's `reference` rows grouped by (model, source) and then by the metric's printed table: each as (label,
+    this run's value, the published value), formatted by the metric's unit. A metric the summary does
+    not print is labelled by its key, under no table.
+    """
+    by_name = {m.name: m for m in metrics}
+    out: dict[tuple[str, str], dict[str, list[Cell]]] = {}
+    for row in rows:
+        m = by_name.get(str(row["metric"]))
+        unit = m.unit if m is not None else "score"  # unknown here: the number as stored, never rescaled
+        label, table = (m.label, m.table) if m is not None and m.label else (str(row["metric"]), "")
+        cell = (label, plain(row.get("value"), unit), plain(row.get("published"), unit))
+        out.setdefault((str(row["model"]), str(row["source"])), {}).setdefault(table, []).append(cell)
+    return out
+
+
+def reference_lines(metrics: Sequence[Metric], reference: Mapping[str, Any] | None, width: int = WIDTH) -> list[str]:
+    """--tom-reference under a suite's metrics: per published model and source, `label yours vs published` cells by the
+    metric's table, then the notes saying where a model has no row for this run's settings.
+    """
+    if not reference:
+        return []
+    lines: list[str] = []
+    for (model, source), tables in reference_cells(metrics, reference.get("rows") or ()).items():
+        lines.append(f"  {model} as published in {source} (this run vs published):")
+        for table, cells in tables.items():
+            lines += _wrapped(table, [f"{label} {ours} vs {theirs}" for label, ours, theirs in cells], width, "    ")
+    return lines + [f"  {note}" for note in reference.get("notes") or ()]

@@ -17,6 +17,7 @@ from pytest_tom import robustness
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.base import Benchmark
+from pytest_tom.framework.reference import beside, shipped
 from pytest_tom.metrics import facet_table
 from pytest_tom.output.render import to_json
 from pytest_tom.record import DerivedRecord, Record
@@ -75,6 +76,32 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "model": dict(model),
             "engine": dict(engine or {}), "suites": entries, "items": [item_dict(r) for r in records],
             "groups": [d.to_dict() for d in derived], "responses": {k: dict(v) for k, v in (responses or {}).items()}}
+
+
+def leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """The report's nested `metrics` object flat, by the dotted key a `Metric` has (`languages.en.task_avg`)."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and value:
+            out.update(leaves(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def add_references(report: Mapping[str, Any], wanted: Sequence[str]) -> None:
+    """Give each suite of `report` its `reference` field (--tom-reference): the published rows of the `wanted` models
+    whose protocol the suite's settings follow, each beside the suite's own value of that metric, and a note per model
+    with none (`framework.reference.beside`).
+    """
+    for suite in report.get("suites", []):
+        values = leaves(suite.get("metrics") or {})
+        rows, notes = beside(shipped(str(suite.get("benchmark"))), wanted, str(suite.get("benchmark")),
+                             suite.get("settings") or {}, values)
+        suite["reference"] = {
+            "models": list(wanted), "notes": notes,
+            "rows": [{"model": r.model, "metric": r.metric, "value": values[r.metric], "published": r.value,
+                      "source": r.source, "settings": dict(r.settings)} for r in rows]}
 
 
 def schema(name: str = "report-v1.json") -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from pytest_tom import robustness
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.framework.metric import Metric
-from pytest_tom.output.render import terminal_lines
+from pytest_tom.output.render import reference_lines, terminal_lines
 from pytest_tom.record import Record
 
 GROUP_WIDTH = 48
@@ -75,7 +75,8 @@ def summary_lines(report: Mapping[str, Any], benchmark_for: Callable[[str], Benc
         bench = benchmark_for(suite["id"])
         if bench is not None:
             try:
-                lines.extend(terminal_lines(suite_metrics(report, bench, suite["id"])))
+                typed = suite_metrics(report, bench, suite["id"])
+                lines.extend(terminal_lines(typed) + reference_lines(typed, suite.get("reference")))
             except Exception as exc:  # noqa: BLE001 - the summary must print even if a metric breaks
                 lines.append(f"  (metrics unavailable: {type(exc).__name__}: {exc})")
         for kind, counts in suite.get("groups", {}).items():

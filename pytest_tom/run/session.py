@@ -149,6 +149,10 @@ class TomSession:
         if self._report is None:
             self.gather()
             self._report = self.records.report()
+            if self._report is not None and self.options.references:
+                from pytest_tom.output.report import add_references
+
+                add_references(self._report, self.options.references)
             if self._report is not None and self.gate_results:
                 self._report["gates"] = [r.to_dict() for r in self.gate_results]
         return self._report
@@ -209,7 +213,9 @@ class TomSession:
             report = self.report()
             text = render_markdown(self.gate_results, model_uri=str((self.records.model or {}).get("uri") or self.options.model),
                                    baseline=str(cfg.baseline) if cfg.baseline else None, summary_lines=self.summary_lines(),
-                                   metrics=every_suite_metrics(report, self.records.benchmark) if report else ())
+                                   metrics=every_suite_metrics(report, self.records.benchmark) if report else (),
+                                   references={s["id"]: s["reference"] for s in (report or {}).get("suites", [])
+                                               if "reference" in s})
             write_markdown(path, text)
         except Exception as exc:  # noqa: BLE001 - as for the report: one line, never a lost summary
             return f"pytest-tom: ERROR: the Markdown summary was not written to {path}: {type(exc).__name__}: {exc}"

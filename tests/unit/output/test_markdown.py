@@ -143,3 +143,31 @@ def test_write_markdown_appends(tmp_path: Path) -> None:
     other.write_text("", encoding="utf-8")  # GitHub creates the file empty: no leading blank line then
     write_markdown(str(other), "✅ ok\n")
     assert other.read_text(encoding="utf-8") == "✅ ok\n"
+
+
+def test_published_rows_get_a_table_beside_the_run_values_and_the_notes_as_a_list() -> None:
+    from pytest_tom.framework.metric import Metric
+
+    metrics = [("tombench", [Metric(("languages", "en", "task_avg"), 0.271, "task AVG", "rate", "tombench en")])]
+    reference = {"rows": [{"model": "ChatGLM3-6B", "metric": "languages.en.task_avg", "value": 0.271, "published": 0.403,
+                           "source": "Chen et al. 2024 | Table 2"}],
+                 "notes": ["no published GPT-4-1106 row for tombench with tries=5 (published: tries=1)"]}
+    text = render_markdown([], model_uri="random", baseline=None, metrics=metrics, references={"tombench": reference})
+    section = text[text.index("### Published rows beside tombench"):].splitlines()
+    assert section[2:5] == ["| model | metric | this run | published | source |", "|---|---|---|---|---|",
+                            "| ChatGLM3-6B | tombench en: task AVG | 27.1 | 40.3 | Chen et al. 2024 \\| Table 2 |"]
+    assert section[6] == "- no published GPT-4-1106 row for tombench with tries=5 (published: tries=1)"
+    assert "Published rows" not in render_markdown([], model_uri="random", baseline=None, metrics=metrics)
+
+
+def test_a_gate_against_a_published_row_shows_the_value_the_row_and_its_source() -> None:
+    from pytest_tom.framework.metric import Metric
+    from pytest_tom.framework.reference import ReferenceRow
+    from pytest_tom.gates.thresholds import check_reference, parse_threshold
+
+    row = ReferenceRow("tombench", "ChatGLM3-6B", (), "languages.en.task_avg", 0.403, "Chen et al. 2024, Table 2")
+    result = check_reference(parse_threshold("tombench.languages.en.task_avg>=ref:chatglm3-6b-50%"),
+                             Metric(("languages", "en", "task_avg"), 0.271), row, "tombench.languages.en.task_avg")
+    (line,) = table_rows(render_markdown([result], model_uri="random", baseline=None))
+    assert line == ("| `tombench.languages.en.task_avg:point>=ref:ChatGLM3-6B-50%` | 27.1% | ≥ ChatGLM3-6B 40.3% -50% = "
+                    "20.2% (Chen et al. 2024, Table 2) | — | — | ✅ pass |")

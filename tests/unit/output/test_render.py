@@ -91,3 +91,31 @@ def test_the_markdown_summary_holds_each_suites_paper_metrics() -> None:
     assert "<details><summary>Paper metrics of toy_suite</summary>" in text
     assert "| toy | accuracy | 50.0 [25.0, 75.0] (n=8) |" in text
     assert "Paper metrics of empty" not in text and "json_only" not in text
+
+
+# -- published rows beside the run (--tom-reference) ----------------------------------------------------------------
+
+def test_reference_lines_set_each_published_row_beside_the_run_value_by_table_then_the_notes() -> None:
+    from pytest_tom.output.render import reference_lines
+
+    metrics = [Metric(("languages", "en", "tasks", "fbt", "accuracy"), 0.5, "fbt", "rate", "tombench en tasks", (0.3, 0.7), 12),
+               Metric(("languages", "en", "abilities", "Faux pas"), 0.25),
+               Metric(("contexts", "short", "fantom", "inaccessible:set:ALL"), 1.5, "ALL", "percent", "fantom short")]
+    source = "Chen et al. 2024, Table 2"
+    reference = {"rows": [
+        {"model": "GPT-4", "metric": "languages.en.tasks.fbt.accuracy", "value": 0.5, "published": 0.908, "source": source},
+        {"model": "GPT-4", "metric": "languages.en.abilities.Faux pas", "value": 0.25, "published": 0.7, "source": source},
+        {"model": "GPT-4", "metric": "contexts.short.fantom.inaccessible:set:ALL", "value": 1.5, "published": 2.0,
+         "source": "README"},
+        {"model": "GPT-4", "metric": "gone", "value": None, "published": 0.5, "source": "README"},
+    ], "notes": ["no published GPT-4 row for simpletom with intervention=cot (published: intervention=none)"]}
+    assert reference_lines(metrics, reference) == [
+        "  GPT-4 as published in Chen et al. 2024, Table 2 (this run vs published):",
+        "    tombench en tasks: fbt 50.0 vs 90.8",
+        "    languages.en.abilities.Faux pas 25.0 vs 70.0",  # not printed by the summary: its key
+        "  GPT-4 as published in README (this run vs published):",
+        "    fantom short: ALL 1.5 vs 2.0",  # percent, as printed
+        "    gone n/a vs 0.500",  # no such metric: the stored number, never rescaled
+        "  no published GPT-4 row for simpletom with intervention=cot (published: intervention=none)",
+    ]
+    assert reference_lines(metrics, None) == [] and reference_lines(metrics, {"rows": [], "notes": []}) == []

@@ -261,3 +261,27 @@ def test_a_malformed_group_is_named_with_its_own_field(tmp_path: Path) -> None:
     with pytest.raises(TomDataError) as info:
         load_report(write(tmp_path / "report.json", report))
     assert info.value.field == "groups"
+
+
+def test_add_references_gives_each_suite_its_published_rows_beside_its_values_and_the_notes() -> None:
+    from pytest_tom.output.report import add_references, leaves
+
+    metrics = {"languages": {"en": {"task_avg": 0.271, "tasks": {"fbt": {"accuracy": 0.5, "ci95": [0.2, 0.8]}}}}}
+    assert leaves(metrics) == {"languages.en.task_avg": 0.271, "languages.en.tasks.fbt.accuracy": 0.5,
+                               "languages.en.tasks.fbt.ci95": [0.2, 0.8]}
+    report: dict[str, Any] = {"suites": [
+        {"id": "tombench", "benchmark": "tombench", "metrics": metrics,
+         "settings": {"prompt": "vanilla", "tries": 5, "aggregation": "paper", "partial": True}},
+        {"id": "cot", "benchmark": "tombench", "metrics": metrics, "settings": {"prompt": "cot", "tries": 1, "aggregation": "paper"}},
+    ]}
+    add_references(report, ["chatglm3-6b"])
+    first, second = (s["reference"] for s in report["suites"])
+    assert first["models"] == ["chatglm3-6b"] and first["notes"] == []
+    assert [(r["metric"], r["value"], r["published"]) for r in first["rows"]] == [
+        ("languages.en.tasks.fbt.accuracy", 0.5, 0.485), ("languages.en.task_avg", 0.271, 0.403)]
+    assert first["rows"][0]["source"] == "Chen et al. 2024 (ToMBench, ACL 2024), Table 2"
+    assert first["rows"][0]["settings"] == {"aggregation": "paper", "prompt": "vanilla", "tries": "5"}
+    assert second["rows"] == [] and second["notes"] == [
+        "no published ChatGLM3-6B row for tombench with tries=1 (published: tries=5)"]
+    for entry in (first, second):
+        jsonschema.validate(entry, schema()["properties"]["suites"]["items"]["properties"]["reference"])
