@@ -45,6 +45,9 @@ class BenchmarkOption:
     help: str
     choices: tuple[str, ...] = ()
     kind: type = str
+    before: str | None = None
+    """For a setting added after 0.1.0: the rendered value that reproduces what runs did before it existed, so a
+    baseline saved without it is compared as if it had this value (and refused only if the run's value differs)."""
 
     def convert(self, benchmark: str, raw: Any) -> Any:
         if self.kind is bool:
@@ -192,6 +195,11 @@ class Benchmark(ABC, Generic[E]):
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         """The paper's aggregate metrics over the suite's records, typed: the shared renderer prints and serialises them."""
         return []
+
+    @classmethod
+    def settings_before(cls) -> dict[str, str]:
+        """The value each later-added setting stands for in a baseline saved before it existed (`BenchmarkOption.before`)."""
+        return {o.name: o.before for o in cls.options if o.before is not None}
 
     def describe(self) -> dict[str, Any]:
         """What the report records about this benchmark's configuration."""

@@ -48,6 +48,8 @@ class SuiteRun:
     derived: Sequence[DerivedRecord]
     metrics: Mapping[str, MetricData]
     noise_flip_rate: float | None = None
+    settings_before: Mapping[str, Any] = field(default_factory=dict)
+    """What a baseline saved before a setting existed is read as having (`Benchmark.settings_before`)."""
 
 
 @dataclass(frozen=True)

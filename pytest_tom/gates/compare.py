@@ -110,17 +110,25 @@ def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """Each setting that differs, as `name: old -> new` (nested settings by dotted name; JSON forms compared)."""
+def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], before: Mapping[str, Any] | None = None) -> list[str]:
+    """Each setting that differs, as `name: old -> new` (nested settings by dotted name; JSON forms compared). A setting
+    `old` lacks and `before` names (added by a later version) is read as what runs did before it existed.
+    """
     a = _flat(json.loads(json.dumps(dict(old), default=str)))
     b = _flat(json.loads(json.dumps(dict(new), default=str)))
+    implied = {k: v for k, v in json.loads(json.dumps(dict(before or {}), default=str)).items() if k not in a and k in b}
+    a |= implied
     unset = "(unset)"
-    return [f"{k}: {json.dumps(a[k]) if k in a else unset} -> {json.dumps(b[k]) if k in b else unset}"
+
+    def was(k: str) -> str:
+        return unset if k not in a else json.dumps(a[k]) + (" (saved before this setting existed)" if k in implied else "")
+
+    return [f"{k}: {was(k)} -> {json.dumps(b[k]) if k in b else unset}"
             for k in sorted(set(a) | set(b)) if a.get(k, unset) != b.get(k, unset) or (k in a) != (k in b)]
 
 
 def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fingerprint: str, settings: Mapping[str, Any],
-                   *, force: bool, where: str = "the baseline") -> list[str]:
+                   *, force: bool, where: str = "the baseline", before: Mapping[str, Any] | None = None) -> list[str]:
     """A TomConfigError when suite `sid` differs from its baseline suite in more than the model (unless `force`).
     Benchmark, data fingerprint and settings are known once a suite is loaded, before any model request, so the run
     layer calls this right after collection; `check_compatible` again after the run. Returns the note a forced
@@ -132,7 +140,7 @@ def check_settings(baseline_suite: BaselineSuite, sid: str, benchmark: str, fing
     if baseline_suite.data_fingerprint != fingerprint:
         problems.append(f"data fingerprint: {baseline_suite.data_fingerprint} -> {fingerprint} "
                         "(another data release or changed records)")
-    problems += [f"setting {d}" for d in settings_diff(baseline_suite.settings, settings)]
+    problems += [f"setting {d}" for d in settings_diff(baseline_suite.settings, settings, before)]
     if not problems:
         return []
     listing = "\n  - ".join(problems)
@@ -151,7 +159,7 @@ def check_compatible(baseline_suite: BaselineSuite, current: SuiteRun, *, force:
     """
     sid = current.suite_id
     notes = check_settings(baseline_suite, sid, current.benchmark, current.data_fingerprint, current.settings,
-                           force=force, where=where)
+                           force=force, where=where, before=current.settings_before)
     base_ids, cur_ids = set(baseline_suite.items), {r.sample_id for r in current.records}
     both = len(base_ids & cur_ids)
     base_derived, cur_derived = set(baseline_suite.derived), {d.derived_id for d in current.derived}

@@ -40,6 +40,8 @@ class PlannedSuite:
     """The unit ids each gateable metric will have (`planned_metrics`)."""
     group_metrics: frozenset[str] = field(default_factory=frozenset)
     """Metrics whose units are aggregate assertions (groups), not questions."""
+    settings_before: Mapping[str, Any] = field(default_factory=dict)
+    """What a baseline saved before a setting existed is read as having (`Benchmark.settings_before`)."""
 
 
 def planned_metrics(benchmark: Any, samples: Sequence[Sample[Any]], derived: Sequence[Derived]
@@ -79,7 +81,7 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
             continue
         try:
             check_settings(base, suite.name, suite.benchmark, suite.data_fingerprint, suite.settings, force=force,
-                           where=where)
+                           where=where, before=suite.settings_before)
         except TomConfigError as exc:
             if not lenient:
                 raise

@@ -66,7 +66,7 @@ def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
         name=name, benchmark=suite.benchmark.name,
         settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
         metrics=planned_metrics(suite.benchmark, samples[sid], derived.get(sid, [])),
-        group_metrics=frozenset(d.kind for d in derived.get(sid, [])))
+        group_metrics=frozenset(d.kind for d in derived.get(sid, [])), settings_before=suite.benchmark.settings_before())
         for (sid, suite), name in zip(suites.items(), suite_labels(list(suites)), strict=True)]
 
 
@@ -93,7 +93,7 @@ def suite_runs(views: Sequence[SuiteView], noise_flip_rate: float | None = None)
     return [
         SuiteRun(suite_id=v.name, benchmark=v.benchmark.name, settings=dict(v.info.get("settings") or {}),
                  data_fingerprint=str(v.info.get("data_fingerprint") or ""), records=v.records, derived=v.derived,
-                 metrics=v.metrics(), noise_flip_rate=noise_flip_rate)
+                 metrics=v.metrics(), noise_flip_rate=noise_flip_rate, settings_before=v.benchmark.settings_before())
         for v in views
     ]
 

@@ -49,7 +49,7 @@ class FANToM(Benchmark[FantomExtra]):
         BenchmarkOption("evaluator", "2024", "Official evaluator revision: 2024 (current, skywalker023/fantom 1cae6fa: "
                         "the control task's ALL*/ALL count only sets whose every ToM question is accessible; CoT in its "
                         "batch form) or 2023 (the paper's, ebd35eb: every set; per-prompt CoT). Aliases: current, "
-                        "paper.", choices=(*data.EVALUATORS, *data.EVALUATOR_ALIASES)),
+                        "paper.", choices=(*data.EVALUATORS, *data.EVALUATOR_ALIASES), before="2023"),
         BenchmarkOption("header", "none", "none (upstream sends no header) or official (prepend upstream's unused "
                         "'This is a theory-of-mind test...' header).", choices=("none", "official")),
         BenchmarkOption("embedder", embedding.AUTO, "Sentence embedder for free-response beliefs: auto (the paper's "

@@ -61,6 +61,9 @@ class SimpleToM(Benchmark[SimpleToMExtra]):
         super().__init__(settings)
         self.config = prompts.config_from(self.settings)
         self.settings["extra_options"] = ",".join(self.config.extra_options) or "none"  # one spelling per condition
+        # Recorded as what the run did: only intervention=cot asks mental-state questions with CoT. So a baseline saved
+        # before the setting existed (read as false) still matches every run that asks them as it did.
+        self.settings["cot_mental_state"] = self.settings["cot_mental_state"] and self.settings["intervention"] == "cot"
         if "=" in self.settings["sha256"]:
             parse_pins(self.settings["sha256"])  # a 'config=sha256' list fails here; a manifest is read by load()
 

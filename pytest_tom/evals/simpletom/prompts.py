@@ -72,12 +72,12 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
                     "Under intervention=cot, ask the mental-state questions with the CoT prompt too, as the authors' "
                     "released CoT run does (true); false: the paper's section 5.3 (interventions on behavior and "
                     "judgment only, so the MS accuracy is the direct baseline). cot_tom and cot_tom_reminder have no "
-                    "released code and always ask MS directly.", kind=bool),
+                    "released code and always ask MS directly.", kind=bool, before="false"),
     BenchmarkOption("extra_options", "none",
                     "Extra answer options of the authors' code after (A)/(B) of every question (and of the reminder): "
                     f"either ((C) {EXTRA_OPTIONS['either']}), neither ((C) {EXTRA_OPTIONS['neither']}) or "
                     "either,neither ((C) either, (D) neither); none: the paper and the released run. Picking one is "
-                    "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS)),
+                    "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS), before="none"),
     BenchmarkOption("max_new_tokens", "0", f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or "
                     f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int),
     stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '

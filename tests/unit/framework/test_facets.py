@@ -131,3 +131,11 @@ def test_whole_needs_the_cluster_and_only_hitom_samples_whole_clusters() -> None
     with pytest.raises(TypeError, match="whole=True needs cluster=True"):
         type("Loose", (Benchmark,), {"name": "loose", "description": "d", "facets": (Facet("a", whole=True),)})
     assert [n for n in (*TODAY, "hitom") if _cls(n).sample_whole] == ["hitom"]
+
+
+def test_settings_added_after_0_1_0_say_what_runs_did_before_them() -> None:
+    from pytest_tom.evals.fantom import FANToM
+    from pytest_tom.evals.simpletom import SimpleToM
+
+    assert FANToM.settings_before() == {"evaluator": "2023"}
+    assert SimpleToM.settings_before() == {"cot_mental_state": "false", "extra_options": "none"}

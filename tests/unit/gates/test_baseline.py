@@ -388,3 +388,12 @@ def test_noise_floor_comes_from_this_run_then_the_baseline() -> None:
     assert noise() == (0.05, "stored with the baseline")
     assert noise(run_noise=0.08) == (0.08, "measured in this run for suite tb")
     assert noise(run_noise=0.08, noise_flip_rate=0.1) == (0.1, "measured in this run")
+
+
+def test_settings_diff_reads_a_setting_added_later_as_what_runs_did_before() -> None:
+    before = {"evaluator": "2023"}
+    assert settings_diff({"prompt": "vanilla"}, {"prompt": "vanilla", "evaluator": "2023"}, before) == []
+    assert settings_diff({"prompt": "vanilla"}, {"prompt": "vanilla", "evaluator": "2024"}, before) == [
+        'evaluator: "2023" (saved before this setting existed) -> "2024"']
+    assert settings_diff({"evaluator": "2024"}, {"evaluator": "2024"}, before) == []  # a saved value wins
+    assert settings_diff({}, {"other": "x"}, before) == ['other: (unset) -> "x"']  # no `before`: still refused
