@@ -19,9 +19,10 @@ A list-valued setting (FANToM's `contexts`, ToMBench's `languages`) is never a r
 names the context or language, and a run of `short,full` must match a `short` row.
 
 What the shipped files hold, and why some protocol details are not row settings:
-- FANToM: the 2023 paper's Tables 9 (short and full context), 3 and 4, under its evaluator. The official README's
-  newer tables (the current evaluator) are not here yet: they come with the evaluator-revision setting, and then
-  every row must name its revision. The embedder is not a setting here (`auto` may or may not be the paper's).
+- FANToM: the 2023 paper's Tables 9 (short and full context), 3 and 4 (its CoT rows name `evaluator=2023`: the CoT
+  prompt form differs by revision), and the official README's newer main and control tables (1cae6fa), whose
+  control ALL*/ALL are the rule-named `:rev2024` keys. The embedder is not a setting here (`auto` may or may not be
+  the paper's).
 - ToMBench: Tables 2, 3, 21 and 22; GPT-4 rows carry `tries=1` (the paper asked GPT-4 once), the others `tries=5`.
 - SimpleToM: Tables 2 to 5. The CoT rows (Table 5) give behavior and judgment only: the official CoT run also
   changes the mental-state prompt, so our mental-state accuracy and average under CoT are not the paper's columns.
