@@ -481,8 +481,11 @@ def test_the_tokenizer_free_renderer_matches_transformers(tiny: Path, template: 
 
     tok = make_model(f"hf:{tiny}").tokenizer
     messages = [{"role": "user", "content": 'Say "hi"\nplease'}]
-    expected = tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True)
-    assert jinja_renderer(template, {"bos_token": tok.bos_token, "eos_token": tok.eos_token})(messages, False, True) == expected
+    render = jinja_renderer(template, {"bos_token": tok.bos_token, "eos_token": tok.eos_token})
+    for generation_prompt in (True, False):
+        expected = tok.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                           add_generation_prompt=generation_prompt)
+        assert render(messages, False, generation_prompt) == expected
 
 
 def test_a_tokenizer_that_cannot_be_loaded_is_one_configuration_error(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
