@@ -17,12 +17,18 @@ from pytest_tom.errors import TomConfigError
 from pytest_tom.models._common import Option, combine, digest_files, file_digest, too_long
 from pytest_tom.request import Message, Request
 
-Renderer = Callable[[list[dict[str, str]], bool], str]  # (messages, continue_final_message) -> prompt text
+# (messages, continue_final_message, add_generation_prompt) -> prompt text; the two flags are never both true.
+Renderer = Callable[[list[dict[str, str]], bool, bool], str]
 
 PLAIN_SEPARATOR = "\n\n"
 _SYS_PROBE = "<<pytest-tom system probe 5c1e>>"
 _USER_PROBE = "<<pytest-tom user probe 9b2d>>"
 SYSTEM_MODES = ("auto", "fold", "keep")
+# Shared by every backend that renders a chat template itself (`hf:`, `vllm:`, `openai:` with a template file).
+GENERATION_PROMPT = Option(
+    "generation_prompt", kind="bool", default=True,
+    help="true: end the prompt with the template's assistant header; false: render exactly "
+         "apply_chat_template(messages), as ToMBench's and ToMATO's local runners do")
 # The options of `hf:` and `vllm:` that say how prompts are tokenised and the checkpoint identified, alike in both.
 TOKENIZED_OPTIONS = (
     Option("chat_template", default="auto", help="auto (the tokenizer's), none (plain concatenation) or a Jinja file"),
@@ -32,6 +38,7 @@ TOKENIZED_OPTIONS = (
     Option("trust_remote_code", kind="bool", default=False),
     Option("fingerprint", default="sampled", help="sampled (size + first/middle/last MiB) or full (hash every byte)",
            choices=("sampled", "full")),
+    GENERATION_PROMPT,
 )
 
 
@@ -75,8 +82,8 @@ def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) 
     compiled = env.from_string(template)
     tokens = dict(special_tokens or {})
 
-    def render(messages: list[dict[str, str]], continue_final: bool) -> str:
-        text = compiled.render(messages=messages, add_generation_prompt=not continue_final, **tokens)
+    def render(messages: list[dict[str, str]], continue_final: bool, generation_prompt: bool) -> str:
+        text = compiled.render(messages=messages, add_generation_prompt=generation_prompt, **tokens)
         if continue_final and messages:
             # Mirror transformers: cut everything the template adds after the final message.
             last = messages[-1]["content"]
@@ -89,11 +96,19 @@ def jinja_renderer(template: str, special_tokens: dict[str, str] | None = None) 
 
 
 class ChatFormatter:
-    """Renders `Message`s with a chat template (or plain concatenation) and knows its own hash."""
+    """Renders `Message`s with a chat template (or plain concatenation) and knows its own hash. Without
+    `generation_prompt` the render stops after the last turn, as `apply_chat_template(messages)` does by default: the
+    model then writes its own role header (ToMBench's and ToMATO's local runners prompt that way).
+    """
 
-    def __init__(self, *, template: str | None, source: str, renderer: Renderer | None, system: str = "auto") -> None:
+    def __init__(self, *, template: str | None, source: str, renderer: Renderer | None, system: str = "auto",
+                 generation_prompt: bool = True) -> None:
         if system not in SYSTEM_MODES:
             raise TomConfigError(f"system={system}: expected one of {', '.join(SYSTEM_MODES)}")
+        if template is None and not generation_prompt:
+            raise TomConfigError("generation_prompt=false needs a chat template: without one (chat_template=none, or a "
+                                 "model that has none) prompts are plain text, with no assistant header to leave out")
+        self.generation_prompt = generation_prompt
         self.template = template
         self.source = source  # "tokenizer", "file:<path>" or "none" (plain concatenation).
         self.renderer = renderer if template is not None else None
@@ -113,14 +128,14 @@ class ChatFormatter:
         assert self.renderer is not None
         probe = [{"role": "system", "content": _SYS_PROBE}, {"role": "user", "content": _USER_PROBE}]
         try:
-            text = self.renderer(probe, False)
+            text = self.renderer(probe, False, self.generation_prompt)
         except Exception:  # templates reject a system role by raising (raise_exception)
             text = None
         if text is not None and _SYS_PROBE in text:
             return True, text
         folded = [{"role": "user", "content": f"{_SYS_PROBE}{PLAIN_SEPARATOR}{_USER_PROBE}"}]
         try:
-            return False, self.renderer(folded, False)
+            return False, self.renderer(folded, False, self.generation_prompt)
         except Exception as exc:
             raise TomConfigError(f"chat template ({self.source}) cannot render a single user message: {exc}") from None
 
@@ -128,19 +143,22 @@ class ChatFormatter:
         """Identity of the whole rendering, for the fingerprint and the report."""
         parts = {"template": self.template, "probe": self.probe, "fold": self.fold,
                  "separator": PLAIN_SEPARATOR if self.plain else None}
+        if not self.generation_prompt:  # only then, so the default's hashes (and cache keys) stay as they were
+            parts["generation_prompt"] = False
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
     def describe(self) -> dict[str, Any]:
         role = "n/a" if self.plain else ("folded into the first user turn" if self.fold else "native")
-        return {"source": self.source, "hash": self.hash(), "system_role": role, "system_mode": self.system_mode}
+        return {"source": self.source, "hash": self.hash(), "system_role": role, "system_mode": self.system_mode,
+                "generation_prompt": self.generation_prompt}
 
     def render(self, messages: Sequence[Message]) -> str:
-        """The prompt text; a final assistant message is continued rather than closed (prefill)."""
+        """The prompt text; a final assistant message is continued (prefill), even without `generation_prompt`."""
         if self.renderer is None:
             return PLAIN_SEPARATOR.join(m.content for m in messages)
         msgs = fold_system(messages) if self.fold else [m.to_dict() for m in messages]
         continue_final = bool(msgs) and msgs[-1]["role"] == "assistant"
-        return self.renderer(msgs, continue_final)
+        return self.renderer(msgs, continue_final, self.generation_prompt and not continue_final)
 
 
 def fold_system(messages: Sequence[Message]) -> list[dict[str, str]]:
@@ -180,19 +198,20 @@ TOKENIZER_FILES = (
 
 
 class TokenizedChat:
-    """A tokenizer plus the `chat_template=` and `system=` options: the exact token ids a model sees."""
+    """A tokenizer plus the template options (`chat_template=`, `system=`, `generation_prompt=`): the exact ids sent."""
 
-    def __init__(self, tokenizer: Any, *, chat_template: str | None, system: str) -> None:
+    def __init__(self, tokenizer: Any, *, chat_template: str | None, system: str, generation_prompt: bool = True) -> None:
         self.tokenizer = tokenizer
         own = getattr(tokenizer, "chat_template", None)
         template, source = choose_template(chat_template, own if isinstance(own, str) else None)
         self.template = template
-        self.formatter = ChatFormatter(template=template, source=source, renderer=self._apply_template, system=system)
+        self.formatter = ChatFormatter(template=template, source=source, renderer=self._apply_template, system=system,
+                                       generation_prompt=generation_prompt)
 
-    def _apply_template(self, messages: list[dict[str, str]], continue_final: bool) -> str:
+    def _apply_template(self, messages: list[dict[str, str]], continue_final: bool, generation_prompt: bool) -> str:
         # The tokenizer's own Jinja environment, so an override file renders exactly like a built-in template.
         return self.tokenizer.apply_chat_template(  # type: ignore[no-any-return]
-            messages, chat_template=self.template, tokenize=False, add_generation_prompt=not continue_final,
+            messages, chat_template=self.template, tokenize=False, add_generation_prompt=generation_prompt,
             continue_final_message=continue_final)
 
     def encode_prompt(self, messages: Sequence[Message]) -> tuple[int, ...]:

@@ -160,7 +160,8 @@ class VLLMModel(StreamingModel):
         if o["revision"] and not o["tokenizer"]:
             tok_kw["revision"] = o["revision"]
         self.tokenizer = AutoTokenizer.from_pretrained(o["tokenizer"] or self.path, **tok_kw)
-        self.chat = TokenizedChat(self.tokenizer, chat_template=o["chat_template"], system=o["system"])
+        self.chat = TokenizedChat(self.tokenizer, chat_template=o["chat_template"], system=o["system"],
+                                  generation_prompt=o["generation_prompt"])
         self.formatter = self.chat.formatter
         self._engine: Any = None
         self._fingerprint: str | None = None

@@ -96,7 +96,8 @@ class HFModel(StreamingModel):
         self.shared_prefix_tokens = 0  # Prompt positions not computed because a shared prefix was reused (reported).
         self.model: Any = None
         self.tokenizer = self._load_tokenizer()
-        self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"])
+        self.chat = TokenizedChat(self.tokenizer, chat_template=self.options["chat_template"], system=self.options["system"],
+                                  generation_prompt=self.options["generation_prompt"])
         self.formatter = self.chat.formatter
         self._parts: dict[str, Any] | None = None
         self.loaded_info: dict[str, Any] = {}  # filled when the weights load; empty if every answer was cached

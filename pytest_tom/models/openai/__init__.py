@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDependencyError
-from pytest_tom.models._chat import ChatFormatter, choose_template, fold_system, jinja_renderer
+from pytest_tom.models._chat import GENERATION_PROMPT, ChatFormatter, choose_template, fold_system, jinja_renderer
 from pytest_tom.models._common import Option, Spec, cut_at_stops, loglikelihood_response, parse_spec
 from pytest_tom.models.base import StreamingModel, redact
 from pytest_tom.models.openai.api import (
@@ -66,6 +66,7 @@ OPTIONS: tuple[Option, ...] = (
            help="completions endpoint: a Jinja file that renders the chat into the prompt (none: plain concatenation)"),
     Option("bos_token", default="", help="bos_token seen by a chat_template file"),
     Option("eos_token", default="", help="eos_token seen by a chat_template file"),
+    GENERATION_PROMPT,
     Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
            choices=("max_tokens", "max_completion_tokens")),
 )
@@ -110,10 +111,14 @@ class OpenAIModel(StreamingModel):
             template, source = choose_template(o["chat_template"], None)
             renderer = jinja_renderer(template, {"bos_token": o["bos_token"], "eos_token": o["eos_token"]}) if template else None
             system = "auto" if o["system"] == "keep" else o["system"]
-            self.formatter = ChatFormatter(template=template, source=source, renderer=renderer, system=system)
+            self.formatter = ChatFormatter(template=template, source=source, renderer=renderer, system=system,
+                                           generation_prompt=o["generation_prompt"])
         elif o["chat_template"] not in (None, "none"):
             raise TomConfigError(
                 f"--tom-model {uri}: chat_template= applies to endpoint=completions; the chat endpoint uses the server's")
+        if not o["generation_prompt"] and self.formatter is None:
+            raise TomConfigError(f"--tom-model {uri}: generation_prompt=false applies to endpoint=completions with a "
+                                 "chat_template= file; the chat endpoint renders with the server's template")
         self.stats = dict.fromkeys(("requests", "attempts", "retries", "errors", "http_429", "http_5xx", "timeouts",
                                     "connection_errors", "malformed", "content_filter", "empty", "slowdowns"), 0)
         self.pressure: Pressure | None = None  # the in-flight limit of the last `stream` (reported)

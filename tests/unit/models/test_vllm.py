@@ -135,6 +135,21 @@ def test_token_ids_are_exactly_the_hf_backends(tmp_path: Path) -> None:
         assert vm.describe()["chat_template"] == hm.describe()["chat_template"]
 
 
+def test_generation_prompt_false_reaches_the_shared_tokenizer(tmp_path: Path) -> None:
+    """vLLM gets the ids `hf:` would send with the same option: no assistant header, a new fingerprint."""
+    folder = build_tiny_model(tmp_path / "chatml", chat_template=CHATML)
+    vm, hm = make_model(f"vllm:{folder}?generation_prompt=false"), make_model(f"hf:{folder}?generation_prompt=false")
+    assert vm.chat.formatter.generation_prompt is False
+    r = req("Where is the ball?")
+    items, failed = vm.work_items([r])
+    assert not failed and [it["ids"] for _, _, it in items] == [list(hm.chat.encode_prompt(r.messages))]
+    assert vm.formatter.render(r.messages).endswith("<|im_start|>user\nWhere is the ball?<|im_end|>\n")
+    default = make_model(f"vllm:{folder}")
+    assert default.chat.encode_prompt(r.messages) != hm.chat.encode_prompt(r.messages)
+    assert vm.fingerprint() != default.fingerprint()
+    assert vm.describe()["chat_template"] == hm.describe()["chat_template"]
+
+
 def test_loglikelihood_sums_prompt_logprobs_of_the_choice_tokens(tiny: Path) -> None:
     vm = make_model(f"vllm:{tiny}")
     choices = (" [[A]]", " [[B]]", " basket")

@@ -301,6 +301,19 @@ class TestChatTemplates:
         assert len(fps) == 3 and len(hashes) == 3
         assert custom.generate([req("hello")])[0].ok
 
+    def test_generation_prompt_false_leaves_the_header_to_the_model(self, tiny: Path, tmp_path: Path) -> None:
+        """ToMBench's and ToMATO's local runners: the prompt ends after the user turn; a new fingerprint."""
+        model, default = make_model(f"hf:{tiny}?generation_prompt=false"), make_model(f"hf:{tiny}")
+        text = model.formatter.render(req("hello").messages)
+        assert text == f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n"
+        assert text == model.tokenizer.apply_chat_template([m.to_dict() for m in req("hello").messages], tokenize=False)
+        assert model.describe()["chat_template"]["generation_prompt"] is False
+        assert model.fingerprint() != default.fingerprint()
+        assert model.generate([req("hello")])[0].ok
+        folder = build_tiny_model(tmp_path / "base", chat_template=None)
+        with pytest.raises(TomConfigError, match="generation_prompt=false needs a chat template"):
+            make_model(f"hf:{folder}?generation_prompt=false")
+
     def test_missing_template_file_is_a_config_error(self, tiny: Path, tmp_path: Path) -> None:
         with pytest.raises(TomConfigError, match="cannot read"):
             make_model(f"hf:{tiny}?chat_template={tmp_path / 'nope.jinja'}")
@@ -468,8 +481,11 @@ def test_the_tokenizer_free_renderer_matches_transformers(tiny: Path, template: 
 
     tok = make_model(f"hf:{tiny}").tokenizer
     messages = [{"role": "user", "content": 'Say "hi"\nplease'}]
-    expected = tok.apply_chat_template(messages, chat_template=template, tokenize=False, add_generation_prompt=True)
-    assert jinja_renderer(template, {"bos_token": tok.bos_token, "eos_token": tok.eos_token})(messages, False) == expected
+    render = jinja_renderer(template, {"bos_token": tok.bos_token, "eos_token": tok.eos_token})
+    for generation_prompt in (True, False):
+        expected = tok.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                           add_generation_prompt=generation_prompt)
+        assert render(messages, False, generation_prompt) == expected
 
 
 def test_a_tokenizer_that_cannot_be_loaded_is_one_configuration_error(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:

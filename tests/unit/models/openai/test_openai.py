@@ -285,6 +285,24 @@ def test_completions_endpoint_renders_plain_or_with_a_template_file(tmp_path: Pa
         assert all(r.path == "/v1/completions" for r in server.received)
 
 
+def test_generation_prompt_false_renders_a_template_file_without_the_header(tmp_path: Path) -> None:
+    template = tmp_path / "chatml.jinja"
+    template.write_text(
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    with FaultServer() as server:
+        off = model_for(server, endpoint="completions", chat_template=template, generation_prompt="false")
+        on = model_for(server, endpoint="completions", chat_template=template)
+        off.generate([req("q")])
+        assert server.received[0].body["prompt"] == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nq<|im_end|>\n"
+        assert off.describe()["chat_template"]["generation_prompt"] is False
+        assert off.fingerprint() != on.fingerprint()
+        for bad in ({}, {"endpoint": "completions"}):
+            with pytest.raises(TomConfigError, match="generation_prompt=false"):
+                model_for(server, generation_prompt="false", **bad)
+
+
 def test_usage_is_reported_and_summed_by_the_engine(tmp_path: Path) -> None:
     with FaultServer() as server:
         m = model_for(server)
