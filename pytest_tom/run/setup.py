@@ -169,6 +169,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(TomHooks(tom), "pytest-tom-session")
     if tom.worker is None and config.pluginmanager.has_plugin("xdist"):  # the controller (or one process with xdist)
         config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
+    from pytest_tom.run.html_summary import register as register_html
+
+    register_html(config, tom)  # --tom-reference in pytest-html's report
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()
