@@ -31,8 +31,6 @@ Rewrite = str | Callable[[re.Match[str]], str]
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Perturbation:
-    """One drawn change of one sample."""
-
     strategy: str
     kind: Kind
     sample: Sample[Any]
