@@ -31,9 +31,7 @@ def extract(text: str | None, mode: str = "first") -> str | None:
         m = OFFICIAL.search(text)
         return None if m is None or m.group()[1] == "," else m.group()[1]
     found = BRACKETED.findall(text)
-    if not found:
-        return None
-    return str(found[-1] if mode == "last" else found[0])
+    return str(found[-1] if mode == "last" else found[0]) if found else None
 
 
 def solve(sample: ToMATOSample, config: PromptConfig) -> Program:

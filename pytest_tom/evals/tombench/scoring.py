@@ -39,13 +39,10 @@ def solve(sample: ToMBenchSample, config: Config) -> Program:
 
 
 def _by_loglikelihood(sample: ToMBenchSample, config: Config, planned: Sequence[Try], responses: Sequence[Response]) -> Record:
-    picks = ll_choices(planned, responses, config.ll_normalise)
+    """Each try reads the displayed letter the model scores highest (`most_likely`)."""
+    picks = [most_likely(r.logprobs, t.request.choices, LETTERS, config.ll_normalise)
+             for t, r in zip(planned, responses, strict=False)]
     return score(sample, config, [t.order for t in planned], [None] * len(planned), ll_choice=picks)
-
-
-def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise: str = "none") -> list[str | None]:
-    """Per try, the displayed letter the model scores highest (`most_likely`)."""
-    return [most_likely(r.logprobs, t.request.choices, LETTERS, normalise) for t, r in zip(planned, responses, strict=False)]
 
 
 def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],
