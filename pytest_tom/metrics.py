@@ -59,7 +59,6 @@ class Tally:
 
 
 def tally(records: Iterable[Record]) -> Tally:
-    """Count the outcomes of `records`."""
     records = list(records)
     counts = Counter(r.outcome for r in records)
     rates = [r.parse_rate for r in records if r.outcome is not Outcome.ERROR]

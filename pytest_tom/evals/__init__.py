@@ -38,7 +38,6 @@ class Registry(LazyRegistry[type[Benchmark[object]]]):
         self._on_add = on_add
 
     def add(self, cls: type[Benchmark[object]]) -> None:  # type: ignore[override]
-        """Register a benchmark class under its `name`."""
         name = getattr(cls, "name", None)
         if not isinstance(name, str) or not name.isidentifier():
             raise TomConfigError(f"benchmark class {cls.__qualname__} needs a `name` that is a Python identifier")

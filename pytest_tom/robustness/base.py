@@ -31,8 +31,6 @@ Rewrite = str | Callable[[re.Match[str]], str]
 
 @dataclass(frozen=True, slots=True, repr=False)
 class Perturbation:
-    """One drawn change of one sample."""
-
     strategy: str
     kind: Kind
     sample: Sample[Any]
@@ -70,21 +68,22 @@ class StrategySpec:
     build: Callable[[Sample[Any]], SearchStrategy[Perturbation]]
     doc: str
 
-    def applies(self, sample: Sample[Any]) -> bool:
+    def refusal(self, sample: Sample[Any]) -> str | None:
+        """Why this strategy cannot change `sample` (another benchmark, or its own `why_not`), None when it can."""
         if "*" not in self.benchmarks and sample.benchmark not in self.benchmarks:
-            return False
-        return self.why_not(sample) is None
+            return f"strategy {self.name!r} applies to {', '.join(self.benchmarks)}, not {sample.benchmark} (sample {sample.id})"
+        reason = self.why_not(sample)
+        return None if reason is None else f"strategy {self.name!r} cannot change {sample.benchmark} sample {sample.id}: {reason}"
+
+    def applies(self, sample: Sample[Any]) -> bool:
+        return self.refusal(sample) is None
 
     def strategy(self, sample: Sample[Any]) -> SearchStrategy[Perturbation]:
         """The hypothesis strategy for `sample`; raises `InvalidArgument` for a sample it does not apply to."""
         from hypothesis.errors import InvalidArgument
 
-        if "*" not in self.benchmarks and sample.benchmark not in self.benchmarks:
-            raise InvalidArgument(f"strategy {self.name!r} applies to {', '.join(self.benchmarks)}, not "
-                                  f"{sample.benchmark} (sample {sample.id})")
-        reason = self.why_not(sample)
-        if reason is not None:
-            raise InvalidArgument(f"strategy {self.name!r} cannot change {sample.benchmark} sample {sample.id}: {reason}")
+        if (why := self.refusal(sample)) is not None:
+            raise InvalidArgument(why)
         return self.build(sample)
 
 

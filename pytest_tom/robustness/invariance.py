@@ -107,18 +107,12 @@ def irrelevant_sentences(sample: Sample[Any], *, max_insertions: int = 3) -> st.
     return draw()
 
 
-def _texts(sample: Sample[Any]) -> list[str]:
-    """The context's texts a noise edit may touch: the story, or each turn's utterance (never a speaker or a line break)."""
-    if isinstance(sample.context, Story):
-        return [sample.context.text]
-    return [t.text for t in sample.context.turns]
-
-
 def whitespace_noise(sample: Sample[Any], *, max_edits: int = 4) -> st.SearchStrategy[Perturbation]:
     """Double a single space at 1..max_edits places of the context (shrinks toward one, the first space)."""
     if max_edits < 1:
         raise InvalidArgument(f"max_edits={max_edits}: must be at least 1")
-    texts = _texts(sample)
+    # the texts an edit may touch: the story, or each turn's utterance (never a speaker or a line break)
+    texts = [sample.context.text] if isinstance(sample.context, Story) else [t.text for t in sample.context.turns]
     spaces = [(i, m.start()) for i, t in enumerate(texts) for m in re.finditer(r"(?<! ) (?! )", t)]
     if not spaces:
         raise InvalidArgument(f"{sample.id}: its context has no single space to double")

@@ -118,14 +118,12 @@ def weighted_f1(predictions: Sequence[int], references: Sequence[int]) -> float 
     """
     if not references:
         return None
-    labels = sorted(set(predictions) | set(references))
-    support = Counter(references)
+    pairs = list(zip(predictions, references, strict=False))
+    predicted, actual, support = Counter(p for p, _ in pairs), Counter(r for _, r in pairs), Counter(references)
     total = 0.0
-    for label in labels:
-        tp = sum(1 for p, r in zip(predictions, references, strict=False) if p == label and r == label)
-        fp = sum(1 for p, r in zip(predictions, references, strict=False) if p == label and r != label)
-        fn = sum(1 for p, r in zip(predictions, references, strict=False) if p != label and r == label)
-        denom = 2 * tp + fp + fn
+    for label in sorted(set(predictions) | set(references)):
+        tp = sum(p == r == label for p, r in pairs)
+        denom = predicted[label] + actual[label]  # 2TP + FP + FN
         total += (2 * tp / denom if denom else 0.0) * support[label]
     return total / len(references)
 

@@ -14,6 +14,17 @@ import re
 from collections.abc import Sequence
 
 
+def most_likely(logprobs: Sequence[float] | None, choices: Sequence[str], labels: str, normalise: str = "none") -> str | None:
+    """The label of the choice with the highest (optionally byte-normalised) log-probability, ties to the earlier.
+
+    None unless there is one score per choice: a log-likelihood answer that picks nothing is unreadable.
+    """
+    if not logprobs or len(logprobs) != len(choices):
+        return None
+    scores = [lp / max(1, len(c.encode())) if normalise == "bytes" else lp for lp, c in zip(logprobs, choices, strict=True)]
+    return labels[max(range(len(scores)), key=lambda i: (scores[i], -i))]
+
+
 def bracketed_official(text: str, labels: str = "ABCD") -> tuple[str, bool]:
     """ToMBench upstream's `extract_answer`: priority by label, then the last capital label anywhere, else the first label.
     Returns the label and whether anything matched (False means upstream's silent default).

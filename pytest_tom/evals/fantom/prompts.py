@@ -40,11 +40,8 @@ def render_prompt(sample: Sample[FantomExtra]) -> str:
 
 def parse_response(text: str) -> str:
     """Upstream's `parse_response`: keep what follows the last "Answer:" (else "Choose an answer from above:")."""
-    if "Answer:" in text:
-        return text.split("Answer:")[-1].strip()
-    if "Choose an answer from above:" in text:
-        return text.split("Choose an answer from above:")[-1].strip()
-    return text
+    marker = next((m for m in ("Answer:", "Choose an answer from above:") if m in text), None)
+    return text if marker is None else text.split(marker)[-1].strip()
 
 
 def requests_shape(sample: Sample[FantomExtra]) -> tuple[tuple[str, ...], str]:

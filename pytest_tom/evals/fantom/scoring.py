@@ -95,12 +95,9 @@ def _list(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: s
         return result(sample, raws, Outcome.UNPARSEABLE, None, details, mode, why="the answer names none of the characters")
     missing = [n for n in correct if n not in j.named]
     extra = [n for n in wrong if n in j.named]
-    parts = []
-    if extra:
-        parts.append(f"includes {', '.join(extra)}, who do{'es' if len(extra) == 1 else ''} not know")
-    if missing:
-        parts.append(f"leaves out {', '.join(missing)}, who know{'s' if len(missing) == 1 else ''}")
-    return result(sample, raws, Outcome.INCORRECT, names, details, mode, why="; ".join(parts))
+    parts = (f"includes {', '.join(extra)}, who do{'es' if len(extra) == 1 else ''} not know" if extra else "",
+             f"leaves out {', '.join(missing)}, who know{'s' if len(missing) == 1 else ''}" if missing else "")
+    return result(sample, raws, Outcome.INCORRECT, names, details, mode, why="; ".join(filter(None, parts)))
 
 
 def _yes_no(sample: Sample[FantomExtra], raws: Sequence[str], answer: str, mode: str, details: dict[str, Any]) -> Record:

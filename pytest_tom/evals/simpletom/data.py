@@ -123,7 +123,6 @@ def _scenario(rec: Mapping[str, Any], path: Path, line: int) -> str:
 
 
 def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -> Question:
-    """Validate one QA record of `config`."""
     qtype, where = CONFIG_TYPE[config], f"line {line}"
 
     def bad(message: str, name: str) -> TomDataError:
@@ -154,7 +153,6 @@ def parse_question(rec: Mapping[str, Any], config: str, path: Path, line: int) -
 
 
 def parse_story(rec: Mapping[str, Any], path: Path, line: int) -> StoryRow:
-    """Validate one story-data record."""
     sid = fields.text(rec, "story_id", path, f"line {line}")
     sev = rec.get("severity_original")
     if isinstance(sev, str) and sev.strip().isdigit():

@@ -59,9 +59,11 @@ def _rate(k: int, n: int) -> float | None:
     return k / n if n else None
 
 
-def _types(records: Sequence[Record]) -> dict[str, dict[str, Any]]:
+def _types(records: Sequence[Record], extra_options: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Each type's tally; the `extra_options` shown add their picks and `na_frac` (absent otherwise: keys unchanged)."""
     by_type = group_by(records, "question_type")
-    return {t: tally(by_type[t]).to_dict() for t in QUESTION_TYPES if by_type.get(t)}
+    return {t: tally(by_type[t]).to_dict() | (_extra_picks(by_type[t], extra_options) if extra_options else {})
+            for t in QUESTION_TYPES if by_type.get(t)}
 
 
 def _complete(records: Sequence[Record]) -> dict[str, dict[str, Record]]:
@@ -158,11 +160,7 @@ def aggregate(records: Sequence[Record], intervention: str = "none", mental_stat
     ("none"); the `extra_options` shown add their picks and `na_frac` to each type. Both are absent otherwise, so the
     other conditions' reports keep their keys.
     """
-    types = _types(records)
-    if extra_options:
-        by_type = group_by(records, "question_type")
-        for t, counts in types.items():
-            counts.update(_extra_picks(by_type[t], extra_options))
+    types = _types(records, extra_options)
     accs = {t: v["accuracy"] for t, v in types.items()}
     average = mean(a for a in accs.values() if a is not None) if len(types) == len(QUESTION_TYPES) else None
     stats = chain_stats(_complete(records))

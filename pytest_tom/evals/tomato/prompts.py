@@ -7,7 +7,7 @@ sampled run has its own seed (its own cache entry); log-likelihood scoring compa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
@@ -103,10 +103,7 @@ class PromptConfig:
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     """The typed config of a benchmark's settings; combinations that cannot mean anything are refused."""
-    c = PromptConfig(settings["system_prompt"], settings["layout"], settings["prompt"], settings["cot_placement"],
-                     settings["extraction"], settings["scoring"], int(settings["runs"]), float(settings["temperature"]),
-                     float(settings["top_p"]), int(settings["seed"]), int(settings["max_new_tokens"]),
-                     OPTIONS[-1].convert("tomato", settings.get("stop_at_answer", True)))
+    c = PromptConfig(**{f.name: settings[f.name] for f in fields(PromptConfig)})  # typed by the options
     if c.runs < 1:
         raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")
     if c.temperature < 0 or not 0 < c.top_p <= 1:

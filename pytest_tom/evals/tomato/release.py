@@ -24,8 +24,7 @@ PARTIAL_ADVICE = partial_advice("tomato")
 
 def git_blob_id(path: Path) -> str:
     r"""The id git gives the file's bytes (`git hash-object`): SHA-1 of ``blob <size>\0`` and the content."""
-    h = hashlib.sha1(usedforsecurity=False)
-    h.update(f"blob {path.stat().st_size}\0".encode())
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode(), usedforsecurity=False)
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)

@@ -16,8 +16,8 @@ from pytest_tom.evals.tomato.data import LETTERS, ToMATOSample
 from pytest_tom.evals.tomato.prompts import PromptConfig, requests
 from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
-from pytest_tom.request import Response
 from pytest_tom.scoring import majority
+from pytest_tom.scoring.choice import most_likely
 
 OFFICIAL = re.compile(r"\[[A,B,C,D]\]")
 """The authors' regex (run_local_llm.py, run_gpt.py), comma included."""
@@ -31,18 +31,7 @@ def extract(text: str | None, mode: str = "first") -> str | None:
         m = OFFICIAL.search(text)
         return None if m is None or m.group()[1] == "," else m.group()[1]
     found = BRACKETED.findall(text)
-    if not found:
-        return None
-    return str(found[-1] if mode == "last" else found[0])
-
-
-def loglikelihood_pick(response: Response, n: int) -> str | None:
-    """The letter whose continuation has the highest log-probability; ties go to the earlier letter."""
-    lps = response.logprobs
-    if not lps or len(lps) != n:
-        return None
-    best = max(range(n), key=lambda i: (lps[i], -i))
-    return LETTERS[best]
+    return str(found[-1] if mode == "last" else found[0]) if found else None
 
 
 def solve(sample: ToMATOSample, config: PromptConfig) -> Program:
@@ -51,7 +40,7 @@ def solve(sample: ToMATOSample, config: PromptConfig) -> Program:
     responses = yield planned
     keys = tuple(r.key for r in planned)
     if config.scoring == "loglikelihood":
-        picks = [loglikelihood_pick(r, len(sample.choices)) for r in responses]
+        picks = [most_likely(r.logprobs, planned[0].choices, LETTERS) for r in responses]
         return score(sample, config, [None] * len(picks), picks, keys)
     texts = [r.text for r in responses]
     return score(sample, config, texts, [extract(t, config.extraction) for t in texts], keys)

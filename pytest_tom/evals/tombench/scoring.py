@@ -15,6 +15,7 @@ from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import Response
 from pytest_tom.scoring import bracketed_label, majority
+from pytest_tom.scoring.choice import most_likely
 
 
 def solve(sample: ToMBenchSample, config: Config) -> Program:
@@ -38,24 +39,10 @@ def solve(sample: ToMBenchSample, config: Config) -> Program:
 
 
 def _by_loglikelihood(sample: ToMBenchSample, config: Config, planned: Sequence[Try], responses: Sequence[Response]) -> Record:
-    picks = ll_choices(planned, responses, config.ll_normalise)
+    """Each try reads the displayed letter the model scores highest (`most_likely`)."""
+    picks = [most_likely(r.logprobs, t.request.choices, LETTERS, config.ll_normalise)
+             for t, r in zip(planned, responses, strict=False)]
     return score(sample, config, [t.order for t in planned], [None] * len(planned), ll_choice=picks)
-
-
-def ll_choices(planned: Sequence[Try], responses: Sequence[Response], normalise: str = "none") -> list[str | None]:
-    """Per try, the displayed letter with the highest (optionally byte-normalised) log-probability; ties to the earlier.
-
-    A response without one score per choice picks nothing (that try is unreadable).
-    """
-    out: list[str | None] = []
-    for t, resp in zip(planned, responses, strict=False):
-        lps, choices = resp.logprobs, t.request.choices
-        if not lps or len(lps) != len(choices):
-            out.append(None)
-            continue
-        scores = [lp / max(1, len(c.encode("utf-8"))) if normalise == "bytes" else lp for lp, c in zip(lps, choices, strict=True)]
-        out.append(LETTERS[max(range(len(scores)), key=lambda i: (scores[i], -i))])
-    return out
 
 
 def score(sample: ToMBenchSample, config: Config, orders: Sequence[Sequence[int]], texts: Sequence[str | None],

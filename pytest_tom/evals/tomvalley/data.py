@@ -209,19 +209,16 @@ def context_samples(context_id: str, record: Mapping[str, Any], source: str) -> 
     return samples
 
 
-def where_of(extra: ToMValleyExtra) -> tuple[str, str]:
-    """(facet, value): the scenario of U/I questions ("3"), the span of transformations ("2-3", "1-5")."""
-    if extra.subtype in ("understanding", "influence"):
-        return "scenario", str(extra.scenario)
-    if extra.subtype == "transformation3":
-        return "span", f"1-{extra.scenario_count}"
-    return "span", f"{extra.scenario}-{extra.scenario + 1}"
-
-
 def make_sample(context_id: str, cq: ContextQuestion, gold: str, extra: ToMValleyExtra, context: Conversation,
                 main: str, source: str) -> ToMValleySample:
     qtype = "transformation" if extra.subtype.startswith("transformation") else extra.subtype
-    facet, value = where_of(extra)
+    # where: the scenario of U/I questions ("3"), the span of transformations ("2-3", "1-5")
+    if extra.subtype in ("understanding", "influence"):
+        facet, value = "scenario", str(extra.scenario)
+    elif extra.subtype == "transformation3":
+        facet, value = "span", f"1-{extra.scenario_count}"
+    else:
+        facet, value = "span", f"{extra.scenario}-{extra.scenario + 1}"
     marks = [BENCHMARK, extra.item, qtype, f"scenario{value}" if facet == "scenario" else "span" + value.replace("-", "_")]
     if qtype == "transformation":
         marks.insert(3, extra.subtype)

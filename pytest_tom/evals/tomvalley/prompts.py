@@ -8,7 +8,7 @@ are rebuilt from the sample, so a rewritten sample is asked as rewritten; the of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any
 
@@ -61,9 +61,7 @@ class PromptConfig:
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     if int(settings["max_new_tokens"]) < 1:
         raise TomConfigError("tomvalley setting max_new_tokens must be at least 1")
-    return PromptConfig(protocol=str(settings["protocol"]), style=str(settings["style"]),
-                        backgrounds=settings["backgrounds"], max_new_tokens=int(settings["max_new_tokens"]),
-                        temperature=float(settings["temperature"]))
+    return PromptConfig(**{f.name: settings[f.name] for f in fields(PromptConfig)})  # typed by the options
 
 
 def _dialogue(form: str, groups: tuple[int, ...], turns: list[Turn]) -> Any:
@@ -117,9 +115,8 @@ def question_request(sample: ToMValleySample, config: PromptConfig) -> Request:
     instruction = SINGLE_COT if config.style == "cot" else SINGLE
     text = "\n".join([sample.extra.characters_information, str(story_dict(sample, config.backgrounds)), instruction,
                       str(questions_dict(sample, only_own=True))]) + "\n"
-    labels = tuple(c.label for c in sample.choices)
-    return Request(messages=(Message("user", text),), settings=config.settings, answer_labels=labels,
-                   answer_format="{}")
+    return Request(messages=(Message("user", text),), settings=config.settings,
+                   answer_labels=tuple(c.label for c in sample.choices), answer_format="{}")
 
 
 def request_for(sample: ToMValleySample, config: PromptConfig) -> Request:

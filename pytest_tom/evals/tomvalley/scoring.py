@@ -49,12 +49,8 @@ def read_value(value: Any, n_options: int) -> str | None:
     """The letter a JSON value names, if it is one of the question's `n_options` letters."""
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
-    if not isinstance(value, str):
-        return None
-    m = _VALUE.match(value)
-    if not m:
-        return None
-    got = m.group(1).lower()
+    m = _VALUE.match(value) if isinstance(value, str) else None
+    got = m.group(1).lower() if m else None
     return got if got in {letter(i) for i in range(n_options)} else None
 
 
