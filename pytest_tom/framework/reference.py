@@ -29,9 +29,7 @@ What the shipped files hold, and why some protocol details are not row settings:
 - ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
 - Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
 
-A run shows the rows of the models `--tom-reference` names (`beside`), and says why a model has none (`missing`):
-the rows apply to a run when their own settings are a subset of the run's, so a setting added to a benchmark later
-never retires a row.
+A row's settings need only be a subset of the run's, so a setting added to a benchmark later never retires a row.
 
 Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
 column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
@@ -78,9 +76,7 @@ class ReferenceRow:
 
 def _text(value: Any) -> str:
     """A rendered setting as the CSV writes it: bools as `true`/`false`, the rest as `str` gives them."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def parse_settings(text: str, benchmark: str) -> tuple[tuple[str, str], ...]:
@@ -146,14 +142,9 @@ def parse_reference(text: str, benchmark: str, path: object = "<text>") -> list[
     return rows
 
 
-def reference_path(benchmark: str) -> Path:
-    """Where the package keeps `benchmark`'s reference file (which may not exist for a third-party benchmark)."""
-    return EVALS / benchmark / "reference.csv"
-
-
 def load_reference(benchmark: str, path: Path | None = None) -> list[ReferenceRow]:
-    """`benchmark`'s shipped rows (or those of `path`); none when the benchmark ships no file."""
-    path = path or reference_path(benchmark)
+    """`benchmark`'s shipped rows (or those of `path`); none when the benchmark ships no file (a third-party one)."""
+    path = path or EVALS / benchmark / "reference.csv"
     if not path.is_file():
         return []
     return parse_reference(path.read_text(encoding="utf-8"), benchmark, path)
@@ -176,18 +167,13 @@ def shipped(benchmark: str) -> tuple[ReferenceRow, ...]:
     return tuple(load_reference(benchmark))
 
 
-def same_model(a: str, b: str) -> bool:
-    """Whether two spellings name one published model (`gpt-4o` is the tables' `GPT-4o`)."""
-    return a.strip().casefold() == b.strip().casefold()
-
-
 def missing(rows: Sequence[ReferenceRow], model: str, benchmark: str, run_settings: Mapping[str, Any]) -> str:
     """Why no row of `model` can be set beside this run: the model has none for `benchmark`, or only under other
     settings, named as the run has them and as the rows have them (`no published GPT-4o row for tombench with
     prompt=cot (published: prompt=vanilla)`). Naming the nearest protocol's differences, not every setting, says what
     to change.
     """
-    own = [r for r in rows if same_model(r.model, model)]
+    own = [r for r in rows if r.model.casefold() == model.strip().casefold()]
     if not own:
         return f"no published {model} row for {benchmark}"
     name = own[0].model

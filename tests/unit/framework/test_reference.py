@@ -15,6 +15,7 @@ from pytest_tom.evals.tombench.data import ABILITIES, TASK_ORDER
 from pytest_tom.framework.base import Benchmark, DataSource
 from pytest_tom.framework.reference import (
     COLUMNS,
+    EVALS,
     ReferenceRow,
     beside,
     check_names,
@@ -23,7 +24,6 @@ from pytest_tom.framework.reference import (
     models,
     parse_names,
     parse_reference,
-    reference_path,
     select,
 )
 from pytest_tom.models import make_model
@@ -100,7 +100,7 @@ SHIPPED = ("fantom", "simpletom", "tombench", "tomato", "tomvalley", "hitom")
 
 @pytest.mark.parametrize("bench", SHIPPED)
 def test_every_shipped_file_loads_and_names_only_settings_the_benchmark_has(bench: str) -> None:
-    assert reference_path(bench).is_file()
+    assert (EVALS / bench / "reference.csv").is_file()
     rows = load_reference(bench)
     cls: type[Benchmark[Any]] = load_target(BUILTIN[bench])  # type: ignore[assignment]
     options = {o.name: o for o in cls.options}
