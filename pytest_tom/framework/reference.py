@@ -4,12 +4,11 @@ Each benchmark ships `pytest_tom/evals/<benchmark>/reference.csv` with the colum
 
 - `model`: the model as the paper's table names it (`GPT-4o`, `GPT-4 0613 (June)`); chain-of-thought or other
   protocol variants are not part of the name but of `settings`.
-- `settings`: the benchmark settings under which our run follows that table's protocol, written as
-  `--tom-set` names them (`tombench.prompt=cot;tombench.aggregation=paper`), `;`-separated. A row applies to a run
-  only when every one of its settings has that value in the run's rendered settings, so a CoT row is never set beside
-  a vanilla run. Empty: it applies whatever the settings.
-- `metric`: the dotted key of our typed `Metric` that measures what the paper's column measures
-  (`languages.en.tasks.fbt.accuracy`).
+- `settings`: the settings under which our run follows that table's protocol, as `--tom-set` names them
+  (`tombench.prompt=cot;tombench.aggregation=paper`). A row applies where each has that value in the run's rendered
+  settings (a CoT row never sits beside a vanilla run); one it does not name does not matter, so a setting added to a
+  benchmark later never retires a row.
+- `metric`: the dotted key of our typed `Metric` for the paper's column (`languages.en.tasks.fbt.accuracy`).
 - `value`: the paper's number in the unit of our metric. Our accuracies are shares in [0, 1] (unit `rate`), so a
   paper's `90.8` (%) is stored as `0.908`: the decimal point moved, no digit changed. FANToM reports percentages
   (unit `percent`, upstream's `round(v, 3) * 100`), so its rows keep the paper's numbers as printed.
@@ -29,12 +28,8 @@ What the shipped files hold, and why some protocol details are not row settings:
 - ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
 - Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
 
-A row's settings need only be a subset of the run's, so a setting added to a benchmark later never retires a row.
-
-Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
-column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
-metric)), and every error names the file, the line and the field, because a wrong reference row would silently
-mislead every comparison drawn from it.
+Rows are never computed: a number that is not printed in a table is not here. Reading is strict, and every error names
+the file, the line and the field, because a wrong reference row would silently mislead every comparison drawn from it.
 """
 
 from __future__ import annotations
