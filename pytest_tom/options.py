@@ -21,7 +21,8 @@ from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.framework.reference import parse_names
-from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
+from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate
+from pytest_tom.gates.thresholds import parse_threshold
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes
 from pytest_tom.robustness import register_profiles
@@ -371,7 +372,7 @@ def gate_config(config: pytest.Config, root: Path) -> GateConfig:
         raw = config.getoption(dest, default=None) or []
         return list(raw) or list(config.getini(dest) or [])
 
-    thresholds = parse_thresholds(many("tom_thresholds"), "--tom-threshold")
+    thresholds = tuple(parse_threshold(line) for line in S.entry_lines(many("tom_thresholds")))
     compare = tuple(r.strip() for raw in many("tom_compare_fail") for r in str(raw).splitlines() if r.strip())
     from pytest_tom.gates.compare import parse_compare_rule
 
