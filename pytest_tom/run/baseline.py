@@ -2,9 +2,8 @@
 `--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run under the
 `--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing. What can make a comparison meaningless
 is checked before the first model request: the file at configure time (`load_for_run`), and after selection whether it
-covers the selected items with the same data and settings (`check_before_run`, `gates.coverage`). The same check
-refuses a `--tom-reference` model or `ref:` threshold with no published row for the selected suites: a usage error now
-rather than an empty comparison after an hour of model time.
+covers the selected items with the same data and settings (`check_before_run`, `gates.coverage`); so is a published
+row for each `--tom-reference` model and `ref:` threshold: a usage error now, not an empty comparison after the run.
 """
 
 from __future__ import annotations
@@ -85,10 +84,9 @@ def suite_labels(sids: Sequence[str]) -> list[str]:
 
 
 def check_before_run(tom: TomSession, items: Sequence[Any]) -> None:
-    """After selection, before any model request: does the baseline cover the selected items, and has every wanted
-    published model and `ref:` rule (the command line's or a suite's own) a row in them? TomConfigError if not, named as
-    the gates name them. Notes on a partial comparison (a `:partial` rule, or --tom-baseline-update) go to the end of
-    the run.
+    """Does the baseline cover the selected items, and has every wanted published model and `ref:` rule (the command
+    line's or a suite's own) a row in them? TomConfigError if not, named as the gates name them. Notes on a partial
+    comparison (a `:partial` rule, or --tom-baseline-update) go to the end of the run.
     """
     cfg = tom.options.gates
     if tom.baseline is not None:
