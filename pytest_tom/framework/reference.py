@@ -151,11 +151,6 @@ def select(rows: Sequence[ReferenceRow], model: str, run_settings: Mapping[str, 
     return [r for r in rows if r.model.casefold() == wanted and r.applies(run_settings)]
 
 
-def models(rows: Sequence[ReferenceRow]) -> list[str]:
-    """The model names the rows hold, in file order, once each: what a `--tom-reference` error can suggest."""
-    return list(dict.fromkeys(r.model for r in rows))
-
-
 @functools.lru_cache(maxsize=32)
 def shipped(benchmark: str) -> tuple[ReferenceRow, ...]:
     """`benchmark`'s shipped rows, read once per process (the summary, the report and the gates all ask)."""
@@ -212,7 +207,8 @@ def check_names(wanted: Sequence[str], rows_by_benchmark: Mapping[str, Sequence[
     known = {r.model.casefold() for rows in rows_by_benchmark.values() for r in rows}
     unknown = [w for w in wanted if w.strip().casefold() not in known]
     if unknown:
-        names = "; ".join(f"{b}: {', '.join(models(rows)) or 'none shipped'}" for b, rows in rows_by_benchmark.items())
+        names = "; ".join(f"{b}: {', '.join(dict.fromkeys(r.model for r in rows)) or 'none shipped'}"
+                          for b, rows in rows_by_benchmark.items())
         raise TomConfigError(f"{flag}: no benchmark of this run has a published row for {', '.join(map(repr, unknown))} "
                              f"(names are case-insensitive). Published models: {names}")
 

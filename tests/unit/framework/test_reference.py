@@ -21,7 +21,6 @@ from pytest_tom.framework.reference import (
     check_names,
     load_reference,
     missing,
-    models,
     parse_names,
     parse_reference,
     select,
@@ -81,7 +80,8 @@ def test_a_row_is_selected_by_model_case_insensitively_and_only_where_the_run_fo
     assert select(rows, "gpt-4o", {"prompt": "vanilla", "tries": 1}) == []
     assert select(rows, "gpt-4o", {"tries": 5}) == []  # a setting the run does not name never matches
     assert [r.line for r in select(rows, "other", {})] == [4]  # no settings: any run
-    assert models(rows) == ["GPT-4o", "Other"]
+    with pytest.raises(TomConfigError, match=r"Published models: tombench: GPT-4o, Other$"):  # file order, once each
+        check_names(["gpt-5"], {"tombench": rows})
 
 
 def test_a_bool_setting_matches_its_rendered_words() -> None:
