@@ -200,9 +200,9 @@ def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
     try:
         model = tom_session(request.config).default_model()
     except TomError as exc:
-        from pytest_tom.run.collect import stop_run
+        from pytest_tom.run.collect import RunStopped
 
-        raise stop_run(f"pytest-tom: {exc}") from None
+        raise RunStopped(f"pytest-tom: {exc}") from None
     yield model
     model.close()
 
