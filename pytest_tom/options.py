@@ -21,69 +21,73 @@ from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
 from pytest_tom.framework.reference import parse_names
-from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate, parse_thresholds
+from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate
+from pytest_tom.gates.thresholds import parse_threshold
 from pytest_tom.models import USAGE
 from pytest_tom.models import schemes as model_schemes
 from pytest_tom.robustness import register_profiles
 
+# Each row: flag, ini key, help, addoption keywords; a metavar says what it takes (`--tom-sample=N`, not `=SAMPLE`).
 _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
-    (C.MODEL_OPTION, "tom_model", "", {}),  # help generated from the scheme registry: see model_help
-    (C.BENCHMARK_OPTION, "tom_benchmark", "", {}),  # help generated from the benchmark registry: see benchmark_help
+    (C.MODEL_OPTION, "tom_model", "", {"metavar": "URI"}),  # help generated from the scheme registry: see model_help
+    (C.BENCHMARK_OPTION, "tom_benchmark", "", {"metavar": "NAMES"}),  # help generated from the registry: benchmark_help
     (C.DATA_DIR_OPTION, "tom_data_dir", f"Folder holding each benchmark's official files (<dir>/tombench/data/*.jsonl...). "
-     f"Default: ${C.DATA_DIR_ENV}.", {}),
-    (C.CACHE_DIR_OPTION, "tom_cache_dir", f"Response cache folder. Default: ${C.CACHE_DIR_ENV} or ~/.cache/pytest-tom.", {}),
-    (C.SAMPLE_OPTION, "tom_sample", "Run a stratified sample of N questions per suite (after -m/-k), for quick runs.", {}),
-    (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {}),
+     f"Default: ${C.DATA_DIR_ENV}.", {"metavar": "DIR"}),
+    (C.CACHE_DIR_OPTION, "tom_cache_dir", f"Response cache folder. Default: ${C.CACHE_DIR_ENV} or ~/.cache/pytest-tom.",
+     {"metavar": "DIR"}),
+    (C.SAMPLE_OPTION, "tom_sample", "Run a stratified sample of N questions per suite (after -m/-k), for quick runs.",
+     {"metavar": "N"}),
+    (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {"metavar": "N"}),
     (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this file; "
-     "checked before the run.", {}),
-    (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {}),
+     "checked before the run.", {"metavar": "PATH"}),
+    (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {"metavar": "N"}),
     (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
-     "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {}),
+     "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {"metavar": "N"}),
     ("--tom-progress", "tom_progress", "Live terminal output while the model answers: a bar with requests done/total, "
      "rate, elapsed time and ETA, and a line for one-time work (converting, loading a model). auto (default): the bar "
-     "on a terminal, plain lines otherwise; on: the bar always; off: neither.", {}),
+     "on a terminal, plain lines otherwise; on: the bar always; off: neither.", {"metavar": "auto|on|off"}),
     ("--tom-robustness", "tom_robustness", "Robustness strategies to search per question with hypothesis, comma-separated "
      "(rename, permute, irrelevant, whitespace, rephrase, witness, other_character, or all): adds a "
      "<bench>_robustness[<question>-<strategy>] item per applicable question, marked tom_robustness "
-     "(select them with -m tom_robustness).", {}),
+     "(select them with -m tom_robustness).", {"metavar": "NAMES"}),
     ("--tom-robustness-examples", "tom_robustness_examples", "Perturbations hypothesis may try per robustness item "
-     "(default 10): each is one model request, answered through the cache.", {}),
+     "(default 10): each is one model request, answered through the cache.", {"metavar": "N"}),
     ("--tom-robustness-profile", "tom_robustness_profile", "Hypothesis settings profile of the robustness items: "
      "tom-ci (derandomized, no example database: reproducible), tom-dev (failing examples replayed first), or one "
-     "you registered; default tom-ci when $CI is set, else tom-dev.", {}),
+     "you registered; default tom-ci when $CI is set, else tom-dev.", {"metavar": "NAME"}),
     ("--tom-reference", "tom_reference", "Show published models' numbers beside yours: comma-separated model names as "
      "the papers' tables spell them (case-insensitive, e.g. gpt-4o). The rows ship with each benchmark "
      "(pytest_tom/evals/<benchmark>/reference.csv: model, settings, metric, value, source table, copied from the papers "
      "and official READMEs) and are shown in the summary, the JSON report and the Markdown only where this run's "
      "settings match the row's protocol; otherwise the summary says there is none. A name no benchmark of the run "
      "has is a usage error listing the names. A threshold can name a row: 'tombench.languages.en.task_avg>=ref:gpt-4o'.",
-     {}),
+     {"metavar": "NAMES"}),
     ("--tom-detail", "tom_detail", "How a wrong answer is shown: short (the answer, the gold and the raw responses, "
      "a few lines) or full (the prompt, the options and every try). Default: short, full with -v or --tb=long. The "
-     "JSON report always holds the full detail.", {}),
+     "JSON report always holds the full detail.", {"metavar": "short|full"}),
 ]
 _GATES: list[tuple[str, str, str, dict[str, Any]]] = [
     ("--tom-threshold", "tom_thresholds", "A gate: METRIC[:lower|upper]>=VALUE or <=VALUE, e.g. 'tombench.accuracy:lower>=0.3', "
      "'fantom.all_star>=5%', 'tombench.errors<=0' (METRIC is <suite>.<metric>, shell globs allowed), or against a "
      "published row (see --tom-reference): 'tombench.languages.en.task_avg>=ref:chatglm3-6b-5%'. Repeatable; "
      "the ini key takes one per line. Any gate makes a gate run: wrong answers no longer fail items, the gates decide.",
-     {"action": "append"}),
+     {"action": "append", "metavar": "RULE"}),
     ("--tom-baseline", "tom_baseline", "Compare this run with a stored baseline (see --tom-baseline-save) under the "
-     "--tom-compare-fail rules (default: every suite's accuracy, margin 0).", {}),
+     "--tom-compare-fail rules (default: every suite's accuracy, margin 0).", {"metavar": "PATH"}),
     ("--tom-baseline-save", "tom_baseline_save", f"Store this run as a baseline (default path: {DEFAULT_BASELINE}).",
-     {"nargs": "?", "const": DEFAULT_BASELINE}),
+     {"nargs": "?", "const": DEFAULT_BASELINE, "metavar": "PATH"}),
     ("--tom-compare-fail", "tom_compare_fail", "What fails against --tom-baseline: PATTERN[:DROP], e.g. "
      "'fantom.all_star:2%' (relative: 2% of the baseline value), 'tombench.ability.*:0.03' or ':3pts' (absolute); "
      "no DROP means margin 0; a final ':partial' compares on the questions the baseline has when it lacks some of "
      "this run's (refused otherwise, before any model request). Repeatable; the ini key takes one per line.",
-     {"action": "append"}),
+     {"action": "append", "metavar": "RULE"}),
     ("--tom-alpha", "tom_alpha", "Significance level of the baseline comparison, Holm-corrected across the metrics "
-     "compared (default 0.05).", {}),
+     "compared (default 0.05).", {"metavar": "X"}),
     ("--tom-noise-flip-rate", "tom_noise_flip_rate", "The model's measured run-to-run flip rate (share of questions "
      "whose correctness changes between two runs of the same model), so a comparison never fails on that noise; measure it with "
-     "'python -m pytest_tom.gates.flips A.json B.json' on two runs' reports.", {}),
+     "'python -m pytest_tom.gates.flips A.json B.json' on two runs' reports.", {"metavar": "X"}),
     ("--tom-markdown", "tom_markdown", "Append a Markdown summary of the gates to this file (e.g. "
-     "\"$GITHUB_STEP_SUMMARY\").", {}),
+     "\"$GITHUB_STEP_SUMMARY\").", {"metavar": "PATH"}),
 ]
 _FLAG = {"action": "store_true"}
 _INI_KINDS: dict[str, dict[str, Any]] = {"store_true": {"type": "bool", "default": False},
@@ -99,16 +103,6 @@ _FLAGS: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.DOWNLOAD_OPTION, "tom_download", "Download missing benchmark data from the official source (pinned, sha256-checked).",
      _FLAG),
 ]
-
-
-METAVARS: dict[str, str] = {
-    "tom_model": "URI", "tom_benchmark": "NAMES", "tom_data_dir": "DIR", "tom_cache_dir": "DIR", "tom_sample": "N",
-    "tom_seed": "N", "tom_report": "PATH", "tom_batch_size": "N", "tom_max_errors": "N",
-    "tom_progress": "auto|on|off", "tom_detail": "short|full", "tom_thresholds": "RULE", "tom_compare_fail": "RULE",
-    "tom_alpha": "X", "tom_noise_flip_rate": "X", "tom_robustness": "NAMES", "tom_robustness_examples": "N",
-    "tom_robustness_profile": "NAME", "tom_reference": "NAMES", S.SET_INI: "BENCH.NAME=VALUE",
-}
-"""What each general option takes, as `--help` shows it (`--tom-sample=N`, not `--tom-sample=SAMPLE`)."""
 
 
 def model_help(schemes: Iterable[str] | None = None) -> str:
@@ -136,14 +130,12 @@ def add_options(parser: pytest.Parser, registry: Registry) -> None:
     group = parser.getgroup("tom", "pytest-tom: theory-of-mind benchmarks as tests")
     gates = parser.getgroup("tom-gates", "pytest-tom regression gates: thresholds and baselines")
     generated = {"tom_model": model_help(), "tom_benchmark": benchmark_help(registry)}
-    tom_rows = [*_GENERAL, (S.SET_OPTION, S.SET_INI, SET_HELP, {"action": "append"}), *_FLAGS]
-    for where, rows, metavar in ((group, tom_rows, None), (gates, [*_GATES, *_GATE_FLAGS], "PATH")):
+    tom_rows = [*_GENERAL, (S.SET_OPTION, S.SET_INI, SET_HELP, {"action": "append", "metavar": "BENCH.NAME=VALUE"}), *_FLAGS]
+    for where, rows in ((group, tom_rows), (gates, [*_GATES, *_GATE_FLAGS])):
         for flag, dest, text, kw in rows:
             action = str(kw.get("action", ""))
-            shown = {} if action == "store_true" else {
-                "metavar": METAVARS.get(dest, metavar or dest.removeprefix("tom_").upper())}
             # argparse %-formats help texts; the ini help is shown as written, a pointer to its flag (not the text twice).
-            where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **shown, **kw)
+            where.addoption(flag, dest=dest, default=None, help=generated.get(dest, text).replace("%", "%%"), **kw)
             ini_help = f"Same as {flag}" + (", one per line." if action == "append" else ".")
             parser.addini(dest, help=ini_help, **_INI_KINDS.get(action, {"default": None}))
     for cls in registry.loadable():
@@ -371,7 +363,7 @@ def gate_config(config: pytest.Config, root: Path) -> GateConfig:
         raw = config.getoption(dest, default=None) or []
         return list(raw) or list(config.getini(dest) or [])
 
-    thresholds = parse_thresholds(many("tom_thresholds"), "--tom-threshold")
+    thresholds = tuple(parse_threshold(line) for line in S.entry_lines(many("tom_thresholds")))
     compare = tuple(r.strip() for raw in many("tom_compare_fail") for r in str(raw).splitlines() if r.strip())
     from pytest_tom.gates.compare import parse_compare_rule
 

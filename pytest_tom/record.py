@@ -73,13 +73,12 @@ class Record:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+        return {
             "benchmark": self.benchmark, "qid": self.sample_id, "outcome": self.outcome.value, "facets": dict(self.facets),
             "score": self.score, "parsed": self.parsed, "gold": self.gold, "responses": list(self.responses),
             "request_keys": list(self.request_keys), "parse_rate": self.parse_rate, "details": dict(self.details),
             "message": self.message,
-        }
-        return d | {k: v for k, v in (("suite", self.suite), ("nodeid", self.nodeid)) if v}
+        } | {k: v for k, v in (("suite", self.suite), ("nodeid", self.nodeid)) if v}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Record:

@@ -7,6 +7,7 @@ run time, so a rewritten sample (a renamed character, permuted choices) is asked
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -178,11 +179,7 @@ def rename(sample: Sample[E], mapping: Mapping[str, str], *, facets: Sequence[st
         if lower:
             table.setdefault(old.lower(), new.lower())
     pattern = re.compile(r"(?<![\w])(" + "|".join(re.escape(k) for k in sorted(table, key=len, reverse=True)) + r")(?![\w])")
-
-    def fn(text: str) -> str:
-        return pattern.sub(lambda m: table[m.group(1)], text)
-
-    return rewrite_text(sample, fn, facets=facets)
+    return rewrite_text(sample, functools.partial(pattern.sub, lambda m: table[m.group(1)]), facets=facets)
 
 
 def permute_choices(sample: Sample[E], order: Sequence[int]) -> Sample[E]:

@@ -6,13 +6,13 @@ valid one, and a value is checked by its `BenchmarkOption.convert` before any da
 
 from __future__ import annotations
 
-import difflib
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.base import Benchmark, BenchmarkOption
+from pytest_tom.suggest import closest_hint
 
 SET_OPTION = "--tom-set"
 SET_INI = "tom_set"
@@ -28,12 +28,6 @@ class Setting:
     name: str
     value: str
     origin: str
-
-
-def nearest(word: str, known: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the closest known word, or nothing when none is close."""
-    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def parse_entry(raw: str, origin: str = SET_OPTION) -> Setting:
@@ -67,12 +61,12 @@ def resolve(entries: Sequence[Setting], get: Callable[[str], type[Benchmark[obje
     for e in entries:
         if e.benchmark not in names:
             raise TomConfigError(f"{e.origin} {e.benchmark}.{e.name}: no benchmark {e.benchmark!r}"
-                                 f"{nearest(e.benchmark, names)}; available: {', '.join(names)}")
+                                 f"{closest_hint(e.benchmark, names)}; available: {', '.join(names)}")
         cls = get(e.benchmark)
         known = {o.name: o for o in cls.options}
         if e.name not in known:
             raise TomConfigError(f"{e.origin} {cls.name}.{e.name}: {cls.name} has no setting {e.name!r}"
-                                 f"{nearest(e.name, known)}; its settings: {', '.join(known) or 'none'}")
+                                 f"{closest_hint(e.name, known)}; its settings: {', '.join(known) or 'none'}")
         try:
             known[e.name].convert(cls.name, e.value)
         except TomConfigError as exc:
@@ -120,8 +114,7 @@ def listing(classes: Iterable[type[Benchmark[object]]]) -> list[str]:
     lines = [f"Benchmark settings: {SET_OPTION} BENCH.NAME=VALUE (repeatable), ini {SET_INI} (one per line), or a "
              "keyword of pytest_tom.suite(...); precedence: suite keyword > command line > ini."]
     for cls in classes:
-        lines.append("")
-        lines.append(f"{cls.name}:")
+        lines += ["", f"{cls.name}:"]
         for opt in cls.options:
             lines.append(f"  {cls.name}.{opt.name}={metavar(opt)}  (default: {opt.default or '(empty)'})")
             lines.append(textwrap.fill(opt.help, width=100, initial_indent=" " * 6, subsequent_indent=" " * 6))

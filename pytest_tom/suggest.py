@@ -1,6 +1,6 @@
-"""Typos answered with the nearest right word: "did you mean ...?" for model ids and `-m` marks. Pure functions over
-strings (difflib does the matching), shared by the model check at session start (`models._hub`) and the `-m` hint after
-collection (`run.setup`), so both suggest the same way.
+"""Typos answered with the nearest right word: "did you mean ...?" for model ids, `-m` marks and benchmark settings. Pure
+functions over strings (difflib does the matching), shared by the model check at session start (`models._hub`) and the `-m`
+hint after collection (`run.setup`), so both suggest the same way.
 """
 
 from __future__ import annotations
@@ -16,6 +16,12 @@ _IDENT = re.compile(r"[\w:+\-.\[\]\\/]+")
 """An identifier of pytest's match expressions (`_pytest.mark.expression`)."""
 
 _OPERATORS = frozenset({"and", "or", "not"})
+
+
+def closest_hint(word: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest known word (case counts), or nothing when none is close."""
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def nearest(word: str, candidates: Iterable[str], n: int = 3, cutoff: float = 0.6) -> list[str]:

@@ -8,7 +8,6 @@ from here, so `import pytest_tom.engine` stays light.
 from __future__ import annotations
 
 from pytest_tom.engine.cache import CACHE_SCHEMA_VERSION, ResponseCache, cache_key
-from pytest_tom.engine.engine import Engine, EngineStats, ModelResolver, ProgressCallback, error_record
+from pytest_tom.engine.engine import Engine, ProgressCallback, error_record
 
-__all__ = ["CACHE_SCHEMA_VERSION", "Engine", "EngineStats", "ModelResolver", "ProgressCallback", "ResponseCache", "cache_key",
-           "error_record"]
+__all__ = ["CACHE_SCHEMA_VERSION", "Engine", "ProgressCallback", "ResponseCache", "cache_key", "error_record"]

@@ -218,10 +218,7 @@ class Engine:
         by_model: dict[str, list[Request]] = {}
         for r in requests:
             by_model.setdefault(r.model, []).append(r)
-        answers: dict[str, Response] = {}
-        for name, reqs in by_model.items():
-            answers.update(self._answer_one_model(name, reqs))
-        return answers
+        return {k: v for name, reqs in by_model.items() for k, v in self._answer_one_model(name, reqs).items()}
 
     def _answer_one_model(self, name: str, requests: list[Request]) -> dict[str, Response]:
         main = name == MODEL_UNDER_TEST

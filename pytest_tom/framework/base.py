@@ -6,7 +6,6 @@ and run layer do.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from abc import ABC, abstractmethod
@@ -21,6 +20,7 @@ from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
 from pytest_tom.request import Request, Response
 from pytest_tom.sample import Sample
+from pytest_tom.suggest import closest_hint
 
 E = TypeVar("E")
 
@@ -155,9 +155,7 @@ class Benchmark(ABC, Generic[E]):
         known = {o.name: o for o in self.options}
         unknown = sorted(set(given) - set(known))
         if unknown:
-            close = difflib.get_close_matches(unknown[0], list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TomConfigError(f"{self.name} has no setting {unknown[0]!r}{hint}; known settings: "
+            raise TomConfigError(f"{self.name} has no setting {unknown[0]!r}{closest_hint(unknown[0], known)}; known settings: "
                                  f"{', '.join(sorted(known)) or 'none'}")
         self.settings: dict[str, Any] = {o.name: o.convert(self.name, given.get(o.name, o.default)) for o in self.options}
 

@@ -4,12 +4,11 @@ Each benchmark ships `pytest_tom/evals/<benchmark>/reference.csv` with the colum
 
 - `model`: the model as the paper's table names it (`GPT-4o`, `GPT-4 0613 (June)`); chain-of-thought or other
   protocol variants are not part of the name but of `settings`.
-- `settings`: the benchmark settings under which our run follows that table's protocol, written as
-  `--tom-set` names them (`tombench.prompt=cot;tombench.aggregation=paper`), `;`-separated. A row applies to a run
-  only when every one of its settings has that value in the run's rendered settings, so a CoT row is never set beside
-  a vanilla run. Empty: it applies whatever the settings.
-- `metric`: the dotted key of our typed `Metric` that measures what the paper's column measures
-  (`languages.en.tasks.fbt.accuracy`).
+- `settings`: the settings under which our run follows that table's protocol, as `--tom-set` names them
+  (`tombench.prompt=cot;tombench.aggregation=paper`). A row applies where each has that value in the run's rendered
+  settings (a CoT row never sits beside a vanilla run); one it does not name does not matter, so a setting added to a
+  benchmark later never retires a row.
+- `metric`: the dotted key of our typed `Metric` for the paper's column (`languages.en.tasks.fbt.accuracy`).
 - `value`: the paper's number in the unit of our metric. Our accuracies are shares in [0, 1] (unit `rate`), so a
   paper's `90.8` (%) is stored as `0.908`: the decimal point moved, no digit changed. FANToM reports percentages
   (unit `percent`, upstream's `round(v, 3) * 100`), so its rows keep the paper's numbers as printed.
@@ -29,14 +28,8 @@ What the shipped files hold, and why some protocol details are not row settings:
 - ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
 - Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
 
-A run shows the rows of the models `--tom-reference` names (`beside`), and says why a model has none (`missing`):
-the rows apply to a run when their own settings are a subset of the run's, so a setting added to a benchmark later
-never retires a row.
-
-Rows are never computed: a number that is not printed in a table is not here. Reading is strict (unknown or missing
-column, empty field, a value that is not a number, a setting not of this benchmark, a duplicate (model, settings,
-metric)), and every error names the file, the line and the field, because a wrong reference row would silently
-mislead every comparison drawn from it.
+Rows are never computed: a number that is not printed in a table is not here. Reading is strict, and every error names
+the file, the line and the field, because a wrong reference row would silently mislead every comparison drawn from it.
 """
 
 from __future__ import annotations
@@ -78,9 +71,7 @@ class ReferenceRow:
 
 def _text(value: Any) -> str:
     """A rendered setting as the CSV writes it: bools as `true`/`false`, the rest as `str` gives them."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def parse_settings(text: str, benchmark: str) -> tuple[tuple[str, str], ...]:
@@ -146,14 +137,9 @@ def parse_reference(text: str, benchmark: str, path: object = "<text>") -> list[
     return rows
 
 
-def reference_path(benchmark: str) -> Path:
-    """Where the package keeps `benchmark`'s reference file (which may not exist for a third-party benchmark)."""
-    return EVALS / benchmark / "reference.csv"
-
-
 def load_reference(benchmark: str, path: Path | None = None) -> list[ReferenceRow]:
-    """`benchmark`'s shipped rows (or those of `path`); none when the benchmark ships no file."""
-    path = path or reference_path(benchmark)
+    """`benchmark`'s shipped rows (or those of `path`); none when the benchmark ships no file (a third-party one)."""
+    path = path or EVALS / benchmark / "reference.csv"
     if not path.is_file():
         return []
     return parse_reference(path.read_text(encoding="utf-8"), benchmark, path)
@@ -165,20 +151,10 @@ def select(rows: Sequence[ReferenceRow], model: str, run_settings: Mapping[str, 
     return [r for r in rows if r.model.casefold() == wanted and r.applies(run_settings)]
 
 
-def models(rows: Sequence[ReferenceRow]) -> list[str]:
-    """The model names the rows hold, in file order, once each: what a `--tom-reference` error can suggest."""
-    return list(dict.fromkeys(r.model for r in rows))
-
-
 @functools.lru_cache(maxsize=32)
 def shipped(benchmark: str) -> tuple[ReferenceRow, ...]:
     """`benchmark`'s shipped rows, read once per process (the summary, the report and the gates all ask)."""
     return tuple(load_reference(benchmark))
-
-
-def same_model(a: str, b: str) -> bool:
-    """Whether two spellings name one published model (`gpt-4o` is the tables' `GPT-4o`)."""
-    return a.strip().casefold() == b.strip().casefold()
 
 
 def missing(rows: Sequence[ReferenceRow], model: str, benchmark: str, run_settings: Mapping[str, Any]) -> str:
@@ -187,7 +163,7 @@ def missing(rows: Sequence[ReferenceRow], model: str, benchmark: str, run_settin
     prompt=cot (published: prompt=vanilla)`). Naming the nearest protocol's differences, not every setting, says what
     to change.
     """
-    own = [r for r in rows if same_model(r.model, model)]
+    own = [r for r in rows if r.model.casefold() == model.strip().casefold()]
     if not own:
         return f"no published {model} row for {benchmark}"
     name = own[0].model
@@ -231,7 +207,8 @@ def check_names(wanted: Sequence[str], rows_by_benchmark: Mapping[str, Sequence[
     known = {r.model.casefold() for rows in rows_by_benchmark.values() for r in rows}
     unknown = [w for w in wanted if w.strip().casefold() not in known]
     if unknown:
-        names = "; ".join(f"{b}: {', '.join(models(rows)) or 'none shipped'}" for b, rows in rows_by_benchmark.items())
+        names = "; ".join(f"{b}: {', '.join(dict.fromkeys(r.model for r in rows)) or 'none shipped'}"
+                          for b, rows in rows_by_benchmark.items())
         raise TomConfigError(f"{flag}: no benchmark of this run has a published row for {', '.join(map(repr, unknown))} "
                              f"(names are case-insensitive). Published models: {names}")
 

@@ -5,8 +5,7 @@ reports as a `tom_gate` item and that the Markdown and JSON writers print.
 
 from __future__ import annotations
 
-from pytest_tom.gates.metrics import MetricData, gate_metrics, match
+from pytest_tom.gates.metrics import gate_metrics
 from pytest_tom.gates.result import GateResult
-from pytest_tom.gates.thresholds import Threshold, check_threshold, parse_threshold
 
-__all__ = ["GateResult", "MetricData", "Threshold", "check_threshold", "gate_metrics", "match", "parse_threshold"]
+__all__ = ["GateResult", "gate_metrics"]

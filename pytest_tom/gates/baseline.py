@@ -338,9 +338,3 @@ def _check_metric(path: Path, name: str, m: Mapping[str, Any], where: str) -> No
     if (mean is None) != (m["value"] is None) or (mean is not None and abs(mean - m["value"]) > 1e-6):
         raise _fail(path, f"metric {name!r} has value {m['value']!r} but its {len(values)} units average {mean!r}",
                     f"{where}.value")
-
-
-def baseline_from_dict(raw: Mapping[str, Any], *, path: str = "<memory>") -> Baseline:
-    """A baseline built in memory (`build_baseline`'s output), validated as a file would be."""
-    _validate(Path(path), raw)
-    return _parse(Path(path), raw)

@@ -19,6 +19,7 @@ from pytest_tom.gates.baseline import SAVE_OPTION, Baseline, BaselineSuite, Suit
 from pytest_tom.gates.metrics import match
 from pytest_tom.gates.result import GateResult
 from pytest_tom.gates.wording import points
+from pytest_tom.output.report import leaves
 from pytest_tom.record import Outcome, Verdict
 from pytest_tom.stats import Comparison, compare_paired, estimate_rate, gate
 
@@ -100,22 +101,12 @@ def parse_compare_rule(text: str, *, where: str = COMPARE_OPTION) -> CompareRule
     return CompareRule(pattern, drop, False, raw, drop_text)
 
 
-def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in settings.items():
-        if isinstance(value, Mapping) and value:
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], before: Mapping[str, Any] | None = None) -> list[str]:
     """Each setting that differs, as `name: old -> new` (nested settings by dotted name; JSON forms compared). A setting
     `old` lacks and `before` names (added by a later version) is read as what runs did before it existed.
     """
-    a = _flat(json.loads(json.dumps(dict(old), default=str)))
-    b = _flat(json.loads(json.dumps(dict(new), default=str)))
+    a = leaves(json.loads(json.dumps(dict(old), default=str)))
+    b = leaves(json.loads(json.dumps(dict(new), default=str)))
     implied = {k: v for k, v in json.loads(json.dumps(dict(before or {}), default=str)).items() if k not in a and k in b}
     a |= implied
     unset = "(unset)"

@@ -5,13 +5,11 @@ Parsing lives here, free of pytest, so the same rules read from the command line
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomConfigError
-from pytest_tom.gates.thresholds import Threshold, parse_threshold
-from pytest_tom.settings import entry_lines
+from pytest_tom.gates.thresholds import Threshold
 
 DEFAULT_BASELINE = "tom-baseline.json"
 """Where `--tom-baseline-save` writes when given no path (and `--tom-baseline` reads by convention)."""
@@ -41,10 +39,6 @@ class GateConfig:
     def active(self) -> bool:
         """Whether this is a gate run by the options alone (a suite's own gates also make one)."""
         return bool(self.thresholds or self.baseline or self.save or self.compare)
-
-
-def parse_thresholds(values: Iterable[str], where: str) -> tuple[Threshold, ...]:
-    return tuple(parse_threshold(line, where=where) for line in entry_lines(values))
 
 
 def parse_rate(raw: str, flag: str, *, low: float = 0.0, high: float = 1.0) -> float:

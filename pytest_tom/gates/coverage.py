@@ -16,7 +16,7 @@ from typing import Any
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates.baseline import Baseline
-from pytest_tom.gates.compare import PARTIAL, CompareRule, check_settings, coverage_hint, unjudged_in
+from pytest_tom.gates.compare import CompareRule, check_settings, coverage_hint, unjudged_in
 from pytest_tom.gates.metrics import SuiteView, match
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Sample
@@ -118,6 +118,3 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
         hint = coverage_hint(rules[0] if len(rules) == 1 and not rules[0].partial else None)
         raise TomConfigError(f"{where} does not cover this run, so no question was asked:\n  - {listing}{more}\n{hint}")
     return notes
-
-
-__all__ = ["PARTIAL", "PlannedSuite", "check_coverage", "planned_metrics"]

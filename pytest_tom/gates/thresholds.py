@@ -136,10 +136,10 @@ def reference_problem(rule: Threshold, suites: Sequence[tuple[str, str, Mapping[
     model has no row there, only rows under other settings (`framework.reference.missing`), or none for the metrics the
     pattern names (then the metrics it has are listed).
     """
-    if any(applicable(rule, name, bench, settings, own=own) for name, bench, settings in suites):
-        return None
     why: list[str] = []
     for name, bench, settings in suites:
+        if applicable(rule, name, bench, settings, own=own):
+            return None
         rows = select(shipped(bench), rule.reference, settings)
         if not rows:
             why.append(missing(shipped(bench), rule.reference, bench, settings))
@@ -153,8 +153,8 @@ def reference_problem(rule: Threshold, suites: Sequence[tuple[str, str, Mapping[
 
 def reference_results(view: SuiteView, rules: Sequence[Threshold], own: Sequence[Threshold]) -> list[GateResult]:
     """The `ref:` rules (the command line's, then the suite's own) against this suite's reported metrics."""
-    pairs = [(rule, applicable(rule, view.name, view.benchmark.name, view.settings())) for rule in rules]
-    pairs += [(rule, applicable(rule, view.name, view.benchmark.name, view.settings(), own=True)) for rule in own]
+    pairs = [(rule, applicable(rule, view.name, view.benchmark.name, view.settings(), own=is_own))
+             for group, is_own in ((rules, False), (own, True)) for rule in group]
     if not any(rows for _, rows in pairs):
         return [_no_row(rule, f"suite {view.sid}") for rule in own]
     typed = view.reported()

@@ -120,14 +120,13 @@ def _reference(r: GateResult) -> str:
     if r.comparison is not None:
         return f"{_pct(r.comparison.base)} → {_pct(r.comparison.new)}"
     ref = r.details.get("reference")
+    bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
     if isinstance(ref, Mapping):
         unit = str(ref.get("unit"))
-        bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
         margin = f" {ref['margin']} = {_in_unit(ref.get('required'), unit)}" if ref.get("margin") else ""
         return (f"{_OPS.get(r.op, _text(r.op))} {_text(str(ref.get('model')))} {_in_unit(ref.get('value'), unit)}"
                 f"{_text(margin)}{bound} ({_text(str(ref.get('source')))})")
     if r.threshold is not None:
-        bound = "" if r.bound == "point" else f" ({_text(r.bound)} bound)"
         return f"{_OPS.get(r.op, _text(r.op))} {_pct(r.threshold)}{bound}"
     return "—"
 

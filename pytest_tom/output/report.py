@@ -79,7 +79,7 @@ def build_report(records: Sequence[Record], derived: Sequence[DerivedRecord], su
 
 
 def leaves(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """The report's nested `metrics` object flat, by the dotted key a `Metric` has (`languages.en.task_avg`)."""
+    """A nested object (the report's `metrics`, a suite's settings) flat, by dotted key (`languages.en.task_avg`)."""
     out: dict[str, Any] = {}
     for key, value in tree.items():
         if isinstance(value, Mapping) and value:

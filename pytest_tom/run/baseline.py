@@ -2,7 +2,8 @@
 `--tom-baseline-save[=PATH]` stores this run; `--tom-baseline=PATH` compares with a stored run under the
 `--tom-compare-fail` rules; `--tom-baseline-update` rewrites it, never failing. What can make a comparison meaningless
 is checked before the first model request: the file at configure time (`load_for_run`), and after selection whether it
-covers the selected items with the same data and settings (`check_before_run`, `gates.coverage`).
+covers the selected items with the same data and settings (`check_before_run`, `gates.coverage`); so is a published
+row for each `--tom-reference` model and `ref:` threshold: a usage error now, not an empty comparison after the run.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_tom.errors import TomError
-from pytest_tom.gates.baseline import Baseline, SuiteRun, build_baseline, describe_missing, load_baseline, write_baseline
+from pytest_tom.errors import TomConfigError, TomError
+from pytest_tom.framework.reference import check_names, shipped
+from pytest_tom.gates.baseline import SuiteRun, build_baseline, describe_missing, load_baseline, write_baseline
 from pytest_tom.gates.compare import CompareRule, compare, parse_compare_rule
 from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.gates.result import GateResult
+from pytest_tom.gates.thresholds import parse_threshold, reference_problem
 from pytest_tom.output.report import version
 
 if TYPE_CHECKING:
@@ -43,21 +46,25 @@ def load_for_run(tom: TomSession) -> None:
     tom.baseline = load_baseline(cfg.baseline)
 
 
+def _selected(items: Sequence[Any]) -> dict[str, list[Any]]:
+    """The selected question items by suite id, suites in the order of their first item."""
+    from pytest_tom.engine.suites import LoadedSuite
+
+    out: dict[str, list[Any]] = {}
+    for it in items:
+        if isinstance(getattr(it, "suite", None), LoadedSuite) and hasattr(it, "sample") and hasattr(it, "tom_key"):
+            out.setdefault(it.suite.sid, []).append(it)
+    return out
+
+
 def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
     """The suites of the selected items as a comparison will see them: names, settings, data, each metric's units. Named
     as `run.gates.suite_views` names them; a group counts only when all its members are selected (otherwise it is
     skipped, never judged on part of its members).
     """
-    from pytest_tom.engine.suites import LoadedSuite
-
-    suites: dict[str, LoadedSuite] = {}
-    samples: dict[str, list[Any]] = {}
-    for it in items:
-        suite = getattr(it, "suite", None)
-        if isinstance(suite, LoadedSuite) and hasattr(it, "sample") and hasattr(it, "tom_key"):
-            suites.setdefault(suite.sid, suite)
-            samples.setdefault(suite.sid, []).append(it.sample)
-    selected = {suite.key(s.id) for sid, suite in suites.items() for s in samples[sid]}
+    chosen = _selected(items)
+    suites = {sid: its[0].suite for sid, its in chosen.items()}
+    selected = {it.tom_key for its in chosen.values() for it in its}
     derived: dict[str, list[Any]] = {}
     for it in items:
         if hasattr(it, "derived") and it.suite.sid in suites and all(k in selected for k in it.member_keys()):
@@ -65,7 +72,7 @@ def planned_suites(items: Sequence[Any]) -> list[PlannedSuite]:
     return [PlannedSuite(
         name=name, benchmark=suite.benchmark.name,
         settings=dict(suite.info.get("settings") or {}), data_fingerprint=str(suite.info.get("data_fingerprint") or ""),
-        metrics=planned_metrics(suite.benchmark, samples[sid], derived.get(sid, [])),
+        metrics=planned_metrics(suite.benchmark, [it.sample for it in chosen[sid]], derived.get(sid, [])),
         group_metrics=frozenset(d.kind for d in derived.get(sid, [])), settings_before=suite.benchmark.settings_before())
         for (sid, suite), name in zip(suites.items(), suite_labels(list(suites)), strict=True)]
 
@@ -77,15 +84,31 @@ def suite_labels(sids: Sequence[str]) -> list[str]:
 
 
 def check_before_run(tom: TomSession, items: Sequence[Any]) -> None:
-    """After selection, before any model request: does the baseline cover the selected items? TomConfigError if not.
-    Notes on a partial comparison (a `:partial` rule, or --tom-baseline-update) go to the end of the run.
+    """Does the baseline cover the selected items, and has every wanted published model and `ref:` rule (the command
+    line's or a suite's own) a row in them? TomConfigError if not, named as the gates name them. Notes on a partial
+    comparison (a `:partial` rule, or --tom-baseline-update) go to the end of the run.
     """
-    baseline: Baseline | None = tom.baseline
-    if baseline is None:
-        return
     cfg = tom.options.gates
-    tom.notes.extend(f"pytest-tom: {note}" for note in check_coverage(
-        baseline, planned_suites(items), rules(tom), force=cfg.force, lenient=cfg.update))
+    if tom.baseline is not None:
+        tom.notes.extend(f"pytest-tom: {note}" for note in check_coverage(
+            tom.baseline, planned_suites(items), rules(tom), force=cfg.force, lenient=cfg.update))
+    suites = [its[0].suite for its in _selected(items).values()]
+    if not suites:
+        return
+    entries = [(name, s.benchmark.name, dict(s.info.get("settings") or {}))
+               for name, s in zip(suite_labels([s.sid for s in suites]), suites, strict=True)]
+    published = {bench: shipped(bench) for _, bench, _ in entries}
+    if tom.options.references:
+        check_names(tom.options.references, published)
+    checks = [("--tom-threshold", rule, entries) for rule in cfg.thresholds]
+    checks += [(f"suite {s.sid} gates", parse_threshold(text), [entry])
+               for entry, s in zip(entries, suites, strict=True) for text in s.info.get("gates") or ()]
+    for where, rule, scope in checks:
+        if rule.reference:
+            check_names([rule.reference], published, flag=f"{where} {rule.text!r}")
+            problem = reference_problem(rule, scope, own=where != "--tom-threshold")
+            if problem is not None:
+                raise TomConfigError(f"{where}: {problem}")
 
 
 def suite_runs(views: Sequence[SuiteView], noise_flip_rate: float | None = None) -> list[SuiteRun]:

@@ -53,6 +53,9 @@ class RunStopped(pytest.exit.Exception):  # type: ignore[name-defined,misc]
     `ERROR: pytest-tom: ...` line, exit status 4).
     """
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message, returncode=pytest.ExitCode.USAGE_ERROR)
+
 
 def _model_under_test(tom_model: Model) -> None:
     """Declares, through its signature, the fixture every question item needs."""
@@ -164,11 +167,6 @@ def _mark(name: str) -> pytest.MarkDecorator:
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
-def stop_run(message: str) -> RunStopped:
-    """The same configuration message on every item would help nobody: stop the run once (see `RunStopped`)."""
-    return RunStopped(message, returncode=pytest.ExitCode.USAGE_ERROR)
-
-
 class _TomItem(pytest.Function):
     """A pytest-tom item: requests `tom_model` like a test function, reports its own failure text."""
 
@@ -204,7 +202,7 @@ class _TomItem(pytest.Function):
         (An exit on a worker reads as a crash on the controller; a stop request is what xdist hands on.)
         """
         if tom_session(self.config).worker is None:
-            raise stop_run(message) from None
+            raise RunStopped(message) from None
         self.session.shouldstop = message
         raise TomConfigError(message) from None
 

@@ -129,11 +129,8 @@ def derived_failure(config: pytest.Config, verdict: DerivedRecord, source: str) 
     summary = lines[0]
     if detail(config) == SHORT and len(lines) > 1:
         failed = list(verdict.failed_members)
-        if failed:
-            more = f" (+{len(failed) - 8} more)" if len(failed) > 8 else ""
-            lines = [summary, f"  failed: {', '.join(failed[:8])}{more}"]
-        else:
-            lines = [summary]
+        more = f" (+{len(failed) - 8} more)" if len(failed) > 8 else ""
+        lines = [summary, f"  failed: {', '.join(failed[:8])}{more}"] if failed else [summary]
     return located(config, summary, source, lines)
 
 

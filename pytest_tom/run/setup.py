@@ -203,9 +203,9 @@ def tom_model(request: pytest.FixtureRequest) -> Iterator[Model]:
     try:
         model = tom_session(request.config).default_model()
     except TomError as exc:
-        from pytest_tom.run.collect import stop_run
+        from pytest_tom.run.collect import RunStopped
 
-        raise stop_run(f"pytest-tom: {exc}") from None
+        raise RunStopped(f"pytest-tom: {exc}") from None
     yield model
     model.close()
 
@@ -260,9 +260,8 @@ class TomHooks:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         """Draw --tom-sample after -m/-k (and say when -m names no mark); refuse a baseline that does not cover the
         selected items, or a published model or `ref:` threshold with no row for them, before any model request
-        (`run.baseline`, `run.reference`): in one process a usage error now, on an xdist worker
-        (where raising here reads as a crash) the first item stops the run with the message. On a worker, hand derived
-        items over.
+        (`run.baseline`): in one process a usage error now, on an xdist worker (where raising here reads as a crash) the
+        first item stops the run with the message. On a worker, hand derived items over.
         """
         before = config.stash.get(_BEFORE_SELECTION, None)
         if before is not None:
@@ -275,11 +274,9 @@ class TomHooks:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
         from pytest_tom.run.baseline import check_before_run
-        from pytest_tom.run.reference import check_references
 
         try:
             check_before_run(self.tom, items)
-            check_references(self.tom, items)
         except TomConfigError as exc:
             if self.tom.worker is None:
                 raise pytest.UsageError(f"pytest-tom: {exc}") from None

@@ -15,15 +15,14 @@ from pytest_tom.evals.tombench.data import ABILITIES, TASK_ORDER
 from pytest_tom.framework.base import Benchmark, DataSource
 from pytest_tom.framework.reference import (
     COLUMNS,
+    EVALS,
     ReferenceRow,
     beside,
     check_names,
     load_reference,
     missing,
-    models,
     parse_names,
     parse_reference,
-    reference_path,
     select,
 )
 from pytest_tom.models import make_model
@@ -81,7 +80,8 @@ def test_a_row_is_selected_by_model_case_insensitively_and_only_where_the_run_fo
     assert select(rows, "gpt-4o", {"prompt": "vanilla", "tries": 1}) == []
     assert select(rows, "gpt-4o", {"tries": 5}) == []  # a setting the run does not name never matches
     assert [r.line for r in select(rows, "other", {})] == [4]  # no settings: any run
-    assert models(rows) == ["GPT-4o", "Other"]
+    with pytest.raises(TomConfigError, match=r"Published models: tombench: GPT-4o, Other$"):  # file order, once each
+        check_names(["gpt-5"], {"tombench": rows})
 
 
 def test_a_bool_setting_matches_its_rendered_words() -> None:
@@ -100,7 +100,7 @@ SHIPPED = ("fantom", "simpletom", "tombench", "tomato", "tomvalley", "hitom")
 
 @pytest.mark.parametrize("bench", SHIPPED)
 def test_every_shipped_file_loads_and_names_only_settings_the_benchmark_has(bench: str) -> None:
-    assert reference_path(bench).is_file()
+    assert (EVALS / bench / "reference.csv").is_file()
     rows = load_reference(bench)
     cls: type[Benchmark[Any]] = load_target(BUILTIN[bench])  # type: ignore[assignment]
     options = {o.name: o for o in cls.options}

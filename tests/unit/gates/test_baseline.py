@@ -15,7 +15,6 @@ from pytest_tom.gates import gate_metrics
 from pytest_tom.gates.baseline import (
     Baseline,
     SuiteRun,
-    baseline_from_dict,
     build_baseline,
     data_fingerprint,
     describe_missing,
@@ -28,6 +27,7 @@ from pytest_tom.output.report import schema
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
+from tests.helpers.baselines import baseline_from_dict
 
 SETTINGS = {"protocol": "vanilla", "tries": 1, "decoding": {"temperature": 0.0}}
 FP = "sha256:" + "a" * 64

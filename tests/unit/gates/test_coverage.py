@@ -12,11 +12,12 @@ import pytest
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates import gate_metrics
-from pytest_tom.gates.baseline import SuiteRun, baseline_from_dict, build_baseline, load_baseline, max_bytes
+from pytest_tom.gates.baseline import SuiteRun, build_baseline, load_baseline, max_bytes
 from pytest_tom.gates.compare import parse_compare_rule
 from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Sample, Story
+from tests.helpers.baselines import baseline_from_dict
 
 FP = "sha256:" + "a" * 64
 SETTINGS = {"tries": 1}
