@@ -45,6 +45,8 @@ class BenchmarkOption:
     help: str
     choices: tuple[str, ...] = ()
     kind: type = str
+    many: bool = False
+    """Whether a comma list of choices is one value (`languages=en,zh`); otherwise exactly one choice is allowed."""
     before: str | None = None
     """For a setting added after 0.1.0: the rendered value that reproduces what runs did before it existed, so a
     baseline saved without it is compared as if it had this value (and refused only if the run's value differs)."""
@@ -68,6 +70,9 @@ class BenchmarkOption:
             bad = [v for v in values if v not in self.choices]
             if bad:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: {bad[0]!r} is not one of "
+                                     f"{', '.join(self.choices)}")
+            if len(values) > 1 and not self.many:  # else a run would silently read "vanilla,cot" as one of them
+                raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: one value only, one of "
                                      f"{', '.join(self.choices)}")
         return value
 

@@ -77,7 +77,8 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
                     "Extra answer options of the authors' code after (A)/(B) of every question (and of the reminder): "
                     f"either ((C) {EXTRA_OPTIONS['either']}), neither ((C) {EXTRA_OPTIONS['neither']}) or "
                     "either,neither ((C) either, (D) neither); none: the paper and the released run. Picking one is "
-                    "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS), before="none"),
+                    "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS), many=True,
+                    before="none"),
     BenchmarkOption("max_new_tokens", "0", f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or "
                     f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int),
     stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '

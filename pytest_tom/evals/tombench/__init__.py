@@ -31,7 +31,7 @@ class ToMBench(Benchmark[ToMBenchExtra]):
     robustness = "pytest_tom.evals.tombench.strategies:PERTURBABLE"
     description = "ToMBench: 2,860 bilingual multiple-choice items, 8 tasks, 31 abilities (Chen et al., ACL 2024)"
     options = (
-        BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh")),
+        BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh"), many=True),
         BenchmarkOption("prompt", "vanilla", "Official prompt: vanilla or chain-of-thought.", choices=("vanilla", "cot")),
         BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int),
         BenchmarkOption("permutations", "random", "Option orders: random (official), cyclic (each option once per "

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import pytest
 
 from pytest_tom.evals import BUILTIN
+from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.base import Benchmark, Facet
 
 
@@ -139,3 +140,21 @@ def test_settings_added_after_0_1_0_say_what_runs_did_before_them() -> None:
 
     assert FANToM.settings_before() == {"evaluator": "2023"}
     assert SimpleToM.settings_before() == {"cot_mental_state": "false", "extra_options": "none"}
+
+
+@pytest.mark.parametrize(("bench", "setting"), [("tomato", "prompt"), ("tombench", "prompt"), ("hitom", "gold"),
+                                                ("fantom", "evaluator"), ("simpletom", "layout")])
+def test_a_one_value_setting_refuses_a_list(bench: str, setting: str) -> None:
+    from pytest_tom.evals import Registry
+
+    cls = Registry().get(bench)
+    option = next(o for o in cls.options if o.name == setting)
+    with pytest.raises(TomConfigError, match="one value only"):
+        cls({setting: ",".join(option.choices[:2])})
+
+
+def test_list_settings_still_take_lists() -> None:
+    from pytest_tom.evals import Registry
+
+    assert Registry().get("tombench")({"languages": "zh,en"}).languages == ("zh", "en")
+    assert Registry().get("fantom")({"contexts": "short,full"}).contexts == ("short", "full")
