@@ -12,8 +12,8 @@ from typing import NamedTuple
 
 import pytest
 
-from pytest_tom.evals import BUILTIN
 from pytest_tom.errors import TomConfigError
+from pytest_tom.evals import BUILTIN
 from pytest_tom.framework.base import Benchmark, Facet
 
 
