@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.tiny_models import smollm2_tokenizer
 
-from pytest_tom.errors import TomDependencyError
 from pytest_tom.framework.base import DataSource
 from pytest_tom.models._chat import TokenizedChat
 
@@ -74,18 +74,7 @@ _PREFIX = re.compile(r"^\s*[A-D]\s*[.．、:：]")
 @pytest.fixture(scope="module")
 def chat():  # type: ignore[no-untyped-def]
     """SmolLM2's own tokenizer and template, with `generation_prompt=false` (`hf:smollm2?generation_prompt=false`)."""
-    from transformers import AutoTokenizer
-
-    from pytest_tom.models.hf.gguf import converted_dir_for, is_converted, smollm2_gguf
-
-    try:
-        folder = converted_dir_for(smollm2_gguf())
-    except TomDependencyError as exc:
-        pytest.skip(str(exc))
-    if not is_converted(folder):
-        pytest.skip(f"SmolLM2 is not converted under {folder.parent} (set TOM_MODEL_DIR to a kept model folder)")
-    return TokenizedChat(AutoTokenizer.from_pretrained(folder), chat_template="auto", system="auto",
-                         generation_prompt=False)
+    return TokenizedChat(smollm2_tokenizer(), chat_template="auto", system="auto", generation_prompt=False)
 
 
 def official(chat: TokenizedChat, system: str | None, user: str, **kw: Any) -> Any:

@@ -8,8 +8,9 @@ today's prompts and hashes (so every cached answer stays valid).
 from __future__ import annotations
 
 import pytest
+from helpers.tiny_models import smollm2_tokenizer
 
-from pytest_tom.errors import TomConfigError, TomDependencyError
+from pytest_tom.errors import TomConfigError
 from pytest_tom.models._chat import ChatFormatter, TokenizedChat
 from pytest_tom.models._common import parse_spec
 from pytest_tom.request import Message
@@ -26,17 +27,7 @@ DICTS = [m.to_dict() for m in MESSAGES]
 @pytest.fixture(scope="module")
 def tokenizer():  # type: ignore[no-untyped-def]
     """SmolLM2-135M-Instruct's tokenizer from the converted folder under $TOM_MODEL_DIR (skipped when absent)."""
-    from transformers import AutoTokenizer
-
-    from pytest_tom.models.hf.gguf import converted_dir_for, is_converted, smollm2_gguf
-
-    try:
-        folder = converted_dir_for(smollm2_gguf())
-    except TomDependencyError as exc:
-        pytest.skip(str(exc))
-    if not is_converted(folder):
-        pytest.skip(f"SmolLM2 is not converted under {folder.parent} (set TOM_MODEL_DIR to a kept model folder)")
-    return AutoTokenizer.from_pretrained(folder)
+    return smollm2_tokenizer()
 
 
 def chat(tokenizer, generation_prompt: bool = True, system: str = "auto") -> TokenizedChat:  # type: ignore[no-untyped-def]
