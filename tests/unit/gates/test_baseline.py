@@ -27,7 +27,7 @@ from pytest_tom.output.report import schema
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
-from tests.helpers.baselines import baseline_from_dict
+from helpers.baselines import baseline_from_dict
 
 SETTINGS = {"protocol": "vanilla", "tries": 1, "decoding": {"temperature": 0.0}}
 FP = "sha256:" + "a" * 64

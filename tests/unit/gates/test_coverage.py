@@ -17,7 +17,7 @@ from pytest_tom.gates.compare import parse_compare_rule
 from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Sample, Story
-from tests.helpers.baselines import baseline_from_dict
+from helpers.baselines import baseline_from_dict
 
 FP = "sha256:" + "a" * 64
 SETTINGS = {"tries": 1}
