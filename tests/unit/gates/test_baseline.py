@@ -9,6 +9,7 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
+from helpers.baselines import baseline_from_dict
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.gates import gate_metrics
@@ -27,7 +28,6 @@ from pytest_tom.output.report import schema
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Conversation, Sample, Story
 from pytest_tom.stats import holm
-from helpers.baselines import baseline_from_dict
 
 SETTINGS = {"protocol": "vanilla", "tries": 1, "decoding": {"temperature": 0.0}}
 FP = "sha256:" + "a" * 64

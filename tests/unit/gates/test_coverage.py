@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.baselines import baseline_from_dict
 
 from pytest_tom.derived import Derived
 from pytest_tom.errors import TomConfigError
@@ -17,7 +18,6 @@ from pytest_tom.gates.compare import parse_compare_rule
 from pytest_tom.gates.coverage import PlannedSuite, check_coverage, planned_metrics
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.sample import Choice, Sample, Story
-from helpers.baselines import baseline_from_dict
 
 FP = "sha256:" + "a" * 64
 SETTINGS = {"tries": 1}
