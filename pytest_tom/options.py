@@ -40,6 +40,10 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
     (C.SEED_OPTION, "tom_seed", "Seed of --tom-sample (default 0); the same seed selects the same questions.", {"metavar": "N"}),
     (C.REPORT_OPTION, "tom_report", "Write a JSON report (metrics, per-item records, responses) to this file; "
      "checked before the run.", {"metavar": "PATH"}),
+    ("--tom-html", "tom_html", "Write one self-contained HTML page of the run (metric tables, charts per facet, "
+     "baseline differences and flips, robustness counterexamples, a searchable item table) to this file; needs "
+     "matplotlib (pip install 'pytest-tom[html]'). Rebuild it from a JSON report with python -m pytest_tom html.",
+     {"metavar": "PATH"}),
     (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {"metavar": "N"}),
     (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
      "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {"metavar": "N"}),
@@ -225,6 +229,21 @@ def check_report_path(path: Path, flag: str = C.REPORT_OPTION) -> None:
         raise TomConfigError(f"{flag}={path}: {problem}")
 
 
+def html_path(config: pytest.Config, root_dir: Path) -> Path | None:
+    """--tom-html's path, checked like the report's, and refused at once without matplotlib (before any model request)."""
+    raw = _value(config, "tom_html")
+    if not raw:
+        return None
+    path = root_dir / Path(str(raw)).expanduser()
+    check_report_path(path, "--tom-html")
+    from pytest_tom.output.html.charts import available
+
+    if not available():
+        raise TomConfigError(f"--tom-html={raw}: matplotlib is not installed; the HTML report draws its charts with it: "
+                             "pip install 'pytest-tom[html]'")
+    return path
+
+
 @dataclass(frozen=True, slots=True)
 class TomOptions:
     model: str | None
@@ -237,6 +256,8 @@ class TomOptions:
     seed: int
     report: Path | None
     batch_size: int | None
+    html: Path | None = None
+    """--tom-html: the self-contained HTML page (`pytest_tom.output.html`), written with the report."""
     max_errors: int = 0
     progress: str = "auto"
     """auto, on or off: the live request bar and one-time-work lines (`pytest_tom.run.progress`)."""
@@ -279,6 +300,7 @@ class TomOptions:
         report = root_dir / Path(str(raw_report)).expanduser() if raw_report else None
         if report is not None:
             check_report_path(report)
+        html = html_path(config, root_dir)
         settings = benchmark_settings(config, registry)
         return cls(
             gates=gate_config(config, root_dir), model=_value(config, "tom_model"), benchmarks=benchmarks,
@@ -288,7 +310,7 @@ class TomOptions:
             seed=_int(config, "tom_seed", C.SEED_OPTION, minimum=None) or 0, max_errors=max_errors,
             progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
-            references=parse_names(_value(config, "tom_reference")),
+            references=parse_names(_value(config, "tom_reference")), html=html,
         )
 
 

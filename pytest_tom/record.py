@@ -53,6 +53,8 @@ class Record:
     suite: str = ""
     """Id of the suite that produced it (set by the run layer)."""
     nodeid: str = ""
+    prompt: str = ""
+    """What the model was first asked, as text (the engine sets it): the HTML report shows it beside the answer."""
 
     @property
     def passed(self) -> bool:
@@ -78,7 +80,7 @@ class Record:
             "score": self.score, "parsed": self.parsed, "gold": self.gold, "responses": list(self.responses),
             "request_keys": list(self.request_keys), "parse_rate": self.parse_rate, "details": dict(self.details),
             "message": self.message,
-        } | {k: v for k, v in (("suite", self.suite), ("nodeid", self.nodeid)) if v}
+        } | {k: v for k, v in (("suite", self.suite), ("nodeid", self.nodeid), ("prompt", self.prompt)) if v}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Record:
@@ -87,7 +89,7 @@ class Record:
             score=d.get("score"), parsed=d.get("parsed"), gold=d.get("gold"), responses=tuple(d.get("responses") or ()),
             request_keys=tuple(d.get("request_keys") or ()), parse_rate=float(d.get("parse_rate", 1.0)),
             details=dict(d.get("details") or {}), message=str(d.get("message", "")), suite=str(d.get("suite", "")),
-            nodeid=str(d.get("nodeid", "")),
+            nodeid=str(d.get("nodeid", "")), prompt=str(d.get("prompt", "")),
         )
 
 

@@ -75,6 +75,15 @@ def _flush_on_sigterm(cache: ResponseCache | None) -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def prompt_text(request: Request) -> str:
+    """A request's messages as one text (a lone message as itself, else each under its role), and the continuations
+    a loglikelihood request scores: what the HTML report shows as the item's prompt.
+    """
+    msgs = request.messages
+    text = msgs[0].content if len(msgs) == 1 else "\n\n".join(f"[{m.role}]\n{m.content}" for m in msgs)
+    return text + "".join(f"\n[continuation] {c}" for c in request.choices)
+
+
 def error_record(sample: Sample[Any], message: str, request_keys: Sequence[str] = ()) -> Record:
     """The record of a question that has no answer: an ERROR, never scored, with the reason."""
     return Record.of(sample, Outcome.ERROR, request_keys=tuple(request_keys), parse_rate=0.0, message=message)
@@ -118,6 +127,8 @@ class Engine:
         self.progress = progress
         self.stats = EngineStats()
         self.responses: dict[str, Response] = {}
+        self._prompts: dict[str, str] = {}
+        """Per program key, the text of its first request to the model under test, until its record is made."""
         """Every response of the model under test, by request key (the report's replay table)."""
         self._resolve_scoring = scoring_models
         self._models: dict[str, Model] = {MODEL_UNDER_TEST: model}
@@ -194,20 +205,25 @@ class Engine:
             # An API failure is an error, never an answer: the program never sees it.
             program.close()
             more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            results[key] = error_record(sample, f"model error: {errors[0]}{more}", keys_seen[key])
+            results[key] = error_record(sample, f"model error: {errors[0]}{more}", keys_seen[key]).replace(
+                prompt=self._prompts.pop(key, ""))
             return
         try:
             reqs = next(program) if responses is None else program.send(list(responses))
         except StopIteration as stop:
             record: Record = stop.value
-            results[key] = record.replace(request_keys=tuple(keys_seen[key]))
+            results[key] = record.replace(request_keys=tuple(keys_seen[key]), prompt=self._prompts.pop(key, ""))
             return
         except Exception as exc:  # a scoring bug must cost one item, never the whole planning unit
             results[key] = error_record(
-                sample, f"{sample.benchmark} could not score {sample.id}: {type(exc).__name__}: {exc}", keys_seen[key])
+                sample, f"{sample.benchmark} could not score {sample.id}: {type(exc).__name__}: {exc}", keys_seen[key]
+            ).replace(prompt=self._prompts.pop(key, ""))
             return
         reqs = list(reqs)
         keys_seen[key].extend(r.key for r in reqs if r.model == MODEL_UNDER_TEST)
+        first = next((r for r in reqs if r.model == MODEL_UNDER_TEST and r.messages), None)
+        if first is not None and key not in self._prompts:
+            self._prompts[key] = prompt_text(first)
         pending[key] = reqs
 
     def _scoring_stats(self, name: str) -> dict[str, float]:

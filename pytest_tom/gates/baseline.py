@@ -59,6 +59,8 @@ class BaselineItem:
     outcome: Outcome
     message: str = ""
     facets: Mapping[str, str] = field(default_factory=dict)
+    answer: Any = None
+    """The parsed answer (absent from baselines saved before it was stored): the HTML flip list shows both answers."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ def _message(result: Record | DerivedRecord) -> dict[str, str]:
 
 
 def _suite_dict(run: SuiteRun) -> dict[str, Any]:
-    items = {r.sample_id: {"outcome": r.outcome.value, **_message(r), "facets": dict(r.facets)} for r in run.records}
+    items = {r.sample_id: {"outcome": r.outcome.value, **_message(r), "facets": dict(r.facets),
+                           **({"answer": r.parsed} if r.parsed is not None else {})} for r in run.records}
     derived = {d.derived_id: {"kind": d.kind, "verdict": d.verdict.value, **_message(d)} for d in run.derived}
     metrics = {name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
                       "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
@@ -314,7 +317,7 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
             _check_metric(path, name, m, f"{where}.metrics.{name}")
             metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
                                        m.get("description", ""), bool(m["higher_is_better"]))
-        items = {k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})))
+        items = {k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})), v.get("answer"))
                  for k, v in s["items"].items()}
         derived = {k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()}
         suites[s["id"]] = BaselineSuite(s["id"], s["benchmark"], dict(s["settings"]), s["data_fingerprint"], items, derived,

@@ -291,8 +291,9 @@ def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseli
     worse = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y < x if higher else y > x)]
     better = [uid for uid, x, y in zip(ids, base_values, new_values, strict=True) if (y > x if higher else y < x)]
     units = _current_units(run, metric)
-    worse_rows = [{"id": uid, **units.get(uid, {})} for uid in worse]
-    better_rows = [{"id": uid, "baseline_message": _base_message(base, metric, uid)} for uid in better]
+    worse_rows = [{"id": uid, **units.get(uid, {}), **_base_answer(base, uid)} for uid in worse]
+    better_rows = [{"id": uid, "baseline_message": _base_message(base, metric, uid), **_base_answer(base, uid)}
+                   for uid in better]
     direction = "drop" if higher else "rise"
     noise = f"; noise floor {c.noise_flip_rate:.1%} flips ({noise_source})" if c.noise_flip_rate else ""
     verdict = (f"REGRESSION: worse than the baseline by more than the tolerated {direction}" if c.regressed
@@ -328,6 +329,12 @@ def _current_units(run: SuiteRun, metric: str) -> dict[str, dict[str, str]]:
     else:
         rows = [(r.sample_id, r.nodeid, r.message) for r in run.records]
     return {uid: {"message": _clip(message, 300), **({"nodeid": nodeid} if nodeid else {})} for uid, nodeid, message in rows}
+
+
+def _base_answer(base: BaselineSuite, uid: str) -> dict[str, Any]:
+    """The baseline's parsed answer of a flipped question, where the baseline stored one."""
+    item = base.items.get(uid)
+    return {"baseline_answer": item.answer} if item is not None and item.answer is not None else {}
 
 
 def _base_message(base: BaselineSuite, metric: str, uid: str) -> str:

@@ -1,8 +1,8 @@
-"""--tom-reference in pytest-html's report: the published rows beside this run's numbers, as the "pytest-tom" block of
-its summary section. A pure function of the JSON report's `reference` fields and the suites' typed metrics, the same
-data the Markdown's "Published rows beside <suite>" table is built from (`output.render.reference_cells`), so the two
-always agree. pytest-html inserts the text as raw HTML (`|safe` in its template): everything taken from the data is
-escaped here, since a model's name or a note could hold `<` or `&`.
+"""pytest-tom in pytest-html's report: each suite's paper metrics (the "pytest-tom-metrics" block of its summary section)
+and, with --tom-reference, the published rows beside this run's numbers (the "pytest-tom" block). Pure functions of the
+suites' typed metrics and the JSON report's `reference` fields, the same data the Markdown's tables are built from
+(`output.render`), so the two always agree. pytest-html inserts the text as raw HTML (`|safe` in its template):
+everything taken from the data is escaped here, since a model's name or a note could hold `<` or `&`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,24 @@ from html import escape
 from typing import Any
 
 from pytest_tom.framework.metric import Metric
-from pytest_tom.output.render import reference_cells
+from pytest_tom.output.render import by_table, reference_cells, value_text
 
 COLUMNS = ("model", "metric", "this run", "published", "source")
 """The table's columns, as in the Markdown's."""
+
+
+def metrics_html(metrics: Sequence[tuple[str, Sequence[Metric]]]) -> str | None:
+    """The "pytest-tom-metrics" block: per suite, its printed metrics by paper table, formatted by unit with intervals as
+    in the terminal and the Markdown (`render.value_text`). None when no suite has a metric to print.
+    """
+    parts = []
+    for suite, typed in metrics:
+        rows = [f"<tr><td>{escape(table)}</td><td>{escape(m.label)}</td><td>{escape(value_text(m))}</td></tr>"
+                for table, shown in by_table(typed).items() for m in shown]
+        if rows:
+            parts.append(f"<h4>Metrics of {escape(suite)}</h4><table class=\"pytest-tom-summary\"><thead><tr><th>table</th>"
+                         f"<th>metric</th><th>value</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return '<div class="pytest-tom-metrics"><h3>pytest-tom metrics</h3>' + "".join(parts) + "</div>" if parts else None
 
 
 def reference_html(metrics: Sequence[tuple[str, Sequence[Metric]]], references: Mapping[str, Mapping[str, Any]]) -> str | None:

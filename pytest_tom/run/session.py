@@ -185,7 +185,8 @@ class TomSession:
         """Write the report if one was asked for; None, or the one line saying why it was not written. Never raises: the
         terminal summary and the final counts come after this hook, and a traceback here would take them with it.
         """
-        problem = self._write_markdown()
+        problems = [p for p in (self._write_markdown(), self._write_html()) if p]
+        problem = "\n".join(problems) or None
         path = self.options.report
         if path is None:
             return problem
@@ -199,6 +200,21 @@ class TomSession:
         except Exception as exc:  # noqa: BLE001 - disk full, a race on the path, a metric that breaks JSON
             return f"pytest-tom: ERROR: the report was not written to {path}: {_why_not_written(path, exc)}"
         return problem
+
+    def _write_html(self) -> str | None:
+        """Write --tom-html, the page of the report (`output.html`); never raises, like the report."""
+        path = self.options.html
+        if path is None:
+            return None
+        from pytest_tom.output.html import write_html
+
+        try:
+            report = self.report()
+            if report is not None:
+                write_html(path, report)
+        except Exception as exc:  # noqa: BLE001 - one line, never a lost summary
+            return f"pytest-tom: ERROR: the HTML report was not written to {path}: {_why_not_written(path, exc)}"
+        return None
 
     def _write_markdown(self) -> str | None:
         """Append the gates' Markdown summary to --tom-markdown (GitHub's $GITHUB_STEP_SUMMARY); never raises."""

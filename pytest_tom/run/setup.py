@@ -171,7 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(XdistController(tom), "pytest-tom-xdist")
     from pytest_tom.run.html_summary import register as register_html
 
-    register_html(config, tom)  # --tom-reference in pytest-html's report
+    register_html(config, tom)  # metrics and --tom-reference rows in pytest-html's report
 
 
 _BEFORE_SELECTION = pytest.StashKey[list[pytest.Item]]()

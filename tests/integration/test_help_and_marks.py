@@ -63,7 +63,7 @@ def test_help_shows_few_pytest_tom_options_and_no_per_benchmark_flag(pytester: p
     result = pytester.runpytest(*QUIET, "--help")
     options = [line.split()[0] for line in result.outlines if line.startswith("  --tom-")]
     ini_keys = [line.split()[0] for line in result.outlines if line.startswith("  tom_")]
-    assert 20 <= len(options) <= 27, options  # 27 with --tom-reference
+    assert 20 <= len(options) <= 28, options  # 27 with --tom-reference, 28 with --tom-html
     assert len(ini_keys) == len(options), ini_keys  # the deprecated ini keys are not registered for --help
     for bench in ("tombench", "fantom", "simpletom", "tomato", "tomvalley"):
         assert f"--tom-{bench}-" not in result.stdout.str() and f"tom_{bench}_" not in result.stdout.str(), bench
@@ -186,9 +186,9 @@ def test_all_is_the_user_backends_and_dev_is_what_the_tests_need() -> None:
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     extras = project["optional-dependencies"]
-    assert extras["all"] == ["pytest-tom[hf,openai,embed]"]
+    assert extras["all"] == ["pytest-tom[hf,openai,embed,html]"]
     dev = " ".join(extras["dev"])
-    for tool in ("pytest-tom[serve]", "pytest-xdist", "jsonschema", "hypothesis", "mypy", "ruff"):
+    for tool in ("pytest-tom[serve]", "pytest-xdist", "jsonschema", "hypothesis", "mypy", "ruff", "playwright"):
         assert tool in dev
     from pytest_tom.evals import Registry
 
