@@ -11,7 +11,7 @@ of inline JavaScript, so opening the page requests nothing from anywhere.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -33,7 +33,11 @@ def write_html(path: Path, report: Mapping[str, Any]) -> None:
     write_atomic(path, render_page(json.loads(json.dumps(report, ensure_ascii=False, allow_nan=False))))
 
 
-def render_page(report: Mapping[str, Any]) -> str:
+BenchmarkFor = Callable[[Mapping[str, Any]], "Benchmark[Any] | None"]
+"""A report's suite entry -> its benchmark, to recompute the typed metrics (`benchmark_of` unless a test gives its own)."""
+
+
+def render_page(report: Mapping[str, Any], benchmark_for: BenchmarkFor | None = None) -> str:
     """The whole page: run header, gates, then per suite its metrics, charts, flips, counterexamples and items."""
     model = report.get("model") or {}
     title = f"pytest-tom: {model.get('uri') or 'run'}"
@@ -47,7 +51,7 @@ def render_page(report: Mapping[str, Any]) -> str:
     body.insert(1, f"<nav>{nav}</nav>" if len(suites) > 1 else "")
     for suite in suites:
         mine = [g for g in gates if owner[id(g)] == suite["id"]]
-        body.append(_suite(report, suite, mine))
+        body.append(_suite(report, suite, mine, benchmark_for or benchmark_of))
     text = resources.files("pytest_tom").joinpath("output/html/page.html").read_text(encoding="utf-8")
     return Template(text).substitute(title=escape(title), body="\n".join(b for b in body if b))
 
@@ -112,19 +116,19 @@ def _gates(gates: Sequence[Mapping[str, Any]]) -> str:
             + _table(["gate", "verdict", "why"], rows) + "</section>")
 
 
-def _suite(report: Mapping[str, Any], suite: Mapping[str, Any], gates: Sequence[Mapping[str, Any]]) -> str:
+def _suite(report: Mapping[str, Any], suite: Mapping[str, Any], gates: Sequence[Mapping[str, Any]],
+           benchmark_for: BenchmarkFor) -> str:
     sid = str(suite["id"])
     items = [i for i in report.get("items") or () if i.get("suite", "") == sid]
     parts = [f'<section class="suite" id="suite-{escape(sid, True)}"><h2>{escape(sid)} '
              f'<small>({escape(str(suite.get("benchmark")))}, {suite.get("n_items", 0)} questions)</small></h2>',
-             _metrics(report, suite), *_facet_charts(suite), _differences(gates), _flips(gates, items),
+             _metrics(report, suite, benchmark_for(suite)), *_facet_charts(suite), _differences(gates), _flips(gates, items),
              _counterexamples([g for g in report.get("groups") or () if g.get("suite") == sid]), _items(items)]
     return "\n".join(p for p in parts if p) + "</section>"
 
 
-def _metrics(report: Mapping[str, Any], suite: Mapping[str, Any]) -> str:
+def _metrics(report: Mapping[str, Any], suite: Mapping[str, Any], bench: Benchmark[Any] | None) -> str:
     """The paper's metric tables, formatted by unit as in the terminal (`render.value_text`), intervals included."""
-    bench = benchmark_of(suite)
     if bench is None:
         return f"<p class=error>metrics unavailable: benchmark {escape(str(suite.get('benchmark')))} could not be rebuilt</p>"
     try:
@@ -247,7 +251,7 @@ def _items(items: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for i in items:
         raw = next((r for r in i.get("responses") or () if r is not None), "")
-        answer = escape(_text(i.get("parsed"))) + (f"<br><small>{_long(str(raw), 60)}</small>" if raw else "")
+        answer = escape(_text(i.get("parsed"))) + (f'<div class="raw">{_long(str(raw), 60)}</div>' if raw else "")
         marks = " ".join(f"<code>{escape(f'{k}={v}')}</code>" for k, v in (i.get("facets") or {}).items())
         outcome = str(i.get("outcome"))
         rows.append(_row([escape(str(i.get("qid"))), _long(str(i.get("prompt") or i.get("message") or "")), answer,

@@ -74,8 +74,10 @@ def _short(label: str, limit: int = 48) -> str:
 
 
 def _svg(fig: Any) -> str:
-    """The figure as an `<svg>` element (no XML prolog or doctype: it goes inside the HTML), without a date."""
+    """The figure as an `<svg>` element (no XML prolog or doctype: it goes inside the HTML), without the metadata block
+    (a date would make every page differ; the creator's address is the only URL the page would hold besides namespaces).
+    """
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None})
+    fig.savefig(buf, format="svg", metadata=dict.fromkeys(("Date", "Creator", "Format", "Type")))
     text = buf.getvalue()
     return text[text.index("<svg"):].strip()

@@ -673,3 +673,16 @@ def test_model_for_and_fingerprint() -> None:
     assert engine.model_for("embed:a") is resolve.model("embed:a") and len(resolve.built) == 1
     with pytest.raises(LookupError, match="no scoring model 'embed:x' is configured"):
         Engine(model).model_for("embed:x")
+
+
+def test_a_record_keeps_the_text_of_its_first_request_as_its_prompt() -> None:
+    def chat() -> Program:
+        first = yield [Request(messages=(Message("system", "be brief"), Message("user", "where is <the> ball?")))]
+        yield [req("follow-up")]
+        return record("x", parsed=first[0].text)
+
+    results = Engine(EchoModel()).run({"x": (sample("x"), chat()), "y": single("y", "alone")})
+    assert results["x"].prompt == "[system]\nbe brief\n\n[user]\nwhere is <the> ball?"
+    assert results["y"].prompt == "alone"  # a lone message is itself
+    assert Record.from_dict(results["x"].to_dict()).prompt == results["x"].prompt  # it travels with the record
+    assert "prompt" not in record("z").to_dict()  # a record with none adds no field

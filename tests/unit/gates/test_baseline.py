@@ -397,3 +397,17 @@ def test_settings_diff_reads_a_setting_added_later_as_what_runs_did_before() -> 
         'evaluator: "2023" (saved before this setting existed) -> "2024"']
     assert settings_diff({"evaluator": "2024"}, {"evaluator": "2024"}, before) == []  # a saved value wins
     assert settings_diff({}, {"other": "x"}, before) == ['other: (unset) -> "x"']  # no `before`: still refused
+
+
+def test_the_baseline_keeps_each_parsed_answer_and_flips_carry_it() -> None:
+    base_recs = [r.replace(parsed="A" if r.outcome is C else "B") for r in records([C, X, C, X])]
+    base = baseline_of(run(base_recs))
+    assert base.suites["tb"].items["q0000"].answer == "A" and base.suites["tb"].items["q0001"].answer == "B"
+    [result] = compare(base, [run(records([X, C, C, X]))], [parse_compare_rule("tb.accuracy")])
+    worse, better = result.details["right_to_wrong"], result.details["wrong_to_right"]
+    assert [(f["id"], f["baseline_answer"]) for f in worse] == [("q0000", "A")]
+    assert [(f["id"], f["baseline_answer"]) for f in better] == [("q0001", "B")]
+    unparsed = baseline_of(run(records([C, X])))  # nothing parsed: no answer stored, none listed
+    assert unparsed.suites["tb"].items["q0000"].answer is None
+    [result] = compare(unparsed, [run(records([X, C]))], [parse_compare_rule("tb.accuracy")])
+    assert "baseline_answer" not in result.details["right_to_wrong"][0]

@@ -43,3 +43,16 @@ def test_notes_alone_give_no_table_and_nothing_at_all_gives_no_block() -> None:
     assert text is not None and "<table" not in text and parse(text).texts["li"] == [NOTE]
     assert reference_html(METRICS, {"tombench": {"rows": [], "notes": []}}) is None
     assert reference_html(METRICS, {}) is None
+
+
+def test_the_metrics_block_lists_each_suite_by_paper_table_with_intervals() -> None:
+    from pytest_tom.output.html_summary import metrics_html
+
+    metrics = [("tom<bench>", [Metric(("acc",), 0.5, "accuracy", "rate", "overall", interval=(0.25, 0.75), n=8),
+                               Metric(("ids",), (), "ids", "list")]), ("empty", [])]
+    text = metrics_html(metrics)
+    assert text is not None
+    block = parse(text, "pytest-tom-metrics")
+    assert block.texts["h4"] == ["Metrics of tom<bench>"]  # escaped in the page, the text itself read back
+    assert block.rows == [["table", "metric", "value"], ["overall", "accuracy", "50.0 [25.0, 75.0] (n=8)"]]
+    assert metrics_html([("empty", [])]) is None
