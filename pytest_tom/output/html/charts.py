@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 STYLE: Any = {"svg.fonttype": "none", "svg.hashsalt": "pytest-tom", "font.size": 9, "font.family": "sans-serif",
-         "axes.spines.top": False, "axes.spines.right": False}
-"""Deterministic, small SVG in a neutral style."""
+         "axes.spines.top": False, "axes.spines.right": False, "text.parse_math": False}
+"""Deterministic, small SVG in a neutral style; labels are data, never mathtext (a `$` in a facet value is a `$`)."""
 
 BAR, BAD, LINE = "#4c72b0", "#c44e52", "#555555"
 

@@ -82,6 +82,14 @@ def test_every_text_from_the_data_is_escaped() -> None:
     assert any(NASTY in cell for row in items.rows for cell in row)  # shown as text, exactly
 
 
+def test_chart_labels_are_escaped_data_never_markup_or_mathtext() -> None:
+    rep = report()
+    rep["suites"][0]["tables"][1]["rows"][0]["facets"] = {"language": "<en> & $x^2$"}
+    svg = page(rep).split("<svg", 1)[1]
+    assert "&lt;en&gt; &amp; $x^2$ (n=2)" in re.findall(r"<text[^>]*>([^<]*)</text>", svg)  # drawn as it is
+    assert "<en>" not in svg
+
+
 def test_a_chart_per_facet_table_and_the_paper_metrics() -> None:
     text = page(report())
     assert text.count("<svg") == 1 and "Accuracy by language" in text  # Toy has one summary facet table
