@@ -172,3 +172,17 @@ def test_without_matplotlib_tom_html_is_a_usage_error_before_any_model_request(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--tom-html=page.html: matplotlib is not installed*pip install 'pytest-tom[[]html[]]'*"])
     assert "collected" not in result.stdout.str() and not (pytester.path / "page.html").exists()
+
+
+def test_a_page_that_cannot_be_written_is_one_error_line_and_a_failed_run(
+        pytester: pytest.Pytester, tom_args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_tom.run.setup import REPORT_NOT_WRITTEN
+
+    def full(path: Path, report: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pytest_tom.output.html.write_html", full)
+    result = pytester.runpytest(*tom_args, "--tom-model=random", "--tom-threshold=tombench.accuracy>=0", "--tom-html=page.html",
+                                "--tom-report=report.json")
+    result.stdout.fnmatch_lines(["pytest-tom: ERROR: the HTML report was not written to *page.html: No space left on device"])
+    assert result.ret == REPORT_NOT_WRITTEN and (pytester.path / "report.json").exists()  # the JSON report still is
