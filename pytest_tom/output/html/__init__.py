@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -176,15 +177,19 @@ def _differences(gates: Sequence[Mapping[str, Any]]) -> str:
     compared = [g for g in gates if g.get("comparison")]
     if not compared:
         return ""
-    bars, margins = [], set()
+    bars = []
     for g in compared:
         d, sign = g["comparison"]["diff"], 1 if (g.get("details") or {}).get("higher_is_better", True) else -1
         lo, hi = sorted((sign * 100 * d["low"], sign * 100 * d["high"]))
-        bars.append(Bar(str(g["metric"]), sign * 100 * d["point"], lo, hi, bad=not g.get("passed")))
-        margins.add(-100 * float(g["comparison"].get("margin") or 0.0))
-    line = min(margins) + 0.0  # no "-0.0"
-    svg = bar_chart(bars, xlabel="change from the baseline, points (positive: better; interval 95%)", line=line,
-                    line_label=f"gate: largest drop tolerated ({line:+.1f} pts)")
+        bars.append(Bar(str(g["metric"]), sign * 100 * d["point"], lo, hi, bad=not g.get("passed"),
+                        mark=-100 * float(g["comparison"].get("margin") or 0.0) + 0.0))  # + 0.0: no "-0.0"
+    xlabel = "change from the baseline, points (positive: better; interval 95%)"
+    if len({b.mark for b in bars}) == 1:  # one threshold for all: a line across
+        line = bars[0].mark
+        svg = bar_chart([replace(b, mark=None) for b in bars], xlabel=xlabel, line=line,
+                        line_label=f"gate: largest drop tolerated ({line:+.1f} pts)")
+    else:
+        svg = bar_chart(bars, xlabel=xlabel, line_label="gate: largest drop tolerated by each")
     return _figure("Paired differences from the baseline", svg)
 
 

@@ -31,6 +31,8 @@ class Bar:
     high: float
     bad: bool = False
     """Drawn in the warning colour (a regression, a failing gate)."""
+    mark: float | None = None
+    """This bar's own threshold, drawn as a tick on it (where bars have different ones)."""
 
 
 def available() -> bool:
@@ -43,7 +45,7 @@ def available() -> bool:
 def bar_chart(bars: Sequence[Bar], *, xlabel: str, xlim: tuple[float, float] | None = None,
               line: float | None = None, line_label: str = "") -> str:
     """Horizontal bars with their intervals as error bars, first bar on top; `line` draws a vertical reference (the gate's
-    threshold) labelled in the legend. Returns the `<svg>` element.
+    threshold) labelled above the plot, and each bar's `mark` a tick of the same colour. Returns the `<svg>` element.
     """
     import matplotlib
     from matplotlib.figure import Figure
@@ -63,6 +65,10 @@ def bar_chart(bars: Sequence[Bar], *, xlabel: str, xlim: tuple[float, float] | N
         if line is not None:
             ax.axvline(line, color=BAD, linestyle="--", linewidth=1)
             ax.set_title(f"- - - {line_label}", loc="right", fontsize=8, color=BAD)
+        marked = [(b.mark, y) for b, y in zip(bars, ys, strict=True) if b.mark is not None]
+        if marked:
+            ax.scatter([m for m, _ in marked], [y for _, y in marked], marker="|", s=300, linewidths=2, color=BAD, zorder=3)
+            ax.set_title(f"| {line_label}", loc="right", fontsize=8, color=BAD)
         ax.axvline(0, color=LINE, linewidth=0.6)
         ax.grid(axis="x", linewidth=0.3, alpha=0.5)
         fig.tight_layout()

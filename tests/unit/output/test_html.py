@@ -111,6 +111,14 @@ def test_a_baseline_gate_draws_the_differences_and_lists_the_flips_with_both_ans
     assert "FAIL" in gates.rows[1] and "1 of 1 gates failed" in text
 
 
+def test_gates_with_different_margins_each_get_their_own_threshold_tick() -> None:
+    other = {**baseline_gate(passed=True), "name": "toy.other:baseline", "metric": "toy.other"}
+    other["comparison"] = {**other["comparison"], "margin": 0.05}
+    text = page(report(gates=[baseline_gate(), other]))
+    assert "largest drop tolerated by each" in text and "largest drop tolerated (" not in text
+    assert text.count("<svg") == 2  # still one chart of the differences, a bar per gate
+
+
 def test_robustness_counterexamples_show_original_and_perturbed_side_by_side() -> None:
     message = ("invariance rename broken on q1 after 3 perturbation(s); minimal example (1 edit(s)): Anne -> Beth\n"
                "  original:  'A' (right)\n  perturbed: 'B' (wrong)\n"
