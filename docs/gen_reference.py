@@ -210,8 +210,7 @@ def options_page(facts: Facts) -> str:
                 "keyword of `pytest_tom.suite(...)`. `pytest --tom-set list` prints the same.\n",
                 *settings,
                 "## Deprecated spellings\n\nStill accepted for one release, with a `TomDeprecationWarning`; hidden "
-                "from `--help`.\n\n<details><summary>Every deprecated flag and ini key</summary>\n\n" + legacy
-                + "\n</details>\n")
+                "from `--help`.\n\n" + legacy)
 
 
 def markers(facts: Facts) -> dict[str, str]:
@@ -297,8 +296,8 @@ def metrics_page(runs: Sequence[FixtureRun]) -> str:
             parts.append(f"### {esc(name) or 'Other'}\n\n" + table(["Key", "Label", "Unit"], rows))
         quiet = [m for m in run.metrics if not m.label]
         if quiet:
-            parts.append(f"### In the JSON report only\n\n<details><summary>{len(quiet)} keys</summary>\n\n"
-                         + table(["Key", "Unit"], [[code(m.name), esc(m.unit)] for m in quiet]) + "\n</details>\n")
+            parts.append("### In the JSON report only\n\nNot printed (no label): details, counts and settings.\n\n"
+                         + table(["Key", "Unit"], [[code(m.name), esc(m.unit)] for m in quiet]))
         parts.append("### Gate metrics\n\nFor `--tom-threshold` and `--tom-compare-fail`, as "
                      f"`{run.benchmark}.<name>` (shell globs allowed).\n\n"
                      + table(["Name", "Description", "Better"],
@@ -326,7 +325,8 @@ def models_page(facts: Facts) -> str:
     for scheme in backends:
         factory = backends.get(scheme)
         usage = USAGE.get(scheme) if backends.is_builtin(scheme) else None
-        doc = inspect.getdoc(factory) or ""
+        module = inspect.getmodule(factory) if usage else None  # a built-in backend's module says what it is
+        doc = inspect.getdoc(factory) or (inspect.getdoc(module) if module else None) or ""
         text = [f"## `{scheme}:`\n", f"Form: {code(usage, cell=False)}\n" if usage else "A third-party backend.\n"]
         if doc:
             text.append(esc(doc.split("\n\n")[0]) + "\n")
@@ -392,8 +392,7 @@ def schema_page() -> str:
         parts = [f"## {esc(schema.get('title', file.name))} (`{file.name}`)\n", esc(schema.get("description", "")) + "\n"]
         parts.append(_fields(schema_fields(schema)))
         parts += [f"### `{name}`\n\n" + _fields(schema_fields(node)) for name, node in schema.get("$defs", {}).items()]
-        parts.append("<details><summary>The schema</summary>\n\n```json\n" + json.dumps(schema, indent=2)
-                     + "\n```\n\n</details>\n")
+        parts.append(f"### The schema file\n\n```json\n{json.dumps(schema, indent=2)}\n```\n")
         sections.append("\n".join(parts))
     return page("JSON report schema", "The files `--tom-report` and `--tom-baseline-save` write validate against these "
                 "schemas (shipped in `pytest_tom/schema/`). A type named like a `$defs` entry is described under it.",
