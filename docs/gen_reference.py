@@ -345,8 +345,13 @@ def models_page(facts: Facts) -> str:
 def _type(node: Mapping[str, Any]) -> str:
     if "$ref" in node:
         return str(node["$ref"]).rsplit("/", 1)[-1]
+    if "const" in node:
+        return f"always {json.dumps(node['const'])}"
     if "enum" in node:
         return "one of " + ", ".join(json.dumps(v) for v in node["enum"])
+    for word in ("oneOf", "anyOf"):
+        if isinstance(node.get(word), list):
+            return " or ".join(_type(n) for n in node[word])
     kind = node.get("type", "any")
     text = " or ".join(kind) if isinstance(kind, list) else str(kind)
     items, values = node.get("items"), node.get("additionalProperties")
@@ -358,7 +363,8 @@ def _type(node: Mapping[str, Any]) -> str:
 
 
 def _limits(node: Mapping[str, Any]) -> str:
-    words = [f"{k} {node[k]}" for k in ("minimum", "maximum", "minItems", "maxItems", "pattern") if k in node]
+    words = [f"{k} {node[k]}" for k in ("minimum", "maximum", "minItems", "maxItems") if k in node]
+    words += [f"pattern `{node['pattern']}`"] if "pattern" in node else []
     return ", ".join(words)
 
 
@@ -391,7 +397,9 @@ def schema_page() -> str:
         schema = json.loads(file.read_text(encoding="utf-8"))
         parts = [f"## {esc(schema.get('title', file.name))} (`{file.name}`)\n", esc(schema.get("description", "")) + "\n"]
         parts.append(_fields(schema_fields(schema)))
-        parts += [f"### `{name}`\n\n" + _fields(schema_fields(node)) for name, node in schema.get("$defs", {}).items()]
+        for name, node in schema.get("$defs", {}).items():
+            rows = schema_fields(node) or [("(the value)", _type(node), True, _limits(node))]  # a plain value: its type
+            parts.append(f"### `{name}`\n\n" + _fields(rows))
         parts.append(f"### The schema file\n\n```json\n{json.dumps(schema, indent=2)}\n```\n")
         sections.append("\n".join(parts))
     return page("JSON report schema", "The files `--tom-report` and `--tom-baseline-save` write validate against these "
@@ -407,9 +415,9 @@ def hookspecs() -> list[tuple[str, str, dict[str, Any], str]]:
     for name, fn in inspect.getmembers(module, inspect.isfunction):
         if name.startswith("pytest_") and fn.__module__ == module.__name__:
             opts = {k: v for k, v in (getattr(fn, "pytest_spec", None) or {}).items() if v}
-            params = ", ".join(f"{p.name}: {p.annotation}" for p in inspect.signature(fn).parameters.values())
-            returns = inspect.signature(fn).return_annotation
-            out.append((name, f"{name}({params}) -> {returns}", opts, inspect.getdoc(fn) or ""))
+            sig = inspect.signature(fn)  # annotations are strings (postponed): shown as written, unquoted
+            params = ", ".join(f"{p.name}: {p.annotation}" for p in sig.parameters.values())
+            out.append((name, f"{name}({params}) -> {sig.return_annotation}", opts, inspect.getdoc(fn) or ""))
     return out
 
 
@@ -424,16 +432,12 @@ def hooks_page() -> str:
                 *sections)
 
 
-def strategies() -> list[Any]:
+def strategies_page() -> str:
     from pytest_tom.robustness.base import registry
 
     known = registry()
-    return [known.get(name) for name in known]
-
-
-def strategies_page() -> str:
     rows = [[code(s.name), esc(s.kind), esc(", ".join(s.fields)), esc(", ".join(s.benchmarks).replace("*", "any")),
-             esc(s.doc)] for s in strategies()]
+             esc(s.doc)] for s in map(known.get, known)]
     return page("Robustness strategies", "The names `--tom-robustness` takes (comma-separated, or `all`): hypothesis "
                 "searches each question's perturbations for one that changes the model's answer. An *invariance* must "
                 "keep the answer; a *counterfactual* changes the gold with the story.",
@@ -459,12 +463,10 @@ def generate(plugins: Sequence[object] = (), fixtures: Path = FIXTURES) -> dict[
 
 def write(outdir: Path, plugins: Sequence[object] = ()) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate(plugins).items():
-        path = outdir / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    pages = generate(plugins)
+    for name, text in pages.items():
+        (outdir / name).write_text(text, encoding="utf-8")
+    return [outdir / name for name in pages]
 
 
 def on_files(files: Any, config: Any) -> Any:
