@@ -51,7 +51,7 @@ def esc(text: object) -> str:
     line = " ".join(str(text).split())
     out, at = [], 0
     for span in re.finditer(r"(`+)(?!`).+?(?<!`)\1(?!`)", line):  # a code span: a backtick run closed by as many
-        out += [_prose(line[at:span.start()]), span.group(0).replace("|", "\\|")]
+        out += [_prose(line[at:span.start()]), span.group(0)]  # Python-Markdown's tables never split a code span
         at = span.end()
     return "".join([*out, _prose(line[at:])])
 
@@ -60,11 +60,11 @@ def _prose(text: str) -> str:
     return re.sub(r"([\\*_\[\]|])", r"\\\1", html.escape(text, quote=False))
 
 
-def code(text: object, cell: bool = True) -> str:
-    """A code span that survives any content: backticks, and pipes in a table `cell`."""
-    value = str(text).replace("|", "\\|") if cell else str(text)
-    fence = "``" if "`" in value else "`"
-    return f"{fence} {value} {fence}" if fence == "``" else f"`{value}`"
+def code(text: object) -> str:
+    """A code span that survives backticks in its text (pipes need nothing: see `esc`)."""
+    value = str(text)
+    fence = "`" * (max(map(len, re.findall("`+", value)), default=0) + 1)  # longer than any backtick run inside
+    return f"{fence} {value} {fence}" if len(fence) > 1 else f"`{value}`"
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -327,7 +327,7 @@ def models_page(facts: Facts) -> str:
         usage = USAGE.get(scheme) if backends.is_builtin(scheme) else None
         module = inspect.getmodule(factory) if usage else None  # a built-in backend's module says what it is
         doc = inspect.getdoc(factory) or (inspect.getdoc(module) if module else None) or ""
-        text = [f"## `{scheme}:`\n", f"Form: {code(usage, cell=False)}\n" if usage else "A third-party backend.\n"]
+        text = [f"## `{scheme}:`\n", f"Form: {code(usage)}\n" if usage else "A third-party backend.\n"]
         if doc:
             text.append(esc(doc.split("\n\n")[0]) + "\n")
         opts = scheme_options(factory)

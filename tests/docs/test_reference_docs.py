@@ -33,7 +33,7 @@ from pytest_tom.robustness import resolve
 REPO = Path(__file__).resolve().parents[2]
 GENERATOR = REPO / "docs" / "gen_reference.py"
 
-pytestmark = pytest.mark.slow  # pytest and the fixture runs start several times (about 30 s in all)
+SLOW = pytest.mark.slow  # each starts pytest or the fixture runs (the page fixture about 10 s, a fixture report 15 s)
 
 
 def load_generator() -> ModuleType:
@@ -69,6 +69,7 @@ def sections(page: str) -> dict[str, str]:
     return {p.split("\n", 1)[0].strip(): p for p in parts}
 
 
+@SLOW
 def test_every_option_and_ini_key_of_pytest_help_is_listed_and_nothing_else(pages: dict[str, str], tmp_path: Path) -> None:
     shown = pytest_run(tmp_path, "--help")
     flags = set(re.findall(r"^\s+(--tom-[a-z-]+)", shown, flags=re.M))
@@ -80,6 +81,7 @@ def test_every_option_and_ini_key_of_pytest_help_is_listed_and_nothing_else(page
     assert set(rows.values()) == inis, "each with its ini key, and every ini key --help lists"
 
 
+@SLOW
 def test_every_benchmark_setting_is_listed_with_its_default_and_choices(pages: dict[str, str]) -> None:
     page = pages["options.md"]
     for cls in Registry().loadable():
@@ -92,6 +94,7 @@ def test_every_benchmark_setting_is_listed_with_its_default_and_choices(pages: d
                 assert choice.replace("_", "\\_") in row.group(1)
 
 
+@SLOW
 def test_every_mark_pytest_tom_registers_is_listed_under_its_benchmarks(pages: dict[str, str], tmp_path: Path) -> None:
     def marks(*args: str) -> set[str]:
         return set(re.findall(r"^@pytest\.mark\.([A-Za-z0-9_]+):", pytest_run(tmp_path, "--markers", *args), flags=re.M))
@@ -114,6 +117,7 @@ def flatten(tree: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[s
             yield ".".join((*prefix, key))
 
 
+@SLOW
 def test_every_metric_key_of_a_fixture_run_report_is_listed(pages: dict[str, str], tmp_path: Path) -> None:
     gen = load_generator()
     names = Registry().names()
@@ -132,6 +136,7 @@ def test_every_metric_key_of_a_fixture_run_report_is_listed(pages: dict[str, str
         assert not missing, f"{suite['benchmark']}: {missing[:5]}"
 
 
+@SLOW
 def test_every_model_scheme_and_each_option_its_parser_accepts_is_listed(pages: dict[str, str]) -> None:
     by_section = sections(pages["models.md"])
     registry = SchemeRegistry()
@@ -152,6 +157,7 @@ def test_every_model_scheme_and_each_option_its_parser_accepts_is_listed(pages: 
     assert checked, "no scheme's options were checked"
 
 
+@SLOW
 def test_every_hook_and_strategy_is_listed(pages: dict[str, str], pytestconfig: pytest.Config) -> None:
     hooks = [n for n in vars(pytestconfig.pluginmanager.hook) if n.startswith("pytest_tom_")]
     assert hooks
@@ -160,6 +166,7 @@ def test_every_hook_and_strategy_is_listed(pages: dict[str, str], pytestconfig: 
     assert listed == {s.name for s in resolve("all")}
 
 
+@SLOW
 def test_every_field_of_the_shipped_schemas_is_listed(pages: dict[str, str]) -> None:
     def names(node: Any) -> Iterator[str]:
         if isinstance(node, Mapping):
@@ -215,6 +222,7 @@ class ToyPlugin:
         registry.add("toymodel", lambda spec: MockModel())
 
 
+@SLOW
 def test_what_a_plugin_adds_appears_with_no_hand_edit(pages: dict[str, str]) -> None:
     before = pages
     after = load_generator().generate(plugins=[ToyPlugin()])
@@ -229,3 +237,35 @@ def test_what_a_plugin_adds_appears_with_no_hand_edit(pages: dict[str, str]) -> 
     assert "### Toy table 1" in metrics and "| `toy_score` | toy score | rate |" in metrics
     assert "| `accuracy` |" in metrics  # its gate metrics
     assert "## `toymodel:`" in after["models.md"] and "A third-party backend." in after["models.md"]
+
+
+@pytest.mark.parametrize("text", ["a|b <c> *d* _e_ [f](g) \\h & i", "use `x|y` or ``a`b`` as written", "10% <=0.3 **"])
+def test_a_cell_renders_exactly_its_text(text: str) -> None:
+    """Help texts are prose with code spans: a table cell shows them as written, in MkDocs' Markdown (tables on)."""
+    markdown = pytest.importorskip("markdown")
+    from html.parser import HTMLParser
+
+    gen = load_generator()
+    rendered = markdown.markdown(gen.table(["Prose", "Code"], [[gen.esc(text), gen.code(text)]]), extensions=["tables"])
+
+    class Cells(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.cells: list[str] = []
+            self.inside = False
+
+        def handle_starttag(self, tag: str, attrs: Any) -> None:
+            if tag == "td":
+                self.inside, self.cells = True, [*self.cells, ""]
+
+        def handle_endtag(self, tag: str) -> None:
+            self.inside = self.inside and tag != "td"
+
+        def handle_data(self, data: str) -> None:
+            if self.inside:
+                self.cells[-1] += data
+
+    cells = Cells()
+    cells.feed(rendered)
+    prose = re.sub(r"(`+) ?(.*?) ?\1", r"\2", text)  # what a reader sees: code spans without their backticks
+    assert cells.cells == [prose, text], rendered
