@@ -2,20 +2,16 @@
 
 Nothing here is a list of names: every row is read from what the plugin registers at run time, so a new option, mark,
 setting, scheme, hook or strategy appears with no hand edit, and a page cannot disagree with the code.
-
-- Options, ini keys and marks: pytest itself runs in-process (`pytest --markers` with `--tom-model=random`, which
-  registers every facet mark), and a probe plugin reads the real `pytest.Parser` the `pytest_addoption` hooks filled and
-  the markers `pytest_configure` registered. Benchmarks and model schemes come from the registries those hooks filled
-  (built-in, entry points and `pytest_tom_add_benchmarks`/`pytest_tom_add_backends` registrations alike).
+- Options, ini keys, marks: pytest runs in-process (`pytest --markers --tom-model=random`, which registers every facet
+  mark); a probe plugin reads the real `pytest.Parser` the `pytest_addoption` hooks filled, the markers
+  `pytest_configure` registered and the registries the pytest-tom hooks filled (built-in, entry points, plugins).
 - Metrics are computed from results, not declared: each benchmark runs on the bundled `fixtures/` with the seeded
-  `random` model, in-process through the request engine (a few seconds), and its typed `Metric`s and gate metrics are
-  listed.
-- The report schema, hook specifications and robustness strategies are read from `pytest_tom/schema/*.json`,
-  `pytest_tom.hookspecs` and the strategy registry.
-
-Used two ways: as a MkDocs hook (`hooks:` in mkdocs.yml; `on_files` adds the pages as generated files, nothing is
-written into docs/), and standalone, `python docs/gen_reference.py OUTDIR`, which writes the same pages into OUTDIR.
-A built-in hook rather than mkdocs-gen-files: one dependency fewer, and the pages are plain strings either way.
+  `random` model, in-process through the request engine (seconds); its typed `Metric`s and gate metrics are listed.
+- The report schema, hook specifications and robustness strategies: `pytest_tom/schema/*.json`, `pytest_tom.hookspecs`
+  and the strategy registry.
+Used as a MkDocs hook (`hooks:` in mkdocs.yml: `on_files` adds the pages as generated files, nothing is written into
+docs/), or standalone, `python docs/gen_reference.py OUTDIR`. A built-in hook rather than mkdocs-gen-files: one
+dependency fewer, and the pages are plain strings either way.
 """
 
 from __future__ import annotations
@@ -129,6 +125,8 @@ def collect(plugins: Sequence[object] = ()) -> Facts:
 
 @dataclass(frozen=True)
 class OptionRow:
+    """One `--tom-*` option: its names, `--help` group, ini key and type, registered default, what it takes, help."""
+
     flags: tuple[str, ...]
     group: str
     ini: str | None
@@ -153,16 +151,23 @@ def option_rows(facts: Facts) -> list[OptionRow]:
                 continue
             dest = attrs.get("dest")
             ini = dest if dest in inis else None
-            action = str(attrs.get("action") or "store")
-            kind = {"store_true": "flag", "append": f"{attrs.get('metavar') or 'VALUE'}, repeatable"}.get(
-                action, str(attrs.get("metavar") or "VALUE"))
+            action, metavar = _action(opt), str(attrs.get("metavar") or "VALUE")
+            kind = "flag" if action == "store_true" else metavar + (", repeatable" if action == "append" else "")
             if attrs.get("nargs") == "?":
                 kind = f"[{kind}] (optional value, default {attrs.get('const')})"
-            default = inis[ini][2] if ini else attrs.get("default")
-            rows.append(OptionRow(tuple(opt.names()), _title(group), ini,
-                                  str(inis[ini][1]) if ini else "", default, kind,
-                                  str(attrs.get("help") or "").replace("%%", "%")))
+            rows.append(OptionRow(tuple(opt.names()), _title(group), ini, str(inis[ini][1]) if ini else "",
+                                  inis[ini][2] if ini else attrs.get("default"), kind,
+                                  str(attrs.get("help") or "").replace("%%", "%")))  # argparse's %-escape
     return rows
+
+
+def _action(opt: Any) -> str:
+    """An option's argparse action: pytest 8 keeps the keyword as given, 9 only the argparse Action (its class says)."""
+    given = opt.attrs().get("action")
+    if isinstance(given, str):
+        return given
+    name = type(getattr(opt, "_action", None)).__name__
+    return {"_StoreTrueAction": "store_true", "_AppendAction": "append"}.get(name, "store")
 
 
 def _title(group: Any) -> str:
@@ -172,9 +177,7 @@ def _title(group: Any) -> str:
 
 
 def _default(value: Any) -> str:
-    if value is None or value == "" or value == []:
-        return "unset"
-    return code(json.dumps(value) if not isinstance(value, str) else value)
+    return "unset" if value in (None, "", []) else code(value if isinstance(value, str) else json.dumps(value))
 
 
 def deprecated_rows(facts: Facts) -> list[tuple[str, str, str]]:
@@ -290,8 +293,7 @@ def metrics_page(runs: Sequence[FixtureRun]) -> str:
             sections.append(head + f"Not generated: the fixtures did not run ({esc(run.error)}).\n")
             continue
         parts = [head + f"From {run.questions} fixture questions, settings `{given}`.\n"]
-        tables = dict.fromkeys(m.table for m in run.metrics if m.label)
-        for name in tables:
+        for name in dict.fromkeys(m.table for m in run.metrics if m.label):
             rows = [[code(m.name), esc(m.label), esc(m.unit)] for m in run.metrics if m.label and m.table == name]
             parts.append(f"### {esc(name) or 'Other'}\n\n" + table(["Key", "Label", "Unit"], rows))
         quiet = [m for m in run.metrics if not m.label]
@@ -424,8 +426,8 @@ def hookspecs() -> list[tuple[str, str, dict[str, Any], str]]:
 def hooks_page() -> str:
     sections = []
     for name, signature, opts, doc in hookspecs():
-        flags = ", ".join(f"{k}" for k in opts) or "plain"
-        sections.append(f"## `{name}`\n\n```python\ndef {signature}: ...\n```\n\nKind: {esc(flags)}.\n\n{esc(doc)}\n")
+        kind = esc(", ".join(opts) or "plain")
+        sections.append(f"## `{name}`\n\n```python\ndef {signature}: ...\n```\n\nKind: {kind}.\n\n{esc(doc)}\n")
     return page("Hooks", "Hooks pytest-tom offers to `conftest.py` files and plugins (declared in "
                 "`pytest_tom/hookspecs.py`); implement one as a function of the same name. A *historic* hook is also "
                 "called for an implementation registered later; a *firstresult* hook stops at the first non-None result.",
@@ -434,7 +436,6 @@ def hooks_page() -> str:
 
 def strategies_page() -> str:
     from pytest_tom.robustness.base import registry
-
     known = registry()
     rows = [[code(s.name), esc(s.kind), esc(", ".join(s.fields)), esc(", ".join(s.benchmarks).replace("*", "any")),
              esc(s.doc)] for s in map(known.get, known)]

@@ -211,9 +211,11 @@ class ToyPlugin:
     """A third-party plugin: an option with its ini key, a benchmark, a model scheme."""
 
     def pytest_addoption(self, parser: pytest.Parser) -> None:
-        parser.getgroup("tom").addoption("--tom-toy-extra", dest="tom_toy_extra", default=None, metavar="N",
-                                         help="A toy option a plugin added.")
+        group = parser.getgroup("tom")
+        group.addoption("--tom-toy-extra", dest="tom_toy_extra", default=None, metavar="N", help="A toy option: 50%% of N.")
         parser.addini("tom_toy_extra", help="Same as --tom-toy-extra.", default=None)
+        group.addoption("--tom-toy-flag", dest="tom_toy_flag", action="store_true", help="A toy flag.")
+        parser.addini("tom_toy_flag", help="Same as --tom-toy-flag.", type="bool", default=False)
 
     def pytest_tom_add_benchmarks(self, registry: Registry) -> None:
         registry.add(Toy)  # type: ignore[arg-type]
@@ -227,8 +229,8 @@ def test_what_a_plugin_adds_appears_with_no_hand_edit(pages: dict[str, str]) -> 
     before = pages
     after = load_generator().generate(plugins=[ToyPlugin()])
     assert "--tom-toy-extra" not in before["options.md"] and "toyref" not in before["marks.md"]
-    assert re.search(r"^\| `--tom-toy-extra` \| `tom_toy_extra` \| unset \| N .*\| A toy option a plugin added\. \|$",
-                     after["options.md"], flags=re.M)
+    assert "| `--tom-toy-extra` | `tom_toy_extra` | unset | N (ini: string) | A toy option: 50% of N. |" in after["options.md"]
+    assert "| `--tom-toy-flag` | `tom_toy_flag` | `false` | flag (ini: bool) | A toy flag. |" in after["options.md"]
     assert "| `toyref.level` | `low` | str | low, high | How hard the toy questions are. |" in after["options.md"]
     marks = sections(after["marks.md"])["toyref"]
     assert "| `toyref` | Toy reference benchmark. |" in marks
