@@ -81,6 +81,8 @@ class BenchmarkOption:
             if len(values) > 1 and not self.many:  # else a run would silently read "vanilla,cot" as one of them
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: one value only, one of "
                                      f"{', '.join(self.choices)}")
+            if values and not self.many:
+                value = values[0]  # a suite keyword's one-item list (`prompt=["cot"]`) is that value
         return value
 
     def render(self, value: Any) -> Any:

@@ -53,3 +53,10 @@ def test_a_bounded_option_refuses_values_outside_its_range() -> None:
     for bad in ("1", "-0.1", "nan"):
         with pytest.raises(TomConfigError, match=r"must be in \[0, 1\)$"):
             share.convert("b", bad)
+
+
+def test_a_one_value_setting_given_as_a_one_item_list_is_that_value() -> None:
+    prompt = BenchmarkOption("prompt", "vanilla", "help", choices=("vanilla", "cot"))
+    assert prompt.convert("b", ["cot"]) == "cot" and prompt.convert("b", "cot") == "cot"
+    languages = BenchmarkOption("languages", "en", "help", choices=("en", "zh"), many=True)
+    assert languages.convert("b", ["zh", "en"]) == ["zh", "en"]
