@@ -20,7 +20,6 @@ from pytest_tom import settings as S
 from pytest_tom.errors import TomConfigError, TomDeprecationWarning
 from pytest_tom.evals import Registry
 from pytest_tom.framework.base import Benchmark
-from pytest_tom.framework.reference import parse_names
 from pytest_tom.gates.config import DEFAULT_BASELINE, GateConfig, parse_rate
 from pytest_tom.gates.thresholds import parse_threshold
 from pytest_tom.models import USAGE
@@ -189,18 +188,21 @@ def _int(config: pytest.Config, dest: str, flag: str, minimum: int | None = 1) -
     return value
 
 
-def benchmark_names(raw: object, flag: str = C.BENCHMARK_OPTION) -> tuple[str, ...]:
-    """The names of a comma-separated `--tom-benchmark` value, each once, in the order first given. A repeated name
-    would run every item twice; a value naming nothing (",") is an error; an unset or empty value (`--tom-benchmark=`,
-    to override an ini setting) means none.
+def comma_names(raw: object, flag: str, what: str, example: str, *, fold: bool = False) -> tuple[str, ...]:
+    """The names of a comma-separated `--tom-benchmark` or `--tom-reference` value, each once (case-insensitively with
+    `fold`), in the order first given: a repeated benchmark would run every item twice. Unset or empty
+    (`--tom-benchmark=`, to override an ini setting) means none; a value naming nothing (",") is a usage error.
     """
     if raw is None or raw == "":
         return ()
-    names = tuple(dict.fromkeys(b.strip() for b in str(raw).split(",") if b.strip()))
+    names: dict[str, str] = {}
+    for part in (p.strip() for p in str(raw).split(",")):
+        if part:
+            names.setdefault(part.casefold() if fold else part, part)
     if not names:
-        raise TomConfigError(f"{flag} (ini tom_benchmark) is {raw!r}: it names no benchmark; "
-                             "give comma-separated names, e.g. tombench,fantom")
-    return names
+        raise TomConfigError(f"{flag} (ini {flag[2:].replace('-', '_')}) is {raw!r}: it names no {what}; give "
+                             f"comma-separated {what} names, e.g. {example}")
+    return tuple(names.values())
 
 
 def report_path_problem(path: Path) -> str | None:
@@ -280,7 +282,7 @@ class TomOptions:
     def from_config(cls, config: pytest.Config, registry: Registry,
                     node_ids: dict[str, frozenset[str] | None] | None = None) -> TomOptions:
         root_dir = Path(config.invocation_params.dir)
-        benchmarks = benchmark_names(_value(config, "tom_benchmark"))
+        benchmarks = comma_names(_value(config, "tom_benchmark"), C.BENCHMARK_OPTION, "benchmark", "tombench,fantom")
         benchmarks += tuple(b for b in (node_ids or {}) if b not in benchmarks)
         data_dir = _value(config, "tom_data_dir") or os.environ.get(C.DATA_DIR_ENV) or None
         cache_dir = (_value(config, "tom_cache_dir") or os.environ.get(C.CACHE_DIR_ENV)
@@ -310,7 +312,9 @@ class TomOptions:
             seed=_int(config, "tom_seed", C.SEED_OPTION, minimum=None) or 0, max_errors=max_errors,
             progress=progress, detail=detail, robustness=robustness, robustness_examples=examples,
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
-            references=parse_names(_value(config, "tom_reference")), html=html,
+            references=comma_names(_value(config, "tom_reference"), "--tom-reference", "model", "gpt-4o,llama3.1 8b",
+                                   fold=True),
+            html=html,
         )
 
 

@@ -95,18 +95,11 @@ def deprecation(benchmark: str, name: str, value: str, ini: bool) -> str:
 
 
 def metavar(opt: BenchmarkOption) -> str:
-    """What a setting takes: its choices (`vanilla|cot`), `N`, `X`, `URL`, `true|false`, else its name."""
+    """What a setting takes: its choices (`vanilla|cot`), by its kind `N`, `X` or `true|false`, `URL`, else its name."""
     if opt.choices:
         return "|".join(opt.choices)
-    if opt.kind is int:
-        return "N"
-    if opt.kind is float:
-        return "X"
-    if opt.name.endswith("url"):
-        return "URL"
-    if opt.default in ("true", "false"):
-        return "true|false"
-    return opt.name.upper()
+    by_kind = {int: "N", float: "X", bool: "true|false"}
+    return by_kind.get(opt.kind) or ("URL" if opt.name.endswith("url") else opt.name.upper())
 
 
 def listing(classes: Iterable[type[Benchmark[object]]]) -> list[str]:

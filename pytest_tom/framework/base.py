@@ -7,6 +7,7 @@ and run layer do.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
@@ -50,6 +51,8 @@ class BenchmarkOption:
     before: str | None = None
     """For a setting added after 0.1.0: the rendered value that reproduces what runs did before it existed, so a
     baseline saved without it is compared as if it had this value (and refused only if the run's value differs)."""
+    bounds: tuple[float, float | None] | None = None
+    """A number's range, `low <= value < high` (`(1, None)`: at least 1; `(0, 1)`: a share below 1)."""
 
     def convert(self, benchmark: str, raw: Any) -> Any:
         if self.kind is bool:
@@ -65,6 +68,10 @@ class BenchmarkOption:
                 value = self.kind(raw)
             except ValueError as exc:
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: expected {self.kind.__name__}") from exc
+        if self.bounds is not None and not self.bounds[0] <= value < (self.bounds[1] or math.inf):
+            low, high = self.bounds
+            raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: must be "
+                                 + (f"in [{low:g}, {high:g})" if high else f"at least {low:g}"))
         if self.choices:
             values = value.split(",") if isinstance(value, str) else list(value)
             bad = [v for v in values if v not in self.choices]
@@ -74,6 +81,8 @@ class BenchmarkOption:
             if len(values) > 1 and not self.many:  # else a run would silently read "vanilla,cot" as one of them
                 raise TomConfigError(f"{benchmark} setting {self.name}={raw!r}: one value only, one of "
                                      f"{', '.join(self.choices)}")
+            if values and not self.many:
+                value = values[0]  # a suite keyword's one-item list (`prompt=["cot"]`) is that value
         return value
 
     def render(self, value: Any) -> Any:

@@ -6,10 +6,11 @@ cluster bootstrap. Pure, deterministic per seed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.record import Record
 from pytest_tom.stats import wilson
 
@@ -75,3 +76,19 @@ def split_gap(members: Sequence[Record], facet: str, a: str, b: str, cluster: st
     units = [([float(r.passed if r.score is None else r.score) for r in g], [r.facets.get(cluster) or r.sample_id for r in g])
              for g in (ga, gb)]
     return gap_interval(*units[0], *units[1])
+
+
+def gap_rule(facet: str, a: str, b: str, cluster: str, explain: Callable[[Derived, Gap, float], str], *,
+             above: bool = True, items: str = "items") -> Rule:
+    """The rule of a gap check: acc(`a`) - acc(`b`) over the `facet` groups fails only when its interval lies wholly
+    above the derived result's `max_gap` (`above`), or wholly below -max_gap; `explain(derived, gap, max_gap)` says
+    why. A missing side (its items all errored) passes: nothing shows a gap.
+    """
+    def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
+        tol = float(derived.params.get("max_gap", 0.05))
+        g = split_gap(members, facet, a, b, cluster)
+        if g is None:
+            return Judgement(True, f"no {items} on one side of the comparison")
+        beyond = g.low > tol if above else g.high < -tol
+        return Judgement(not beyond, explain(derived, g, tol) if beyond else "", g.point, details=g.to_dict() | {"max_gap": tol})
+    return rule

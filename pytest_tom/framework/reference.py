@@ -211,19 +211,3 @@ def check_names(wanted: Sequence[str], rows_by_benchmark: Mapping[str, Sequence[
                           for b, rows in rows_by_benchmark.items())
         raise TomConfigError(f"{flag}: no benchmark of this run has a published row for {', '.join(map(repr, unknown))} "
                              f"(names are case-insensitive). Published models: {names}")
-
-
-def parse_names(raw: object, flag: str = "--tom-reference") -> tuple[str, ...]:
-    """The comma-separated model names of `--tom-reference`, each once (case-insensitive), in the order given; unset or
-    empty means none, a value naming nothing (`,`) is a usage error.
-    """
-    if raw is None or str(raw).strip() == "":
-        return ()
-    names: dict[str, str] = {}
-    for part in str(raw).split(","):
-        if part.strip():
-            names.setdefault(part.strip().casefold(), part.strip())
-    if not names:
-        raise TomConfigError(f"{flag} (ini tom_reference) is {raw!r}: it names no model; give comma-separated "
-                             "published model names, e.g. gpt-4o,llama3.1 8b")
-    return tuple(names.values())

@@ -108,16 +108,18 @@ def tree_digest(files: Mapping[str, Path]) -> str:
     return hashlib.sha256("".join(f"{sha256_file(p)}  {n}\n" for n, p in sorted(files.items())).encode()).hexdigest()
 
 
-def check_tree(folder: Path, files: Mapping[str, Path], pin: str, advice: str) -> None:
-    """Every file of `files` must be there (a copy cut short) and the tree have the pinned digest (a file edited). `advice`
-    ends both messages: how to restore the copy, pin another revision or run it deliberately partial.
+def check_trees(folder: Path, files: Sequence[str], pins: Mapping[str, str], advice: str) -> None:
+    """Each tree `folder/<tree>` of `pins` must hold every one of `files` (a copy cut short) and have its pinned digest
+    (a file edited). `advice` (its `{tree}` filled in) ends both messages: how to restore the copy, pin another
+    revision or run it deliberately partial.
     """
-    missing = sum(not p.is_file() for p in files.values())
-    if missing:
-        raise TomDataError(f"{missing} of {len(files)} files are missing: {advice}", path=folder)
-    if (got := tree_digest(files)) != pin:
-        raise TomDataError(f"the files' digest is {got}, not the pinned {pin}: a file was edited or comes from another "
-                           f"revision; {advice}", path=folder)
+    for tree, pin in pins.items():
+        paths, hint = {name: folder / tree / name for name in files}, advice.format(tree=tree)
+        if missing := sum(not p.is_file() for p in paths.values()):
+            raise TomDataError(f"{missing} of {len(paths)} files are missing: {hint}", path=folder / tree)
+        if (got := tree_digest(paths)) != pin:
+            raise TomDataError(f"the files' digest is {got}, not the pinned {pin}: a file was edited or comes from "
+                               f"another revision; {hint}", path=folder / tree)
 
 
 def cached_or_fetched(present: bool, check: Callable[[], object], fetch: Callable[[], object], *, download: bool) -> bool:

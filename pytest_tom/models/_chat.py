@@ -233,8 +233,7 @@ class TokenizedChat:
     def encode_requests(self, requests: Sequence[Request], limit: int | None, *, fit_choices: bool = False,
                         ) -> Iterator[tuple[int, tuple[int, ...], list[tuple[int, ...]] | None, str | None]]:
         """(index, prompt ids, choice ids or None for generate, why it cannot be sent or None) of each request; a
-        prompt and its answer must fit `limit` positions (with `fit_choices`, prompt and each choice too). A choice is
-        tokenised alone, so its tokens never depend on the prompt's last characters.
+        prompt and its answer must fit `limit` positions (with `fit_choices`, prompt and each choice too).
         """
         for i, r in enumerate(requests):
             try:

@@ -59,7 +59,8 @@ class FANToM(Benchmark[FantomExtra]):
                         "(facts are informational: never part of ALL*).", kind=float),
         BenchmarkOption("choice_seed", str(data.CHOICE_SEED), "Seed of the belief-choice option order (official: 99).",
                         kind=int),
-        BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int),
+        BenchmarkOption("max_new_tokens", "256", "Token budget per answer (official: 256).", kind=int,
+                        bounds=(1, None)),
         *release_options(data.OFFICIAL_URL, "the official archive (sha256-checked)",
                          "sha256 of the archive --tom-download fetches, for a mirror or a new release; empty means "
                          f"the official one ({data.OFFICIAL_SHA256[:12]}...).",
@@ -122,8 +123,6 @@ class FANToM(Benchmark[FantomExtra]):
                                  "the conversation (the official evaluator refuses this combination too)")
         evaluator = str(self.settings["evaluator"]).strip()
         self.settings["evaluator"] = data.EVALUATOR_ALIASES.get(evaluator, evaluator)  # reports etc. name the year
-        if self.settings["max_new_tokens"] < 1:
-            raise TomConfigError(f"fantom max_new_tokens must be at least 1, got {self.settings['max_new_tokens']}")
         self.settings["embedder"] = str(self.settings["embedder"] or embedding.AUTO)
         sha = str(self.settings["sha256"] or "").strip()
         self.settings["sha256"] = parse_sha256(sha, "fantom setting sha256") if sha else ""

@@ -35,7 +35,7 @@ class HiToM(Benchmark[HiToMExtra]):
                         "generator's raw output) or own (each style its own folder's).", choices=("cot", "mc", "own")),
         BenchmarkOption("max_new_tokens", "0", "Token budget per answer; 0 means the authors' 2000.", kind=int),
         BenchmarkOption("max_gap", "0.05", "order_decline and deception_gap fail only when the gap is beyond this share"
-                        " (0.05 = 5 points) with 95 percent confidence.", kind=float),
+                        " (0.05 = 5 points) with 95 percent confidence.", kind=float, bounds=(0, 1)),
         BenchmarkOption("sha256", "", "Digests for another revision: 'Hi-ToM_data=<sha256>,Hi-ToM_prompts=<sha256>' "
                         f"(sha256 of each tree's sorted sha256sum manifest); empty: revision {REVISION[:12]}."),
         partial_option("partial or changed copy; by default a local copy must be the whole pinned release."),
@@ -62,8 +62,6 @@ class HiToM(Benchmark[HiToMExtra]):
         self.pins = {**SHA256, **(parse_pins(self.settings["sha256"]) if self.settings["sha256"] else {})}
         if set(self.pins) != set(SHA256):
             raise TomConfigError(f"hitom sha256: expected Hi-ToM_data=... and/or Hi-ToM_prompts=..., got {self.pins}")
-        if not 0 <= self.settings["max_gap"] < 1:
-            raise TomConfigError(f"hitom max_gap is a share in [0, 1), got {self.settings['max_gap']}")
 
     def load(self, source: DataSource) -> list[HiToMSample]:
         s, (folder, _) = self.settings, data.release(self.pins).locate(source)

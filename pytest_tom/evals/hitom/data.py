@@ -16,7 +16,7 @@ from pathlib import Path
 from pytest_tom.errors import TomDataError
 from pytest_tom.fetch import MANIFEST, REFETCH, fetch_files, write_manifest
 from pytest_tom.framework.checks import read_text
-from pytest_tom.framework.release import Release, check_tree, pins_key
+from pytest_tom.framework.release import Release, check_trees, pins_key
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
@@ -76,6 +76,10 @@ class Parsed:
 
 def rel(tell: str, style: str, length: int, sample: int, order: int) -> str:
     return f"{tell}/{style}/length_{length}/sample_{sample}/order_{order}"
+
+
+FILES = tuple(f"{rel(*k)}.txt" for k in LAYOUT)
+"""Every file of each tree, as the trees' pins list them."""
 
 
 def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
@@ -140,17 +144,11 @@ WANTED = ("Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding hitom/ fro
           "tree checked against its pinned digest).")
 
 
-def check_trees(folder: Path, pins: Mapping[str, str], advice: str) -> None:
-    """Both trees whole and with their pinned digests; `advice` (its `{tree}` filled in) ends the message."""
-    for t in TREES:
-        check_tree(folder / t, {f"{rel(*k)}.txt": folder / t / f"{rel(*k)}.txt" for k in LAYOUT}, pins[t], advice.format(tree=t))
-
-
 def download(folder: Path, pins: Mapping[str, str]) -> None:
     """Both trees fetched file by file and checked; the manifest, written last, marks the copy verified."""
     (folder / MANIFEST).unlink(missing_ok=True)
     fetch_files(RAW, folder, {f"{t}/{rel(*k)}.txt": None for t in TREES for k in LAYOUT}, workers=8)
-    check_trees(folder, pins, "the download is not the pinned release; refusing to use it")
+    check_trees(folder, FILES, pins, "the download is not the pinned release; refusing to use it")
     write_manifest(folder / MANIFEST, {"source": RAW, "sha256": dict(pins)})
 
 
@@ -158,13 +156,13 @@ def release(pins: Mapping[str, str]) -> Release:
     """`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`, else the download cache of these pins."""
     return Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES),
                    REVISION if dict(pins) == SHA256 else pins_key(pins), lambda c: (c / MANIFEST).is_file(),
-                   lambda c: check_trees(c, pins, REFETCH), lambda c: download(c, pins), WANTED, label="Hi-ToM")
+                   lambda c: check_trees(c, FILES, pins, REFETCH), lambda c: download(c, pins), WANTED, label="Hi-ToM")
 
 
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
     """The items the `prompt` setting asks for, scored against the `gold` setting's key, after the checks of §8."""
     if not partial:
-        check_trees(folder, pins, "restore it, give --tom-set hitom.sha256={tree}=<sha256> for another revision, "
+        check_trees(folder, FILES, pins, "restore it, give --tom-set hitom.sha256={tree}=<sha256> for another revision, "
                     + ADVICE)
     files = {(t, k): folder / t / f"{rel(*k)}.txt" for t in TREES for k in LAYOUT}
     data = {k: parse(read_text(p), p, style=k[1], data=True) for k in LAYOUT if (p := files[TREES[0], k]).is_file()}

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
-from pytest_tom.framework.gaps import split_gap
+from pytest_tom.framework.gaps import gap_rule
 from pytest_tom.framework.metric import Metric
 from pytest_tom.metrics import groups
 from pytest_tom.record import Outcome, Record
@@ -115,19 +115,10 @@ def invariants_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
 
 
 def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
-    """A rule failing when acc(`a`) - acc(`b`) over the `facet` groups is beyond max_gap (`above`) or below -max_gap."""
-    def rule(derived: Derived, members: Sequence[Record]) -> Judgement:
-        tol = float(derived.params.get("max_gap", 0.05))
-        g = split_gap(members, facet, a, b, "story")
-        if g is None:
-            return Judgement(True, "no items on one side of the comparison")
-        details = g.to_dict() | {"max_gap": tol}
-        if g.low > tol if above else g.high < -tol:
-            return Judgement(False, f"Hi-ToM {derived.kind}: {what} is {100 * g.point:+.1f} points (95% interval "
-                             f"[{100 * g.low:+.1f}, {100 * g.high:+.1f}], {g.n_a} vs {g.n_b} items), "
-                             f"beyond the tolerance of {100 * tol:.1f} points", g.point, details=details)
-        return Judgement(True, value=g.point, details=details)
-    return rule
+    """acc(`a`) - acc(`b`) over the `facet` groups, by story, beyond max_gap (`above`) or below -max_gap."""
+    return gap_rule(facet, a, b, "story", lambda d, g, tol: (
+        f"Hi-ToM {d.kind}: {what} is {100 * g.point:+.1f} points (95% interval [{100 * g.low:+.1f}, "
+        f"{100 * g.high:+.1f}], {g.n_a} vs {g.n_b} items), beyond the tolerance of {100 * tol:.1f} points"), above=above)
 
 
 RULES: dict[str, Rule] = {

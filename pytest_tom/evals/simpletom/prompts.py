@@ -9,7 +9,7 @@ changes all three (Table 9). The code's extra options ("either", "neither") foll
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pytest_tom.errors import TomConfigError
@@ -80,11 +80,10 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
                     "always wrong (counted in na_frac, as upstream).", choices=("none", *EXTRA_OPTIONS), many=True,
                     before="none"),
     BenchmarkOption("max_new_tokens", "0", f"Token budget per answer; 0 means {DIRECT_TOKENS} (direct answer) or "
-                    f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int),
+                    f"{COT_TOKENS} (chain of thought), as the reference code.", kind=int, bounds=(0, None)),
     stop_at_answer_option('"(A)" in a direct answer: the reference parser reads "(A)" before any other label '
                           "(chain-of-thought answers, read after the last \"the answer is\", never stop)"),
 )
-_BY_NAME = {option.name: option for option in OPTIONS}
 DIRECT_STOPS = ("(A)",)
 """Stops of a direct answer: `parse_answer` reads A from any text holding "(A)", whatever follows; after "(B)" a
 later "(A)" would still win, so nothing else settles the answer."""
@@ -134,40 +133,25 @@ class PromptConfig:
         return COT_TOKENS if self.cot(question_type) else DIRECT_TOKENS
 
 
-def _one(settings: Mapping[str, Any], option: BenchmarkOption) -> str:
-    value = settings.get(option.name, option.default)
-    text = ",".join(value) if isinstance(value, (list, tuple)) else str(value)
-    if "," in text:
-        raise TomConfigError(f"simpletom setting {option.name}={text!r}: one value per run (run the conditions "
-                             "separately)")
-    if text not in option.choices:
-        raise TomConfigError(f"simpletom setting {option.name}={text!r}: expected one of {', '.join(option.choices)}")
-    return text
-
-
-def _extra_options(raw: Any) -> tuple[str, ...]:
+def _extra_options(value: Any) -> tuple[str, ...]:
     """The extra options asked for, in the code's order whatever the order written; none alone means none."""
-    value = _BY_NAME["extra_options"].convert("simpletom", raw)
     names = set(value.split(",") if isinstance(value, str) else value)
     if "none" in names and len(names) > 1:
-        raise TomConfigError(f"simpletom setting extra_options={raw!r}: none cannot be combined with "
+        raise TomConfigError(f"simpletom setting extra_options={value!r}: none cannot be combined with "
                              f"{', '.join(EXTRA_OPTIONS)}; expected none, either, neither or either,neither")
     return tuple(name for name in EXTRA_OPTIONS if name in names)
 
 
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
-    """The typed prompt settings of a benchmark's settings; a combination the paper cannot mean is refused."""
-    intervention, persona, layout = (_one(settings, _BY_NAME[name]) for name in ("intervention", "persona", "layout"))
-    if persona != "none" and intervention in SYSTEM_INTERVENTIONS:
-        raise TomConfigError(f"simpletom: persona={persona} and intervention={intervention} both replace the system "
-                             "prompt; choose one")
-    tokens = int(_BY_NAME["max_new_tokens"].convert("simpletom", settings.get("max_new_tokens", 0)))
-    if tokens < 0:
-        raise TomConfigError(f"simpletom setting max_new_tokens={tokens}: expected 0 (automatic) or more")
-    flag = {name: bool(_BY_NAME[name].convert("simpletom", settings.get(name, True)))
-            for name in ("stop_at_answer", "cot_mental_state")}
-    return PromptConfig(intervention=intervention, persona=persona, layout=layout, max_new_tokens=tokens,
-                        extra_options=_extra_options(settings.get("extra_options", "none")), **flag)
+    """The typed prompt settings of a benchmark's settings (raw ones are converted too); a combination the paper cannot
+    mean is refused.
+    """
+    s = {o.name: o.convert("simpletom", settings.get(o.name, o.default)) for o in OPTIONS}
+    if s["persona"] != "none" and s["intervention"] in SYSTEM_INTERVENTIONS:
+        raise TomConfigError(f"simpletom: persona={s['persona']} and intervention={s['intervention']} both replace the "
+                             "system prompt; choose one")
+    s["extra_options"] = _extra_options(s["extra_options"])
+    return PromptConfig(**{f.name: s[f.name] for f in fields(PromptConfig)})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.tomato import data, prompts, release, scoring
 from pytest_tom.evals.tomato import derived as _derived
 from pytest_tom.evals.tomato.data import ToMATOExtra, ToMATOSample
@@ -40,10 +39,12 @@ class ToMATO(Benchmark[ToMATOExtra]):
         *prompts.OPTIONS,
         BenchmarkOption("fb_max_gap", "0.05",
                         "false_belief_gap fails when non-false-belief second-order accuracy exceeds false-belief "
-                        "accuracy by more than this (a share, 0.05 = 5 points), with 95 percent confidence.", kind=float),
+                        "accuracy by more than this (a share, 0.05 = 5 points), with 95 percent confidence.", kind=float,
+                        bounds=(0, 1)),
         BenchmarkOption("personality_max_gap", "0.05",
                         "personality_robustness fails when a Big-Five factor's high-low accuracy gap exceeds this "
-                        "(a share) in absolute terms, with 95 percent confidence.", kind=float),
+                        "(a share) in absolute terms, with 95 percent confidence.", kind=float,
+                        bounds=(0, 1)),
         *release_options(data.OFFICIAL_BASE_URL, "dataset/tomato*.json (pinned revision, checked against the git blob ids "
                          "of its tree)", "Checksums for a mirror or another revision: 'tomato.json=<sha256>,...'; a "
                          "local copy is then checked against them instead of by Table 8's counts. Empty: revision "
@@ -83,9 +84,6 @@ class ToMATO(Benchmark[ToMATOExtra]):
         self.pins = dict(data.OFFICIAL_SHA256)
         if self.settings["sha256"]:
             self.pins.update(parse_pins(self.settings["sha256"]))
-        for key in ("fb_max_gap", "personality_max_gap"):
-            if not 0 <= self.settings[key] < 1:
-                raise TomConfigError(f"tomato {key} is a share of questions in [0, 1), got {self.settings[key]}")
 
     def load(self, source: DataSource) -> list[ToMATOSample]:
         subset = self.settings["subset"]

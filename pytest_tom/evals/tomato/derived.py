@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.tomato.data import BENCHMARK, FACTOR_KEYS, MENTAL_STATES, ORDERS, ToMATOSample
-from pytest_tom.framework.gaps import split_gap
+from pytest_tom.framework.gaps import Gap, gap_rule, split_gap
 from pytest_tom.record import Record
 
 FB_GAP = "false_belief_gap"
@@ -45,21 +45,16 @@ def _pts(v: float) -> str:
     return f"{100 * v:+.1f}"
 
 
-def fb_gap_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
-    """Fails when non-FB second-order accuracy exceeds FB accuracy by more than max_gap, interval and all."""
-    tol = float(derived.params.get("max_gap", 0.05))
-    g = split_gap(members, "false_belief", "false", "true", "conversation")
-    if g is None:
-        return Judgement(True, "no questions on one side of the comparison")
-    details = g.to_dict() | {"max_gap": tol}
-    if g.low <= tol:
-        return Judgement(True, value=g.point, details=details)
+def _fb_gap(derived: Derived, g: Gap, tol: float) -> str:
     scope = derived.facets.get("mental_state", "all mental states")
-    msg = (f"ToMATO false-belief gap ({scope}, second order): the model is right on {_pts(g.point)} points more of "
-           f"the {g.n_a} non-false-belief questions than of the {g.n_b} false-belief ones (95% interval "
-           f"[{_pts(g.low)}, {_pts(g.high)}] over {g.clusters} conversations), beyond the tolerance of "
-           f"{100 * tol:.1f} points: it tracks what the listener thinks less well when the listener is wrong.")
-    return Judgement(False, msg, value=g.point, details=details)
+    return (f"ToMATO false-belief gap ({scope}, second order): the model is right on {_pts(g.point)} points more of "
+            f"the {g.n_a} non-false-belief questions than of the {g.n_b} false-belief ones (95% interval "
+            f"[{_pts(g.low)}, {_pts(g.high)}] over {g.clusters} conversations), beyond the tolerance of "
+            f"{100 * tol:.1f} points: it tracks what the listener thinks less well when the listener is wrong.")
+
+
+fb_gap_rule = gap_rule("false_belief", "false", "true", "conversation", _fb_gap, items="questions")
+"""Fails when non-FB second-order accuracy exceeds FB accuracy by more than max_gap, interval and all."""
 
 
 def personality_rule(derived: Derived, members: Sequence[Record]) -> Judgement:

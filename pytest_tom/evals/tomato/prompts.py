@@ -52,7 +52,7 @@ OPTIONS: tuple[BenchmarkOption, ...] = (
     BenchmarkOption("runs", "1",
                     f"Sampled runs per question, each with its own seed (the paper: {PAPER_RUNS} at temperature "
                     f"{PAPER_TEMPERATURE}, top_p {PAPER_TOP_P}); metrics are the mean and standard deviation over runs, "
-                    "an item's verdict the majority of its runs.", kind=int),
+                    "an item's verdict the majority of its runs.", kind=int, bounds=(1, None)),
     BenchmarkOption("temperature", "0", f"Sampling temperature (the paper: {PAPER_TEMPERATURE}; 0 is greedy).",
                     kind=float),
     BenchmarkOption("top_p", "1", f"Nucleus sampling top_p (the paper: {PAPER_TOP_P}).", kind=float),
@@ -104,8 +104,6 @@ class PromptConfig:
 def config_from(settings: Mapping[str, Any]) -> PromptConfig:
     """The typed config of a benchmark's settings; combinations that cannot mean anything are refused."""
     c = PromptConfig(**{f.name: settings[f.name] for f in fields(PromptConfig)})  # typed by the options
-    if c.runs < 1:
-        raise TomConfigError(f"tomato runs must be at least 1, got {c.runs}")
     if c.temperature < 0 or not 0 < c.top_p <= 1:
         raise TomConfigError(f"tomato temperature must be >= 0 and top_p in (0, 1], got {c.temperature}, {c.top_p}")
     if c.runs > 1 and c.temperature == 0:

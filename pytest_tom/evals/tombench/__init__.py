@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.derived import Derived
-from pytest_tom.errors import TomConfigError
 from pytest_tom.evals.tombench import data, release, scoring
 from pytest_tom.evals.tombench.data import ToMBenchExtra, ToMBenchSample
 from pytest_tom.evals.tombench.metrics import SHOW, aggregate
@@ -33,7 +32,8 @@ class ToMBench(Benchmark[ToMBenchExtra]):
     options = (
         BenchmarkOption("languages", "en,zh", "Languages to test, comma-separated.", choices=("en", "zh"), many=True),
         BenchmarkOption("prompt", "vanilla", "Official prompt: vanilla or chain-of-thought.", choices=("vanilla", "cot")),
-        BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int),
+        BenchmarkOption("tries", "5", "Shuffled tries per item, majority-voted (official: 5).", kind=int,
+                        bounds=(1, None)),
         BenchmarkOption("permutations", "random", "Option orders: random (official), cyclic (each option once per "
                         "position), none.", choices=("random", "cyclic", "none")),
         BenchmarkOption("shuffle_seed", "42", "Seed of the option shuffles (official default 42).", kind=int),
@@ -77,8 +77,6 @@ class ToMBench(Benchmark[ToMBenchExtra]):
         super().__init__(settings)
         langs = self.settings["languages"]
         self.languages: tuple[str, ...] = tuple(dict.fromkeys(langs.split(",") if isinstance(langs, str) else langs))
-        if self.settings["tries"] < 1:
-            raise TomConfigError(f"tombench tries must be at least 1, got {self.settings['tries']}")
         self.settings["languages"] = ",".join(self.languages)
         if "=" in self.settings["sha256"]:  # a 'name=sha256' list fails here; a manifest is read by load()
             parse_pins(self.settings["sha256"])

@@ -42,3 +42,21 @@ def test_stop_at_answer_and_backgrounds_are_typed() -> None:
     assert valley.config.backgrounds is True and valley.describe()["settings"]["backgrounds"] == "true"
     with pytest.raises(TomConfigError, match="expected true or false"):
         ToMValley({"backgrounds": "sometimes"})
+
+
+def test_a_bounded_option_refuses_values_outside_its_range() -> None:
+    tries = BenchmarkOption("tries", "5", "help", kind=int, bounds=(1, None))
+    share = BenchmarkOption("max_gap", "0.05", "help", kind=float, bounds=(0, 1))
+    assert tries.convert("b", "1") == 1 and tries.convert("b", 7) == 7 and share.convert("b", "0") == 0.0
+    with pytest.raises(TomConfigError, match=r"b setting tries='0': must be at least 1$"):
+        tries.convert("b", "0")
+    for bad in ("1", "-0.1", "nan"):
+        with pytest.raises(TomConfigError, match=r"must be in \[0, 1\)$"):
+            share.convert("b", bad)
+
+
+def test_a_one_value_setting_given_as_a_one_item_list_is_that_value() -> None:
+    prompt = BenchmarkOption("prompt", "vanilla", "help", choices=("vanilla", "cot"))
+    assert prompt.convert("b", ["cot"]) == "cot" and prompt.convert("b", "cot") == "cot"
+    languages = BenchmarkOption("languages", "en", "help", choices=("en", "zh"), many=True)
+    assert languages.convert("b", ["zh", "en"]) == ["zh", "en"]

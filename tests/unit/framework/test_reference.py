@@ -21,7 +21,6 @@ from pytest_tom.framework.reference import (
     check_names,
     load_reference,
     missing,
-    parse_names,
     parse_reference,
     select,
 )
@@ -184,13 +183,6 @@ def test_rows_that_apply_but_name_no_metric_of_the_run_get_a_note() -> None:
     rows, notes = beside(TWO, ["other"], "tombench", VANILLA, {"languages.en.task_avg"})
     assert rows == [] and notes == ["the published Other rows for tombench name no metric of this run "
                                     "(they name languages.zh.task_avg...)"]
-
-
-def test_names_parse_once_each_case_insensitively() -> None:
-    assert parse_names(" gpt-4o, GPT-4O ,Llama3 8B,") == ("gpt-4o", "Llama3 8B")
-    assert parse_names(None) == () and parse_names("") == ()
-    with pytest.raises(TomConfigError, match="names no model"):
-        parse_names(" , ")
 
 
 def test_a_name_no_benchmark_of_the_run_has_is_refused_listing_each_benchmarks_names() -> None:

@@ -11,7 +11,7 @@ import pytest
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, manifest_files, write_manifest
 from pytest_tom.framework.base import DataSource
-from pytest_tom.framework.release import Release, cached_or_fetched, check_tree, pins_key, pins_setting, tree_digest
+from pytest_tom.framework.release import Release, cached_or_fetched, check_trees, pins_key, pins_setting, tree_digest
 
 A, B = "a" * 64, "B" * 64
 
@@ -116,10 +116,11 @@ def test_a_tree_is_pinned_by_the_digest_of_its_sha256sum_manifest_and_checked_wh
     manifest = "".join(f"{hashlib.sha256(n.encode()).hexdigest()}  {n}\n" for n in ("a.txt", "b.txt"))
     pin = tree_digest(files)
     assert pin == hashlib.sha256(manifest.encode()).hexdigest()
-    check_tree(tmp_path, files, pin, "advice")
+    check_trees(tmp_path.parent, list(files), {tmp_path.name: pin}, "advice on {tree}")
     files["b.txt"].write_text("edited")
-    with pytest.raises(TomDataError, match="the files' digest is [0-9a-f]{64}, not the pinned .*revision; advice"):
-        check_tree(tmp_path, files, pin, "advice")
+    with pytest.raises(TomDataError, match=f"{tmp_path.name}: the files' digest is [0-9a-f]{{64}}, not the pinned .*"
+                                           f"revision; advice on {tmp_path.name}"):
+        check_trees(tmp_path.parent, list(files), {tmp_path.name: pin}, "advice on {tree}")
     files["a.txt"].unlink()
     with pytest.raises(TomDataError, match="1 of 2 files are missing: advice"):
-        check_tree(tmp_path, files, pin, "advice")
+        check_trees(tmp_path.parent, list(files), {tmp_path.name: pin}, "advice on {tree}")

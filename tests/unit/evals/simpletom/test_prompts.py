@@ -298,10 +298,10 @@ def test_the_options_are_the_benchmark_settings() -> None:
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({"intervention": "cot,reminder"}, "one value per run"),
+    ({"intervention": "cot,reminder"}, "one value only"),
     ({"persona": "lawyer", "intervention": "system_tom"}, "both replace the system prompt"),
-    ({"intervention": "magic"}, "expected one of"),
-    ({"max_new_tokens": -1}, "expected 0 (automatic) or more"),
+    ({"intervention": "magic"}, "'magic' is not one of none, reminder"),
+    ({"max_new_tokens": -1}, "max_new_tokens=-1: must be at least 0"),
     ({"extra_options": "none,either"}, "extra_options='none,either': none cannot be combined with either, neither"),
     ({"extra_options": "both"}, "extra_options='both': 'both' is not one of none, either, neither"),
     ({"cot_mental_state": "maybe"}, "cot_mental_state='maybe': expected true or false"),
