@@ -1,5 +1,7 @@
 """Every shell and Python example of README.md, CONTRIBUTING.md and docs/ runs, so the pages cannot drift.
 
+An ```output block after a shell block is checked against what the command printed.
+
 Run with Sybil (https://sybil.readthedocs.io): its Markdown lexers find the fenced blocks and the
 `<!-- skip: next "reason" -->` directives, it keeps one namespace per page so a later block can use an earlier
 one, and it takes our own evaluator for `bash` blocks. pytest-examples runs only Python (and its point is
@@ -18,10 +20,11 @@ from pathlib import Path
 from unittest import SkipTest
 
 import pytest
-from helpers.doc_examples import REPO, SYBIL, code_examples, documents
+from helpers.doc_examples import OUTPUT, REPO, SYBIL, code_examples, documents
 
 # Pages whose examples run real end-to-end sessions long enough to belong with the slow tests.
-SLOW = {"docs/tutorial.md", "docs/how-to/robustness.md", "docs/how-to/baselines.md"}
+SLOW = {"docs/benchmarks/fantom.md", "docs/how-to/robustness.md", "docs/how-to/thresholds.md", "docs/benchmarks/hitom.md",
+        "docs/benchmarks/tomato.md"}
 
 
 def cases() -> list[object]:
@@ -38,13 +41,16 @@ def cases() -> list[object]:
 def test_example(page: str, start: int, tmp_path: Path) -> None:
     document = SYBIL.parse(REPO / page)
     document.namespace.update(__tmp_path__=tmp_path, __target__=start)
-    for example in document:
-        if example.region.start > start:
-            break
+    examples = list(document)
+    for i, example in enumerate(examples):
         if example.region.start < start:
             try:  # set-up: earlier files, Python blocks and skip directives, as a reader would follow the page
                 example.evaluate()
             except SkipTest:
                 continue
-        else:
+        elif example.region.start == start:
             example.evaluate()
+            shown = examples[i + 1] if i + 1 < len(examples) else None
+            if shown is not None and shown.region.evaluator is OUTPUT:
+                shown.evaluate()  # what the page says the command prints
+            break

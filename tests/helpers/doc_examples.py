@@ -8,6 +8,9 @@ cache. In it:
 - a ```python block whose first line is a file name comment (`# conftest.py`, `# tests/test_tom.py`) is a file the
   page asks you to write: it is compiled and written there, so the shell blocks after it run against it;
 - any other ```python block runs as Python, in one namespace per document (Sybil's), from the workspace;
+- an ```output block right after a ```bash block shows what that command prints: each of its lines must be printed,
+  in that order (leading and trailing spaces aside; `...` stands for any text, and a line that is only `...` for
+  lines left out);
 - a ```bash block runs in bash in the workspace, with this interpreter's `pytest` and `python` first on PATH and
   this checkout's `pytest_tom` importable. Every command must exit 0, except that pytest's 1 (some tests failed)
   is accepted where it only means that the chance model answered questions wrong: outside GATED pages, whose
@@ -41,6 +44,7 @@ GATED = {"README.md", "docs/index.md", "docs/tutorial.md", "docs/how-to/threshol
 
 PYTEST_INI = "\n".join([
     "[pytest]",
+    "pythonpath = .",  # as in a repo whose tests import its own modules (python:models:fn below)
     "tom_data_dir = fixtures",
     "tom_set =",
     *(f"    {name}.partial=true" for name in BENCHMARKS),
@@ -98,6 +102,36 @@ class ShellBlock:
         if run.returncode != 0:
             raise AssertionError(f"{example.path}:{example.line}: exit status {run.returncode}\n$ {source}\n"
                                  f"{run.stdout[-4000:]}\n{run.stderr[-3000:]}")
+        example.namespace["__last_output__"] = run.stdout + run.stderr
+
+
+def shown_lines_missing(shown: str, printed: str) -> list[str]:
+    """The lines of an output block that the run did not print, in order (`...` matches any text)."""
+    out = [line.strip() for line in printed.splitlines()]
+    missing, at = [], 0
+    for line in (s.strip() for s in shown.splitlines()):
+        if not line or line == "...":
+            continue
+        pattern = re.compile(".*".join(re.escape(part) for part in line.split("...")))
+        hit = next((i for i in range(at, len(out)) if pattern.fullmatch(out[i])), None)
+        if hit is None:
+            missing.append(line)
+        else:
+            at = hit + 1
+    return missing
+
+
+class OutputBlock:
+    """Checks an ```output block against the output of the shell block the test just ran (else does nothing)."""
+
+    def __call__(self, example: Example) -> None:
+        printed = example.namespace.pop("__last_output__", None)
+        if printed is None:
+            return
+        missing = shown_lines_missing(str(example.parsed), printed)
+        if missing:
+            raise AssertionError(f"{example.path}:{example.line}: the page shows lines the command did not print:\n"
+                                 + "\n".join(missing) + "\n--- printed:\n" + printed[-5000:])
 
 
 class PythonBlock:
@@ -127,9 +161,10 @@ class PythonBlock:
 
 SHELL = ShellBlock()
 PYTHON = PythonBlock()
+OUTPUT = OutputBlock()
 SYBIL = Sybil(
     parsers=[SkipParser(), CodeBlockParser(language="bash", evaluator=SHELL),
-             CodeBlockParser(language="python", evaluator=PYTHON)],
+             CodeBlockParser(language="python", evaluator=PYTHON), CodeBlockParser(language="output", evaluator=OUTPUT)],
 )
 
 
