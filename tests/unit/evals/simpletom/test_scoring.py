@@ -278,9 +278,9 @@ def test_every_first_stage_is_its_mental_state_items_own_request(fixtures_dir) -
             assert len(first) == 1 and first[0].key == own[s.extra.story_id], s.id
 
 
-def test_the_readme_shows_a_real_failure_message() -> None:
+def test_the_docs_show_a_real_failure_message() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[4] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[4] / "docs" / "benchmarks" / "simpletom.md").read_text(encoding="utf-8")
     _, record = drive(make("behavior"), ["(A)", "(A)"], intervention="reminder")
     assert f"```text\n{record.message}\n```" in readme
