@@ -33,7 +33,7 @@ def _rate(key: tuple[str, ...], label: str, records: Sequence[Record]) -> list[M
 def aggregate(records: Sequence[Record]) -> list[Metric]:
     """Every MMToM-QA metric of one suite's records."""
     scored = [r for r in records if r.scored]
-    out = [Metric(("n",), len(scored), "questions answered", "count", DIAGNOSTICS)]
+    out: list[Metric] = []
     for qtype, (_, mark, _) in TYPES.items():
         out += _rate(("types", qtype.replace(".", "_"), "accuracy"), f"type {qtype} ({mark.replace('_', ' ')}) accuracy",
                      [r for r in scored if r.facets["type"] == qtype])
@@ -41,7 +41,8 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
         out += _rate((family, "accuracy"), f"{family} accuracy", [r for r in scored if r.facets["family"] == family])
     out += _rate(("all", "accuracy"), "all accuracy", scored)
     letters = [r.details.get("letter") for r in scored]
-    out += [Metric(("unparseable",), sum(r.parsed is None for r in scored),
+    out += [Metric(("n",), len(scored), "questions answered", "count", DIAGNOSTICS),
+            Metric(("unparseable",), sum(r.parsed is None for r in scored),
                    "unreadable: the official first character is not a or b (scored not right)", "count", DIAGNOSTICS),
             Metric(("word_letter",), sum(bool(r.details.get("word_letter")) for r in scored),
                    "a or b read off the first letter of a word ('Based ...', 'Answer: b'), scored as that letter",
