@@ -93,16 +93,16 @@ def parse(rec: Mapping[str, Any], path: Path, line: int) -> MMToMSample:
     """One record as a sample, after the checks of spec §5.1 (3-6) that hold record by record."""
     where = f"line {line}"
 
-    def bad(why: str, key: str) -> TomDataError:
+    def bad(why: str, key: str | None) -> TomDataError:
         return TomDataError(why, path=path, record=where, field=key)
 
     if (keys := sorted(rec)) != sorted(KEYS):
-        raise bad(f"expected exactly the keys {', '.join(KEYS)}; got {', '.join(keys)}", "")
+        raise bad(f"expected exactly the keys {', '.join(KEYS)}; got {', '.join(keys)}", None)
     text = fields.text(rec, "question", path, where)
     gold = fields.one_of(rec, "answer", path, where, ("a", "b"))
     kind = rec["question_type"]
     qtype = f"{kind:.1f}" if isinstance(kind, float | int) and not isinstance(kind, bool) else ""
-    if qtype not in TYPES:
+    if qtype not in TYPES or float(qtype) != kind:  # 1.15 is no type, though it prints as 1.1
         raise bad(f"expected one of {', '.join(TYPES)}, got {fields.shown(kind)}", "question_type")
     for key, want in (("test", ["init_graph", "actions"]), ("answer_list", ["a", "b"])):
         if rec[key] != want:

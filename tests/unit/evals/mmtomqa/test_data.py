@@ -62,6 +62,7 @@ def _edit(old: str, new: str) -> Any:
     (2, _set("answer", "c"), "answer", "expected 'a' or 'b', got 'c'"),
     (2, _set("question_type", 1.5), "question_type", "expected one of 1.1, .*got 1.5"),
     (2, _set("question_type", "1.1"), "question_type", "got '1.1'"),
+    (2, _set("question_type", 1.15), "question_type", "got 1.15"),
     (3, _set("test", ["graph", "actions"]), "test", r"expected \['init_graph', 'actions'\]"),
     (3, _set("answer_list", ["b", "a"]), "answer_list", "expected"),
     (4, _set("episode", "8"), "episode", "expected an integer, got '8'"),
@@ -85,7 +86,7 @@ def test_each_bad_record_is_named_by_file_line_and_field(tmp_path: Path, line: i
     where = f"file {root / 'mmtomqa' / FILE}, record line {line}" + (f", field '{field}'" if field else "")
     with pytest.raises(TomDataError, match=why) as err:
         load(root)
-    assert str(err.value).startswith(where)
+    assert str(err.value).startswith(where + ":")
 
 
 def test_a_doubled_id_text_or_json_key_is_named(tmp_path: Path) -> None:
