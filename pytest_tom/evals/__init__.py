@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "tomato": "pytest_tom.evals.tomato:ToMATO",
     "tomvalley": "pytest_tom.evals.tomvalley:ToMValley",
     "hitom": "pytest_tom.evals.hitom:HiToM",
+    "mmtomqa": "pytest_tom.evals.mmtomqa:MMToMQA",
 }
 
 

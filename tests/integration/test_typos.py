@@ -157,7 +157,7 @@ def test_a_model_id_the_hub_knows_passes_the_check(newcomer: pytest.Pytester, to
 def test_a_mark_typo_that_selects_nothing_names_the_nearest_mark(pytester: pytest.Pytester, tom_args: list[str]) -> None:
     result = pytester.runpytest(*tom_args, "--tom-model=random", "-m", "en and belif")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result.stdout.fnmatch_lines(["pytest-tom: -m 'en and belif' selects no item: 'belif' is not a mark; did you mean belief?",
+    result.stdout.fnmatch_lines(["pytest-tom: -m 'en and belif' selects no item: 'belif' is not a mark; did you mean belief or true_belief?",
                                  "*deselected in *"])
 
 
