@@ -1,4 +1,4 @@
-"""The headline run: all six benchmarks under their official protocols, gated, against one model; per benchmark the
+"""The headline run: every built-in benchmark under its official protocol, gated, against one model; per benchmark the
 requests, tokens in and out, wall time and requests per second, and the total.
 
 Usage:
@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_tom.evals import BUILTIN
 from pytest_tom.models.random import RandomModel
 from pytest_tom.request import Request, Response
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
-BENCHMARKS = ("tombench", "fantom", "simpletom", "tomvalley", "tomato", "hitom")
+BENCHMARKS = tuple(BUILTIN)  # every built-in benchmark, in the registry's order
 GATES = ("errors<=0", "unparseable<=10%")
 # On the fixtures (a few records of each release we wrote ourselves), besides `partial=true`:
 FIXTURE_SETTINGS = {"tomvalley": ("contexts=7001-7002",)}

@@ -1,4 +1,4 @@
-"""benchmarks/headline.py runs all six benchmarks and prints its table, so the headline cannot rot before a GPU runs it.
+"""benchmarks/headline.py runs every built-in benchmark and prints its table, so the headline cannot rot before a GPU runs it.
 
 Both runs use the fixtures (TOM_DATA_DIR unset): a dry run, and a real run of a tiny random-weight Llama through `hf:`
 on a sample, whose token counts come from the backend's own usage.
@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_tom.evals import BUILTIN
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "headline.py"
-SIX = ["tombench", "fantom", "simpletom", "tomvalley", "tomato", "hitom"]
+ALL = list(BUILTIN)  # every built-in benchmark
 
 
 def _headline(*args: str, keep: Path) -> list[list[str]]:
@@ -45,14 +47,14 @@ def _check_totals(rows: list[list[str]], columns: range) -> None:
 def test_dry_run_counts_every_benchmark_on_the_fixtures(tmp_path: Path) -> None:
     rows = _headline("--dry-run", keep=tmp_path)
     assert rows[0] == ["benchmark", "data", "questions", "requests", "tokens in", "max tokens out"]
-    assert [r[0] for r in rows[1:]] == [*SIX, "total"]
+    assert [r[0] for r in rows[1:]] == [*ALL, "total"]
     by = {r[0]: r for r in rows[1:]}
-    assert all(by[b][1] == "fixtures" for b in SIX)
+    assert all(by[b][1] == "fixtures" for b in ALL)
     # ToMBench: 42 fixture questions, up to 5 tries each (identical tries are sent once). ToMValley's official protocol
     # asks all questions of a context in one request: the fixtures hold 2 contexts.
     assert _int(by["tombench"][2]) == 42 and 42 < _int(by["tombench"][3]) <= 5 * 42
     assert _int(by["tomvalley"][3]) == 2 and _int(by["tomvalley"][2]) > 2
-    assert all(_int(by[b][4]) > _int(by[b][3]) for b in SIX)  # every request has a prompt of several tokens
+    assert all(_int(by[b][4]) > _int(by[b][3]) for b in ALL)  # every request has a prompt of several tokens
     _check_totals(rows, range(2, 6))
     # The counts are the engine's, as the run's JSON report holds them.
     report = json.loads((tmp_path / "simpletom.json").read_text())
@@ -73,7 +75,7 @@ def test_a_sampled_run_through_hf_prints_tokens_time_and_gates(tmp_path: Path) -
                      keep=tmp_path / "runs")
     assert rows[0] == ["benchmark", "data", "questions", "requests", "tokens in", "tokens out", "wall s", "requests/s",
                        "gates"]
-    assert [r[0] for r in rows[1:]] == [*SIX, "total"]
+    assert [r[0] for r in rows[1:]] == [*ALL, "total"]
     for row in rows[1:]:
         assert _int(row[3]) > 0 and float(row[6]) > 0
         assert float(row[7]) == pytest.approx(_int(row[3]) / float(row[6]), rel=0.02, abs=0.01)
