@@ -1,6 +1,8 @@
 """Adaptive concurrency for HTTP backends: a fixed number floods a CPU server (a retry storm) or wastes a hosted API.
 `Pressure` (pure) adjusts the limit as TCP its window (AIMD) plus a Vegas-style latency signal, since a queueing server
 answers late long before it fails (README, *Adaptive concurrency*); `Slots` is the asyncio gate that enforces it.
+A batching engine (vLLM, llama.cpp's `--parallel` slots) answers later under load *and* faster in total, so once latency
+has risen the limit climbs the measured throughput instead (one step at a time, kept only while it pays).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 FAST_RATIO = 2.0  # an answer this close to the fastest seen was not queued: the limit may grow
 NEAR_TIMEOUT = 0.5  # slower than this share of its timeout: requests queued behind it would time out
 OVERLOAD_STATUS = frozenset({429, 503, 504})  # rate limited, overloaded, a gateway that gave up waiting
+ROUND_ANSWERS = 8  # answers (at least, and twice the limit) a limit serves before its throughput is judged: fewer is noise
+GAIN = 1.05  # one more request in flight must raise throughput by this factor to be kept, else latency rises for nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,9 @@ class Pressure:
         self.slow_start = True
         self.fastest: float | None = None
         self.decreases = 0
+        self.rates: dict[int, float] = {}
+        """Answers per second measured at each limit (the last full round there): what the throughput climb compares."""
+        self._round: tuple[int, float, int] | None = None  # (limit, when its round began, answers since)
 
     @property
     def limit(self) -> int:
@@ -45,18 +52,41 @@ class Pressure:
         """Taken when a request is sent; handed back with its outcome."""
         return Ticket(self.epoch, self.fastest is not None)
 
-    def answered(self, ticket: Ticket, latency: float, timeout: float) -> None:
-        """An answer came back after `latency` seconds of an attempt allowed `timeout`: grow, hold, or back off."""
+    def answered(self, ticket: Ticket, latency: float, timeout: float, *, now: float | None = None) -> None:
+        """An answer came back after `latency` seconds of an attempt allowed `timeout`: grow, hold, or back off.
+        With `now` (a monotonic clock) answers also measure throughput, which may grow the limit past rising latency.
+        """
         latency = max(latency, 0.0)
         if latency > NEAR_TIMEOUT * timeout:
             self.overloaded(ticket)
             return
         self.fastest = latency if self.fastest is None else min(self.fastest, latency)
         fast = latency <= FAST_RATIO * max(self.fastest, 1e-3)
-        if not (fast and ticket.informed and ticket.epoch == self.epoch):
+        verdict = None if now is None else self._measure(now)
+        if not (ticket.informed and ticket.epoch == self.epoch):
             return
-        step = 1.0 if self.slow_start else 1.0 / self.limit
-        self.window = min(float(self.ceiling), self.window + step)
+        if fast:
+            step = 1.0 if self.slow_start else 1.0 / self.limit
+            self.window = min(float(self.ceiling), self.window + step)
+        elif verdict is not None:
+            self.window = float(verdict)
+
+    def _measure(self, now: float) -> int | None:
+        """Count an answer towards the current limit's round; at a round's end, the limit throughput asks for."""
+        limit = self.limit
+        if self._round is None or self._round[0] != limit:
+            self._round = (limit, now, -limit)  # a new limit: the next `limit` answers were sent before it; skip them
+            return None
+        _, began, answers = self._round
+        answers += 1
+        if answers <= 0:
+            began = now
+        if answers < max(ROUND_ANSWERS, 2 * limit) or now <= began:
+            self._round = (limit, began, answers)
+            return None
+        self._round = (limit, now, 0)
+        self.rates[limit] = answers / (now - began)
+        return climb(self.rates, limit, self.ceiling)
 
     def overloaded(self, ticket: Ticket) -> bool:
         """A timeout, an overload status or an answer near its timeout: halve once per epoch. True if it halved."""
@@ -67,6 +97,21 @@ class Pressure:
         self.slow_start = False
         self.decreases += 1
         return True
+
+
+def climb(rates: dict[int, float], limit: int, ceiling: int) -> int:
+    """The next limit of a hill climb on measured throughput (`rates`, answers/s per limit; `limit`'s just measured):
+    one more while it beat every lower limit by `GAIN` and the one above is not known to be worse; one less while the
+    one above is worse and nothing lower was tried (latency alone may have grown the limit past the peak); else the best.
+    """
+    rate = rates[limit]
+    lower = [r for k, r in rates.items() if k < limit]
+    above = rates.get(limit + 1)
+    if limit < ceiling and (not lower or rate >= GAIN * max(lower)) and (above is None or above > rate):
+        return limit + 1
+    if not lower and limit > 1 and (above is not None or limit == ceiling):
+        return limit - 1
+    return max((k for k in rates if k <= limit), key=lambda k: (rates[k], -k))
 
 
 class Slots:
