@@ -245,7 +245,8 @@ class OpenAIModel(StreamingModel):
         else:
             before = slots.pressure.decreases
             end = time.monotonic()
-            slots.pressure.answered(ticket, end - start, timeout, now=end)
+            slots.pressure.answered(ticket, end - start, timeout, now=end,
+                                    work=1 + response.usage.get("completion_tokens", 0))
             if slots.pressure.decreases != before:
                 self._bump("slowdowns")  # an answer near its timeout
             return response
