@@ -35,7 +35,8 @@ def test_the_benchmark_measures_the_plugin_and_its_ceiling_on_the_plugins_own_re
         bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     with FaultServer() as server:
         result = bench.main(["--base-url", server.base_url, "--send-stops", "no", "--lm-eval", "none",
-                             "--subset", "6", "--parallel", "2", "--select", ""])
+                             "--subset", "6", "--parallel", "2", "--select", "",
+                             "--tom-set", "tombench.tries=1"])
         bodies = [r.body for r in server.received]
     n = result["requests"]
     assert n > 100  # ToMBench tries and FANToM questions of the fixtures
