@@ -1,6 +1,7 @@
 """`openai:MODEL?options`: any OpenAI-compatible API (OpenAI, vLLM, TGI, SGLang, llama.cpp, Ollama, transformers serve).
 Requests run on an asyncio loop in a helper thread, each answer cached as it arrives; concurrency adapts to the server
-(`pressure.py`). Retries are ours, not the client's: what is retried, the wait and the counters depend on classifying
+(`pressure.py`), requests sharing a prompt prefix are sent together and answer-contract stops reach servers that can give
+them back (`sending.py`). Retries are ours, not the client's: what is retried, the wait and the counters depend on classifying
 each failure (`api.py`). The API key comes from the environment, never the URI, and is scrubbed from every error.
 """
 
@@ -33,6 +34,7 @@ from pytest_tom.models.openai.api import (
     snippet,
 )
 from pytest_tom.models.openai.pressure import OVERLOAD_STATUS, Pressure, Slots
+from pytest_tom.models.openai.sending import SEND_STOPS, prefix_order, restore_stop, stop_params
 from pytest_tom.request import Request, Response
 
 BACKEND_VERSION = 1
@@ -67,6 +69,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("bos_token", default="", help="bos_token seen by a chat_template file"),
     Option("eos_token", default="", help="eos_token seen by a chat_template file"),
     GENERATION_PROMPT,
+    Option("send_stops", default="no", choices=SEND_STOPS,
+           help="answer-contract stops (e.g. [[A]]) sent so the server stops there: no (cut here after the full budget), "
+                "vllm (include_stop_str_in_output), llamacpp (llama-server reports the stop it erased)"),
     Option("max_tokens_param", default="max_tokens", help="max_tokens, or max_completion_tokens for newer OpenAI models",
            choices=("max_tokens", "max_completion_tokens")),
 )
@@ -208,7 +213,7 @@ class OpenAIModel(StreamingModel):
             response = await self._answer(client, request, slots)
             inbox.put(("item", (index, response)))
 
-        tasks = [asyncio.ensure_future(one(i, r)) for i, r in enumerate(requests)]
+        tasks = [asyncio.ensure_future(one(i, requests[i])) for i in prefix_order(requests)]
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -239,7 +244,9 @@ class OpenAIModel(StreamingModel):
             raise
         else:
             before = slots.pressure.decreases
-            slots.pressure.answered(ticket, time.monotonic() - start, timeout)
+            end = time.monotonic()
+            slots.pressure.answered(ticket, end - start, timeout, now=end,
+                                    work=1 + response.usage.get("completion_tokens", 0))
             if slots.pressure.decreases != before:
                 self._bump("slowdowns")  # an answer near its timeout
             return response
@@ -324,8 +331,11 @@ class OpenAIModel(StreamingModel):
                               param: s.max_new_tokens}
         if s.seed is not None:
             kw["seed"] = s.seed
-        if s.stop:
-            kw["stop"] = list(s.stop)
+        stop, extra = stop_params(request, self.options["send_stops"])
+        if stop:
+            kw["stop"] = stop
+        if extra:
+            kw["extra_body"] = extra
         return kw
 
     async def _call(self, client: Any, request: Request, timeout: float) -> Response:
@@ -341,12 +351,15 @@ class OpenAIModel(StreamingModel):
         else:
             raw = await client.completions.with_raw_response.create(prompt=self.prompt(request), **kw)
         resp = raw.parse()
+        if not isinstance(resp, (str, bytes)):
+            resp = _restored(resp, self.endpoint, request, self.options["send_stops"])
         text = answer_text(resp, endpoint=self.endpoint, content_type=raw.headers.get("content-type", ""),
                            max_tokens=request.settings.max_new_tokens, source=self.base_url)
         if request.settings.stop_after and text is not None:
-            # The API cannot keep a stop string in the answer, so answer-contract stops are not sent:
-            # the answer is cut here, to the text the other backends return (no tokens saved).
-            text = cut_at_stops(text, (), request.settings.stop_after)
+            # The answer as the other backends return it: unless sent (send_stops=), answer-contract stops are
+            # found here, after the full budget; vLLM's include_stop_str_in_output keeps plain stops too.
+            sent = self.options["send_stops"] == "vllm"
+            text = cut_at_stops(text, request.settings.stop if sent else (), request.settings.stop_after)
         fp = getattr(resp, "system_fingerprint", None)
         if fp:
             with self._lock:
@@ -374,6 +387,20 @@ class OpenAIModel(StreamingModel):
         sums, counts, prompt_tokens = echoed_logprobs(resp.choices, prompts, ctx, request.choices, source=self.base_url)
         spend = {k: v for k, v in _usage(resp).items() if k != "prompt_tokens"}
         return loglikelihood_response(request.choices, sums, counts, prompt_tokens=prompt_tokens, usage=spend)
+
+
+def _restored(resp: Any, endpoint: str, request: Request, mode: str) -> Any:
+    """`resp` with the stop string a llama.cpp server erased put back into its first choice's text (`sending.py`)."""
+    choices = getattr(resp, "choices", None)
+    if mode != "llamacpp" or not request.settings.stop_after or not isinstance(choices, list) or not choices:
+        return resp
+    holder = getattr(choices[0], "message", None) if endpoint == "chat" else choices[0]
+    if holder is None:
+        return resp
+    field = "content" if endpoint == "chat" else "text"
+    text = restore_stop(getattr(holder, field, None), getattr(resp, "model_extra", None), request, mode)
+    setattr(holder, field, text)
+    return resp
 
 
 def _usage(resp: Any) -> dict[str, int]:
