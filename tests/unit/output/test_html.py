@@ -12,37 +12,15 @@ from typing import Any
 
 import pytest
 from helpers.html_cells import read_block
+from helpers.toy_benchmark import Toy
 
-from pytest_tom.framework.base import Benchmark, DataSource, Program
-from pytest_tom.framework.metric import Metric
-from pytest_tom.metrics import accuracy
 from pytest_tom.output.report import build_report, write_report
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.sample import Sample
 
 pytest.importorskip("matplotlib")
 
 from pytest_tom.__main__ import main  # noqa: E402 - after the skip: the command draws with matplotlib
 from pytest_tom.output.html import render_page  # noqa: E402
-
-
-class Toy(Benchmark[None]):
-    """One paper metric and a per-language table, nothing to load."""
-
-    name = "toy"
-    description = "a toy benchmark for page tests"
-    summary_facets = (("language",),)
-
-    def load(self, source: DataSource) -> list[Sample[None]]:
-        return []
-
-    def program(self, sample: Sample[None]) -> Program:
-        raise NotImplementedError
-        yield []
-
-    def metrics(self, records: Any) -> list[Metric]:
-        return [Metric(("accuracy",), accuracy(records), "toy accuracy")]
-
 
 NASTY = "<script>alert(\"x\")</script> & 'quoted' <b>"
 

@@ -9,36 +9,22 @@ from typing import Any
 
 import jsonschema
 import pytest
+from helpers.toy_benchmark import Toy as ToyBase
 
 from pytest_tom.constants import REPORT_SCHEMA_VERSION
 from pytest_tom.errors import TomDataError
-from pytest_tom.framework.base import Benchmark, DataSource, Program
+from pytest_tom.framework.base import Benchmark
 from pytest_tom.framework.metric import Metric
-from pytest_tom.metrics import accuracy
 from pytest_tom.output.report import build_report, item_dict, load_report, schema, write_report
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.request import sha256_text
-from pytest_tom.sample import Sample
 
 
-class Toy(Benchmark[None]):
-    """A benchmark with a paper metric and a per-language table, and nothing to load."""
-
-    name = "toy"
-    description = "a toy benchmark for report tests"
-    summary_facets = (("language",),)
-
-    def load(self, source: DataSource) -> list[Sample[None]]:
-        return []
-
-    def program(self, sample: Sample[None]) -> Program:
-        raise NotImplementedError
-        yield []
+class Toy(ToyBase):
+    """The toy benchmark with a list-valued metric besides its accuracy."""
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return [Metric(("accuracy",), accuracy(records), "toy accuracy"),
-                Metric(("ids",), tuple(sorted(r.sample_id for r in records)), unit="list")]
-
+        return [*super().metrics(records), Metric(("ids",), tuple(sorted(r.sample_id for r in records)), unit="list")]
 
 class Broken(Toy):
     def metrics(self, records: Sequence[Record]) -> list[Metric]:

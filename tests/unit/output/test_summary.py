@@ -5,30 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_tom.framework.base import Benchmark, DataSource, Program
+from helpers.toy_benchmark import Toy as ToyBase
+
 from pytest_tom.framework.metric import Metric
-from pytest_tom.metrics import accuracy, wilson_interval
+from pytest_tom.metrics import wilson_interval
 from pytest_tom.output.report import build_report
 from pytest_tom.output.summary import GROUP_WIDTH, pct, summary_lines, table_lines
 from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
-from pytest_tom.sample import Sample
 
 
-class Toy(Benchmark[None]):
-    name = "toy"
-    description = "a toy benchmark for summary tests"
-    summary_facets = (("language",),)
-
-    def load(self, source: DataSource) -> list[Sample[None]]:
-        return []
-
-    def program(self, sample: Sample[None]) -> Program:
-        raise NotImplementedError
-        yield []
-
-    def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return [Metric(("accuracy",), accuracy(records), "toy paper accuracy")]
-
+class Toy(ToyBase):
+    label = "toy paper accuracy"
 
 class BrokenLines(Toy):
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
