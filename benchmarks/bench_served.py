@@ -45,14 +45,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from pytest_tom.models._common import cut_at_stops
+from pytest_tom.models.base import Model
+from pytest_tom.models.openai.sending import prefix_order, restore_stop
+from pytest_tom.request import GenerationSettings, Message, Request, Response
 
-from pytest_tom.models._common import cut_at_stops  # noqa: E402
-from pytest_tom.models.base import Model  # noqa: E402
-from pytest_tom.models.openai.sending import prefix_order, restore_stop  # noqa: E402
-from pytest_tom.request import GenerationSettings, Message, Request, Response  # noqa: E402
+# pytest-tom must be installed (`pip install -e .`): the script runs pytest with the plugin. The repository root is
+# not put on sys.path, which would make its build metadata (pytest_tom.egg-info) a second installed distribution.
+REPO = Path(__file__).resolve().parents[1]
 
 LOG_ENV = "BENCH_SERVED_LOG"
 # On a 2-core CPU a 135M model answers two or three requests a second at best: the default run keeps to two ToMBench stories
