@@ -1,0 +1,104 @@
+"""BigToM's numbers as the authors' analysis reads them (spec §4): accuracy per condition file, and the paired score.
+
+The figures pair the true and false item of one (init, variable, kind) by story and plot the TB accuracy beside
+TB AND FB (`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were run and
+answered; its four-way split (both, tb_only, fb_only, neither) says which answer text a model held to. The micro
+averages (per variable, init, condition type, all) are this harness's summaries: the paper reports no overall mean.
+Unparseable answers are not correct and stay in every denominator. Intervals resample stories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_tom.derived import Derived
+from pytest_tom.evals.bigtom.data import PERCEPT, BigToMSample, folders
+from pytest_tom.framework.metric import Metric
+from pytest_tom.record import Record
+from pytest_tom.stats import estimate_rate
+
+TABLE = "Accuracy per condition (the official per-file accuracy)"
+PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot them"
+SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
+DIAGNOSTICS = "Answers read by the official substring rule"
+SPLIT = ("both", "tb_only", "fb_only", "neither")
+PAIR = {"belief": ("true_belief", "false_belief"), "control": ("true_control", "false_control")}
+
+
+def _rate(key: tuple[str, ...], label: str, table: str, values: Sequence[float], stories: Sequence[str]) -> list[Metric]:
+    if not values:
+        return []
+    est = estimate_rate(values, stories)
+    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(values), "story")]
+
+
+def _acc(key: tuple[str, ...], label: str, table: str, records: Sequence[Record]) -> list[Metric]:
+    return _rate(key, label, table, [float(r.passed) for r in records], [r.facets["story"] for r in records])
+
+
+def pairs(records: Sequence[Record]) -> dict[str, dict[str, tuple[Record, Record]]]:
+    """`<init>_<variable>.<kind>` -> story -> (true item, false item), for stories with both items answered."""
+    by = {(r.facets["folder"], r.facets["story"]): r for r in records}
+    out: dict[str, dict[str, tuple[Record, Record]]] = {}
+    for folder in folders("core"):
+        init, _, rest = folder.partition("_")
+        for kind, (t, f) in PAIR.items():
+            if rest.endswith(t):
+                group = out.setdefault(f"{init}_{rest[:-len(t) - 1]}.{kind}", {})
+                for (fold, story), rec in by.items():
+                    if fold == folder and (partner := by.get((f"{folder[:-len(t)]}{f}", story))) is not None:
+                        group[story] = (rec, partner)
+    return {k: v for k, v in out.items() if v}
+
+
+def aggregate(records: Sequence[Record]) -> list[Metric]:
+    """Every BigToM metric of one suite's records."""
+    scored = [r for r in records if r.scored]
+    out: list[Metric] = []
+    for folder in folders("all"):
+        out += _acc(("condition", folder, "accuracy"), f"{folder} accuracy", TABLE,
+                    [r for r in scored if r.facets["folder"] == folder])
+    for name, group in pairs(scored).items():
+        stories = list(group)
+        tb, fb = ([float(p[i].passed) for p in group.values()] for i in (0, 1))
+        key = ("pair", *name.split("."))
+        out += _rate((*key, "true"), f"{name} TB accuracy (paired stories)", PAIRS, tb, stories)
+        out += _rate((*key, "false"), f"{name} FB accuracy (paired stories)", PAIRS, fb, stories)
+        out += _rate((*key, "true_and_false"), f"{name} TB AND FB (the paper's second bar)", PAIRS,
+                     [t * f for t, f in zip(tb, fb, strict=True)], stories)
+        for i, split in enumerate(SPLIT):
+            want = ((1, 1), (1, 0), (0, 1), (0, 0))[i]
+            n = sum((t, f) == want for t, f in zip(tb, fb, strict=True))
+            out.append(Metric((*key, split), n, f"{name} stories {split}", "count", PAIRS))
+    core = [r for r in scored if r.facets["folder"] != PERCEPT]
+    for facet in ("variable", "init", "condition"):
+        for value in sorted({r.facets[facet] for r in core}):
+            out += _acc((facet, value, "accuracy"), f"{facet} {value} accuracy", SUMMARY,
+                        [r for r in core if r.facets[facet] == value])
+    out += _acc(("accuracy",), "accuracy, core conditions (micro)", SUMMARY, core)
+    out += [Metric(("n",), len(scored), "items answered", "count", DIAGNOSTICS),
+            Metric(("unparseable",), sum(r.parsed is None for r in scored),
+                   "unparseable: no key a)/b) and no single option text (where the official code asks its LLM grader)",
+                   "count", DIAGNOSTICS),
+            Metric(("via_text",), sum(r.details.get("via") == "text" for r in scored),
+                   "read from an option's text, not a key (the official grader's cases)", "count", DIAGNOSTICS),
+            Metric(("both_keys",), sum(bool(r.details.get("both_keys")) for r in scored),
+                   "answers holding both a) and b) (officially: the gold key wins)", "count", DIAGNOSTICS)]
+    return out
+
+
+def derived(samples: Sequence[BigToMSample]) -> list[Derived]:
+    """One TB AND FB item per story and (init, variable, kind) with both items loaded (spec §7)."""
+    ids = {s.id for s in samples}
+    out = []
+    for s in samples:
+        init, variable, condition, line = (s.facets["init"], s.facets["variable"], s.facets["condition"], s.extra.line)
+        kind = s.facets["kind"]
+        if s.extra.folder == PERCEPT or condition != PAIR[kind][0]:
+            continue
+        partner = f"{s.extra.folder[:-len(condition)]}{PAIR[kind][1]}-{line:03d}"
+        if partner in ids:
+            out.append(Derived("bigtom", f"{init}_{variable}-{kind}-{line:03d}", "pair", (s.id, partner),
+                               ("bigtom", "pair", variable), {"variable": variable, "init": init, "kind": kind,
+                                                               "story": s.facets["story"]}))
+    return out
