@@ -130,3 +130,10 @@ def test_a_sample_keeps_whole_stories_so_every_pair_is_whole(pytester: pytest.Py
     stories = {i.rsplit("-", 1)[1] for i in ids}
     assert 0 < len(stories) < 4
     assert len(ids) == 24 * len(stories) and sum("::bigtom_pair[" in line for line in result.stdout.lines) == 12 * len(stories)
+
+
+def test_pairs_and_conditions_gate_with_story_clusters(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--tom-model=python:agent_model:model", "--tom-threshold=bigtom.pair>=0.9",
+                 "--tom-threshold=bigtom.folder.1_forward_belief_false_belief>=0.1", "--tb=no", "-q")
+    result.stdout.fnmatch_lines(["*FAIL bigtom.pair:point>=0.9: 50.0% *n=48 in 4 clusters*",
+                                 "*PASS bigtom.folder.1_forward_belief_false_belief:point>=0.1*"])
