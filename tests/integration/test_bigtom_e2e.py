@@ -37,6 +37,14 @@ def model(conversations, settings):
     return out
 '''
 
+JUDGE = '''
+def judge(conversations, settings):
+    assert settings["max_new_tokens"] == 10 and settings["stop"] == ["Predicted Answer:", "True Answer:", "Response:"]
+    with open("judged.txt", "a") as f:
+        f.write(str(len(conversations)) + "\\n")
+    return ["True" if "I cannot tell." in c[-1]["content"] else "False" for c in conversations]
+'''
+
 RECORDS_HOOK = '''
 import json
 from pathlib import Path
@@ -50,7 +58,7 @@ def pytest_tom_results_ready(session, results):
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    pytester.makepyfile(agent_model=AGENT_MODEL)
+    pytester.makepyfile(agent_model=AGENT_MODEL, judge_model=JUDGE)
     pytester.makeconftest(RECORDS_HOOK)
     pytester.syspathinsert()
     return pytester.runpytest(*QUIET, "--tom-benchmark=bigtom", f"--tom-data-dir={FIXTURES}",
@@ -137,3 +145,20 @@ def test_pairs_and_conditions_gate_with_story_clusters(pytester: pytest.Pytester
                  "--tom-threshold=bigtom.folder.1_forward_belief_false_belief>=0.1", "--tb=no", "-q")
     result.stdout.fnmatch_lines(["*FAIL bigtom.pair:point>=0.9: 50.0% *n=48 in 4 clusters*",
                                  "*PASS bigtom.folder.1_forward_belief_false_belief:point>=0.1*"])
+
+
+def test_a_judge_grades_the_unread_answers_beside_the_rule_and_is_cached(pytester: pytest.Pytester) -> None:
+    args = ("--tom-model=python:agent_model:model", "--tom-judge=python:judge_model:judge", "--tom-report=r.json")
+    result = run(pytester, *args)
+    recs, want = records(pytester), expected()
+    assert {r.sample_id: r.outcome.value for r in recs} == want  # the outcomes are the rule's, judge or not
+    assert {r.sample_id for r in recs if r.details.get("judge") == "True"} == {k for k, v in want.items() if v == "unparseable"}
+    m = {x.name: x.value for x in BigToM().metrics(recs)}
+    right = sum(v == "correct" for v in want.values())
+    assert (m["judge.verdicts"], m["judge.true"], m["judge.accuracy"], m["accuracy"]) == (24, 24, (right + 24) / 96, right / 96)
+    result.stdout.fnmatch_lines(["*accuracy with the judge, core conditions (micro)*"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    # 24 asks, 4 distinct prompts: Dee's belief and action questions, each keyed to the aware or the unaware answer
+    assert report["engine"]["scoring"]["judge"]["model_requests"] == 4
+    run(pytester, *args)  # the second run: every judge request from the cache
+    assert sum(map(int, (pytester.path / "judged.txt").read_text().split())) == 4

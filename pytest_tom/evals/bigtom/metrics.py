@@ -21,6 +21,7 @@ TABLE = "Accuracy per condition (the official per-file accuracy)"
 PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot them"
 SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
 DIAGNOSTICS = "Answers read by the official substring rule"
+JUDGED = "With the official LLM-grader fallback, answered by --tom-judge (beside, never instead of, the rule)"
 SPLIT = ("both", "tb_only", "fb_only", "neither")
 PAIR = {"belief": ("true_belief", "false_belief"), "control": ("true_control", "false_control")}
 
@@ -84,7 +85,28 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
                    "read from an option's text, not a key (the official grader's cases)", "count", DIAGNOSTICS),
             Metric(("both_keys",), sum(bool(r.details.get("both_keys")) for r in scored),
                    "answers holding both a) and b) (officially: the gold key wins)", "count", DIAGNOSTICS)]
-    return out
+    return out + judged(scored)
+
+
+def judged(scored: Sequence[Record]) -> list[Metric]:
+    """The official accuracy with its grader: a rule-unparseable item counts when the judge said exactly "True"."""
+    asked = [r for r in scored if "judge" in r.details]
+    if not asked:
+        return []
+    out = [Metric(("judge", "verdicts"), len(asked), "unparseable items the judge graded", "count", JUDGED),
+           Metric(("judge", "true"), sum(bool(r.details["judge_correct"]) for r in asked),
+                  "of them graded exactly 'True' (correct, officially)", "count", JUDGED)]
+
+    def ok(r: Record) -> float:
+        return float(r.passed or bool(r.details.get("judge_correct")))
+
+    for folder in folders("all"):
+        group = [r for r in scored if r.facets["folder"] == folder]
+        out += _rate(("judge", "condition", folder, "accuracy"), f"{folder} accuracy with the judge", JUDGED,
+                     [ok(r) for r in group], [r.facets["story"] for r in group])
+    core = [r for r in scored if r.facets["folder"] != PERCEPT]
+    return out + _rate(("judge", "accuracy"), "accuracy with the judge, core conditions (micro)", JUDGED,
+                       [ok(r) for r in core], [r.facets["story"] for r in core])
 
 
 def derived(samples: Sequence[BigToMSample]) -> list[Derived]:

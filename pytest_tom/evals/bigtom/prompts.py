@@ -42,6 +42,15 @@ WRITE = "\nWrite the answer as <option>) <answer>\nAnswer:"
 TOKENS = {"completion": 25, "chat": 25, "completion-cot": 200, "chat-cot": 220}
 """max_new_tokens when the setting is 0 (spec §3.4); the completion CoT answer call always gets 30."""
 ANSWER_TOKENS = 30
+GRADE = ("You are an expert comparing predicted answers with true answers. \nYou are given a question, the predicted answer, "
+         "and the true answer.\nYou are asked to score the predicted answer as either True or False based on its similarity "
+         "to the true answer.\nWe only care about semantic similarity, ignore whitespace, typos, punctuation, etc. and focus "
+         "only on the meaning of the answer.\nMark as False if the answer says lack of information or None of the above.\n"
+         "Mark as False if the answer has irrelevant information.\nIf a single character is given, match it to the true "
+         "answer or the false answer and mark as True or False accordingly.")
+"""`grade.txt` (625 bytes; line 1 ends with a space): the official LLM grader's instruction."""
+GRADER = GenerationSettings(max_new_tokens=10, stop=("Predicted Answer:", "True Answer:", "Response:"))
+"""The grader's call: text-davinci-003 at temperature 0, `max_tokens=10`, these stops (spec §3.5)."""
 
 
 def question(sample: BigToMSample) -> str:
@@ -72,6 +81,16 @@ def first(sample: BigToMSample, method: str, fmt: str, tokens: int) -> Request:
     shot_text = f"\nStory: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}\nAnswer: {SHOT_ANSWER}\n" if method == "1shot" else ""
     return Request(messages=(Message("user", f"{EVALUATE}{shot_text}\n\n{user(sample)}\nAnswer:"),),
                    settings=GenerationSettings(max_new_tokens=n, stop=STOP), answer_labels=("a", "b"), answer_format=" {})")
+
+
+def grade(sample: BigToMSample, predicted: str) -> str:
+    """The official grader prompt (`method='eval'`): the bare question, both answers as `<key>) <text>`, the answer."""
+    gold = sample.gold_label
+    other = "b" if gold == "a" else "a"
+    return (f"{GRADE}\n\nHere is the question:\n{sample.question}\nHere is the true answer:\n{gold}) "
+            f"{sample.choice(gold).text}\nHere is the false answer:\n{other}) {sample.choice(other).text}\nHere is the "
+            f"predicted answer:\n{predicted}\nIs the predicted answer close to the true answer compared to the false "
+            "answer? Answer True or False.\nA:")
 
 
 def answer_call(thought_request: Request, thought: str) -> Request:

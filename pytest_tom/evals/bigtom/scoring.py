@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 
 from pytest_tom.evals.bigtom.data import BigToMSample
-from pytest_tom.evals.bigtom.prompts import answer_call, first
+from pytest_tom.evals.bigtom.prompts import GRADER, answer_call, first, grade
 from pytest_tom.framework.base import Program
+from pytest_tom.framework.judge import ask, verdict
 from pytest_tom.record import Outcome, Record
 
 
@@ -54,8 +55,14 @@ def solve(sample: BigToMSample, method: str, fmt: str, tokens: int, extraction: 
         (response,) = yield [second]
         keys.append(second.key)
         texts.append(response.text)
-    return score(sample, response.text, cut=(fmt, method) == ("chat", "0shot-cot"), extraction=extraction,
-                 keys=tuple(keys), texts=tuple(texts))
+    cut = (fmt, method) == ("chat", "0shot-cot")
+    record = score(sample, response.text, cut=cut, extraction=extraction, keys=tuple(keys), texts=tuple(texts))
+    if record.details["via"] == "none":  # where the official code asks its grader: the judged step (--tom-judge)
+        r = (response.text or "").strip()
+        (said,) = yield [ask(grade(sample, parse_chat_response(r) if cut else r), GRADER, ("True", "False"))]
+        if (judged := verdict(said)) is not None:
+            record = record.replace(details={**record.details, "judge": judged, "judge_correct": judged == "True"})
+    return record
 
 
 def score(sample: BigToMSample, text: str | None, *, cut: bool = False, extraction: str = "official",

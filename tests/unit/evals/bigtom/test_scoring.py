@@ -130,3 +130,26 @@ def test_programs_score_the_last_call_and_keep_every_response() -> None:
     assert len(sent) == 1 and rec.outcome is Outcome.INCORRECT and rec.parsed == "b"
     wrong = score(FB, "no idea")
     assert wrong.outcome is Outcome.UNPARSEABLE and not wrong.passed and "no idea" in wrong.message
+
+
+def test_the_grader_prompt_is_the_official_template() -> None:  # grade.txt's sha256 from the data's SOURCE.md
+    assert hashlib.sha256(prompts.GRADE.encode()).hexdigest() == (
+        "404a7d15ad335f1ec94d9cb1f65640591925033aaaa06a61497b3d3750471fda")
+    assert prompts.grade(FB, "I am not sure") == (
+        f"{prompts.GRADE}\n\nHere is the question:\nDoes Noor believe the milk pitcher contains oat milk or almond milk?\n"
+        "Here is the true answer:\na) Noor believes the milk pitcher contains oat milk.\nHere is the false answer:\n"
+        "b) Noor believes the milk pitcher contains almond milk.\nHere is the predicted answer:\nI am not sure\nIs the "
+        "predicted answer close to the true answer compared to the false answer? Answer True or False.\nA:")
+
+
+def test_only_an_unread_answer_asks_the_judge_and_its_verdict_stays_beside_the_outcome() -> None:
+    program = solve(FB, "0shot-cot", "chat", 0, "official")
+    next(program)
+    (judge,) = program.send([Response(text="Thought: hmm. Answer: unsure")])
+    assert judge.model == "judge" and judge.settings == prompts.GRADER
+    assert "Here is the predicted answer:\nunsure\nIs" in judge.messages[0].content  # the chat 0shot-cot cut, as official
+    with pytest.raises(StopIteration) as stop:
+        program.send([Response(text=" True")])
+    rec = stop.value.value
+    assert rec.outcome is Outcome.UNPARSEABLE and rec.details["judge"] == "True" and rec.details["judge_correct"]
+    assert drive(FB, "0shot", "chat", "a)")[1].details.keys() == {"via", "both_keys"}  # a read answer: no judge
