@@ -2,9 +2,10 @@
 
 A program yields `ask(...)` where its deterministic rule reads nothing. The engine routes the request to the model
 `--tom-judge=URI` names (ini `tom_judge`), through the same planning, dedupe and cache as every request (the judge's
-fingerprint is in the key); without a judge it answers with no text, never an error, so the benchmark keeps its
-deterministic verdict and a run without the option is unchanged. A judge's verdict never changes an item's outcome:
-the benchmark reports it beside it (its `details`, and metrics of their own), so the headline stays reproducible.
+fingerprint is in the key). Without a judge the engine answers at once with no text, never an error, and sends, caches
+and counts nothing, so the benchmark keeps its deterministic verdict and a run without the option is unchanged. A
+verdict never changes an item's outcome: the benchmark reports it beside it (its `details`, and metrics of their own),
+so the headline stays reproducible.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 
 from pytest_tom.engine import Engine, ResponseCache
-from pytest_tom.engine.judge import NoJudge, judge_model
 from pytest_tom.framework.judge import JUDGE, ask, verdict
 from pytest_tom.models.base import CallableModel
 from pytest_tom.record import Outcome, Record
@@ -30,11 +29,14 @@ def test_a_judge_request_names_the_judge_and_its_verdicts() -> None:
     assert verdict(Response(text=" True \n")) == "True" and verdict(Response()) is None
 
 
-def test_without_a_judge_the_step_gets_no_text_and_no_error() -> None:
-    assert isinstance(judge_model(None), NoJudge) and judge_model("random:1").uri == "random:1"
-    engine = Engine(CallableModel(lambda b, s: ["x"] * len(b)), scoring_models=lambda name: judge_model(None))
+def test_without_a_judge_the_step_gets_no_text_and_no_error_and_nothing_is_sent_or_counted() -> None:
+    def no_resolver(name: str) -> CallableModel:
+        raise AssertionError(f"asked to build {name}")
+
+    engine = Engine(CallableModel(lambda b, s: ["x"] * len(b)), scoring_models=no_resolver, absent=(JUDGE,))
     record = engine.run({"q1": (SAMPLE, program())})["q1"]
     assert record.outcome is Outcome.UNPARSEABLE and record.details == {"judge": None}
+    assert engine.stats.scoring == {} and engine.stats.requests == 0
 
 
 def test_the_judge_answers_through_the_cache(tmp_path: Path) -> None:
