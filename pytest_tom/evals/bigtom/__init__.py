@@ -59,7 +59,7 @@ class BigToM(Benchmark[BigToMExtra]):
     def load(self, source: DataSource) -> list[BigToMSample]:
         s = self.settings
         sha = parse_sha256(s["sha256"], "bigtom sha256") if s["sha256"] else ""
-        folder, verified = data.release(s["source_url"], sha).locate(source)
+        folder, verified = data.PIN.release(s["source_url"], sha).locate(source)
         return data.load(folder / data.FILE, conditions=s["conditions"], sha256=sha, verified=verified, partial=s["partial"])
 
     def program(self, sample: BigToMSample) -> Program:

@@ -9,15 +9,14 @@ the CSV. Option order is the official `random.seed(0)` shuffle, drawn over the w
 from __future__ import annotations
 
 import csv
-import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.checks import check_sha256
-from pytest_tom.framework.release import Release, partial_advice
+from pytest_tom.framework.pinned import PinnedFile
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import Choice, Sample, Story
 
 FILE = "data/bigtom/bigtom.csv"
@@ -25,6 +24,8 @@ REVISION = "fe647d680bddb69f738519313bed625f9e93b549"
 URL = f"https://raw.githubusercontent.com/cicl-stanford/procedural-evals-tom/{REVISION}/"
 SHA256 = "a14884fbff5b61d3fa194ab166764b553ab795fcb1359e69d1282eadf3011a46"
 GIT_BLOB = "2d1f9e7e0db71805fad5e110ac48e41ddd3e1456"
+PIN = PinnedFile("bigtom", "BigToM", FILE, "github.com/cicl-stanford/procedural-evals-tom", REVISION, SHA256, GIT_BLOB)
+"""Where --tom-download fetches the release from (`URL` + `FILE`), and what it is checked against."""
 LINES, FIELDS = 200, 19
 VARIABLES = ("forward_belief", "forward_action", "backward_belief")
 CONDITIONS = ("true_belief", "false_belief", "true_control", "false_control")
@@ -152,38 +153,3 @@ def load(path: Path, *, conditions: str, sha256: str, verified: bool, partial: b
         check_sha256(path, sha256 or SHA256, benchmark="bigtom", given=bool(sha256), partial=False)
     check_conditions(lines, path.parent.parent / "conditions")
     return samples(lines, conditions)
-
-
-def git_blob(path: Path) -> str:
-    r"""The id git names the file's bytes by (`git hash-object`): sha1 of ``blob <size>\0`` and the content."""
-    body = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
-
-
-def download(url: str, folder: Path, sha256: str) -> None:
-    """The CSV fetched and checked (the pinned sha256 and git blob id, or the user's sha256); the manifest, last."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    got = fetch_files(url, folder, {FILE: sha256 or SHA256})[FILE]
-    if not sha256 and (blob := git_blob(folder / FILE)) != GIT_BLOB:
-        (folder / FILE).unlink()
-        raise TomDataError(f"git blob id {blob}, not the pinned {GIT_BLOB}; refusing to use it", path=folder / FILE)
-    write_manifest(folder / MANIFEST, {"source": url, "files": {FILE: got}})
-
-
-def check_download(folder: Path, sha256: str) -> None:
-    """A cached download, unchanged since it was verified against these pins."""
-    files = read_manifest(folder / MANIFEST, folder).get("files")
-    if not isinstance(files, dict) or files.get(FILE) != (sha256 or SHA256):
-        raise TomDataError(f"this download was not verified against sha256 {sha256 or SHA256}; delete it, or pass "
-                           "--tom-download to fetch a verified copy again", path=folder)
-    check_recorded(folder, files)
-
-
-def release(url: str, sha256: str) -> Release:
-    """`<data-dir>/bigtom/data/bigtom/bigtom.csv` (the repository's layout), `<data-dir>/data/bigtom/...`, else the cache."""
-    return Release(
-        "bigtom", ("bigtom", ""), lambda f: (f / FILE).is_file(), sha256[:16] if sha256 else REVISION,
-        lambda c: (c / MANIFEST).is_file(), lambda c: check_download(c, sha256), lambda c: download(url, c, sha256),
-        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding bigtom/{FILE} from "
-        f"github.com/cicl-stanford/procedural-evals-tom (revision {REVISION[:12]}), or pass --tom-download to fetch it "
-        "(checked against its sha256 and git blob id).", label="BigToM", file=FILE)
