@@ -9,7 +9,7 @@ Unparseable answers are not correct and stay in every denominator. Intervals res
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pytest_tom.derived import Derived
 from pytest_tom.evals.bigtom.data import PERCEPT, BigToMSample, folders
@@ -37,19 +37,19 @@ def _acc(key: tuple[str, ...], label: str, table: str, records: Sequence[Record]
     return _rate(key, label, table, [float(r.passed) for r in records], [r.facets["story"] for r in records])
 
 
+def partner(sample_id: str, facets: Mapping[str, str]) -> str | None:
+    """The id of the false (or false control) item a true one pairs with, by story; None for any other item."""
+    t, f = PAIR[facets["kind"]]
+    return sample_id.replace(f"_{t}-", f"_{f}-") if facets["condition"] == t and facets["folder"] != PERCEPT else None
+
+
 def pairs(records: Sequence[Record]) -> dict[str, dict[str, tuple[Record, Record]]]:
     """`<init>_<variable>.<kind>` -> story -> (true item, false item), for stories with both items answered."""
-    by = {(r.facets["folder"], r.facets["story"]): r for r in records}
-    out: dict[str, dict[str, tuple[Record, Record]]] = {}
-    for folder in folders("core"):
-        init, _, rest = folder.partition("_")
-        for kind, (t, f) in PAIR.items():
-            if rest.endswith(t):
-                group = out.setdefault(f"{init}_{rest[:-len(t) - 1]}.{kind}", {})
-                for (fold, story), rec in by.items():
-                    if fold == folder and (partner := by.get((f"{folder[:-len(t)]}{f}", story))) is not None:
-                        group[story] = (rec, partner)
-    return {k: v for k, v in out.items() if v}
+    by, out = {r.sample_id: r for r in records}, dict[str, dict[str, tuple[Record, Record]]]()
+    for r in records:
+        if (p := partner(r.sample_id, f := r.facets)) is not None and p in by:
+            out.setdefault(f"{f['init']}_{f['variable']}.{f['kind']}", {})[f["story"]] = (r, by[p])
+    return out
 
 
 def aggregate(records: Sequence[Record]) -> list[Metric]:
@@ -67,10 +67,9 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
         out += _rate((*key, "false"), f"{name} FB accuracy (paired stories)", PAIRS, fb, stories)
         out += _rate((*key, "true_and_false"), f"{name} TB AND FB (the paper's second bar)", PAIRS,
                      [t * f for t, f in zip(tb, fb, strict=True)], stories)
-        for i, split in enumerate(SPLIT):
-            want = ((1, 1), (1, 0), (0, 1), (0, 0))[i]
-            n = sum((t, f) == want for t, f in zip(tb, fb, strict=True))
-            out.append(Metric((*key, split), n, f"{name} stories {split}", "count", PAIRS))
+        out += [Metric((*key, split), sum((t, f) == want for t, f in zip(tb, fb, strict=True)),
+                       f"{name} stories {split}", "count", PAIRS)
+                for split, want in zip(SPLIT, ((1, 1), (1, 0), (0, 1), (0, 0)), strict=True)]
     core = [r for r in scored if r.facets["folder"] != PERCEPT]
     for facet in ("variable", "init", "condition"):
         for value in sorted({r.facets[facet] for r in core}):
@@ -112,15 +111,6 @@ def judged(scored: Sequence[Record]) -> list[Metric]:
 def derived(samples: Sequence[BigToMSample]) -> list[Derived]:
     """One TB AND FB item per story and (init, variable, kind) with both items loaded (spec §7)."""
     ids = {s.id for s in samples}
-    out = []
-    for s in samples:
-        init, variable, condition, line = (s.facets["init"], s.facets["variable"], s.facets["condition"], s.extra.line)
-        kind = s.facets["kind"]
-        if s.extra.folder == PERCEPT or condition != PAIR[kind][0]:
-            continue
-        partner = f"{s.extra.folder[:-len(condition)]}{PAIR[kind][1]}-{line:03d}"
-        if partner in ids:
-            out.append(Derived("bigtom", f"{init}_{variable}-{kind}-{line:03d}", "pair", (s.id, partner),
-                               ("bigtom", "pair", variable), {"variable": variable, "init": init, "kind": kind,
-                                                               "story": s.facets["story"]}))
-    return out
+    return [Derived("bigtom", f"{f['init']}_{f['variable']}-{f['kind']}-{s.extra.line:03d}", "pair", (s.id, p),
+                    ("bigtom", "pair", f["variable"]), {k: f[k] for k in ("variable", "init", "kind", "story")})
+            for s in samples if (p := partner(s.id, f := s.facets)) is not None and p in ids]
