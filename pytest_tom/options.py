@@ -43,6 +43,10 @@ _GENERAL: list[tuple[str, str, str, dict[str, Any]]] = [
      "baseline differences and flips, robustness counterexamples, a searchable item table) to this file; needs "
      "matplotlib (pip install 'pytest-tom[html]'). Rebuild it from a JSON report with python -m pytest_tom html.",
      {"metavar": "PATH"}),
+    ("--tom-judge", "tom_judge", "A second model URI (any --tom-model URI) that answers the judged step of a benchmark "
+     "whose official scorer falls back to an LLM grader (BigToM); cached like every request. Its verdicts are reported "
+     "beside the deterministic scores, never instead of them. Default: none (the deterministic rule alone).",
+     {"metavar": "URI"}),
     (C.BATCH_SIZE_OPTION, "tom_batch_size", "Requests per model batch (default: the backend's own).", {"metavar": "N"}),
     (C.MAX_ERRORS_OPTION, "tom_max_errors", "Model errors (API failures after retries) to tolerate: up to N erroring "
      "questions are skipped instead of failing the run (default 0). Errors are never scored as wrong answers.", {"metavar": "N"}),
@@ -261,6 +265,8 @@ class TomOptions:
     html: Path | None = None
     """--tom-html: the self-contained HTML page (`pytest_tom.output.html`), written with the report."""
     max_errors: int = 0
+    judge: str | None = None
+    """--tom-judge: the URI of the model judge requests go to (`pytest_tom.framework.judge`); None: no judge."""
     progress: str = "auto"
     """auto, on or off: the live request bar and one-time-work lines (`pytest_tom.run.progress`)."""
     detail: str | None = None
@@ -314,7 +320,7 @@ class TomOptions:
             robustness_profile=profile, benchmark_settings=settings, node_ids=dict(node_ids or {}),
             references=comma_names(_value(config, "tom_reference"), "--tom-reference", "model", "gpt-4o,llama3.1 8b",
                                    fold=True),
-            html=html,
+            html=html, judge=_value(config, "tom_judge") or None,
         )
 
 

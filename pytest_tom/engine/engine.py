@@ -13,7 +13,7 @@ import dataclasses
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -118,7 +118,8 @@ class EngineStats:
 
 class Engine:
     def __init__(self, model: Model, cache: ResponseCache | None = None, *, batch_size: int | None = None,
-                 progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None) -> None:
+                 progress: ProgressCallback | None = None, scoring_models: ModelResolver | None = None,
+                 absent: Collection[str] = ()) -> None:
         self.model = model
         self.cache = cache
         if batch_size:
@@ -131,6 +132,9 @@ class Engine:
         """Per program key, the text of its first request to the model under test, until its record is made."""
         """Every response of the model under test, by request key (the report's replay table)."""
         self._resolve_scoring = scoring_models
+        self._absent = frozenset(absent)
+        """Optional scoring models not configured (no --tom-judge): their requests get a Response without text at once,
+        never sent, cached or counted, so a program can fall back to its own verdict."""
         self._models: dict[str, Model] = {MODEL_UNDER_TEST: model}
         self._fingerprints: dict[str, str] = {}
         self._secrets: set[str] = set(_secrets_of(model))
@@ -185,12 +189,15 @@ class Engine:
             unique: dict[str, Request] = {}
             for reqs in pending.values():
                 for r in reqs:
+                    if r.model in self._absent:
+                        continue
                     if r.model == MODEL_UNDER_TEST:
                         self.stats.requests += 1
                     else:
                         self._scoring_stats(r.model)["requests"] += 1
                     unique.setdefault(r.key, r)
             answers = self._answer(list(unique.values()))
+            answers.update((r.key, Response()) for reqs in pending.values() for r in reqs if r.model in self._absent)
             current, pending = pending, {}
             for key, reqs in current.items():
                 sample, program = programs[key]

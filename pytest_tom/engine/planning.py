@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_tom.engine import Engine, ProgressCallback, ResponseCache, error_record
 from pytest_tom.errors import TomConfigError
 from pytest_tom.framework.base import Program
-from pytest_tom.models import as_model
+from pytest_tom.framework.judge import JUDGE
+from pytest_tom.models import as_model, make_model
 from pytest_tom.models.base import Model
 from pytest_tom.models.embedding import make_scoring_model
 from pytest_tom.options import TomOptions
@@ -85,7 +86,9 @@ class Planner:
             download = self.options.download
             self.engine = Engine(
                 self.model, self._cache, batch_size=self.options.batch_size, progress=self.progress,
-                scoring_models=lambda name: make_scoring_model(name, allow_download=download),
+                scoring_models=lambda name: (make_model(self.options.judge or "") if name == JUDGE
+                                             else make_scoring_model(name, allow_download=download)),
+                absent=() if self.options.judge else (JUDGE,),
             )
         return self.engine
 

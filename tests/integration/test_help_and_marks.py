@@ -50,7 +50,7 @@ def test_help_lists_every_scheme_every_benchmark_and_says_what_each_option_takes
     for form in ("hf:ID|DIR|FILE.gguf", "smollm2 = hf:smollm2", "openai:MODEL[?base_url=URL", "vllm:ID|DIR",
                  "random[:SEED]", "replay:REPORT.json", "python:MODULE:CALLABLE"):
         assert form in group, form
-    assert "available: fantom, hitom, mmtomqa, simpletom, tomato, tombench, tomvalley" in group
+    assert "available: bigtom, fantom, hitom, mmtomqa, simpletom, tomato, tombench, tomvalley" in group
     for flag in ("--tom-model=URI", "--tom-benchmark=NAMES", "--tom-sample=N", "--tom-seed=N", "--tom-report=PATH",
                  "--tom-data-dir=DIR", "--tom-cache-dir=DIR", "--tom-batch-size=N", "--tom-max-errors=N",
                  "--tom-set=BENCH.NAME=VALUE", "`pytest --tom-set list` lists every benchmark's settings"):
@@ -63,7 +63,7 @@ def test_help_shows_few_pytest_tom_options_and_no_per_benchmark_flag(pytester: p
     result = pytester.runpytest(*QUIET, "--help")
     options = [line.split()[0] for line in result.outlines if line.startswith("  --tom-")]
     ini_keys = [line.split()[0] for line in result.outlines if line.startswith("  tom_")]
-    assert 20 <= len(options) <= 28, options  # 27 with --tom-reference, 28 with --tom-html
+    assert 20 <= len(options) <= 29, options  # 27 with --tom-reference, 28 with --tom-html, 29 with --tom-judge
     assert len(ini_keys) == len(options), ini_keys  # the deprecated ini keys are not registered for --help
     for bench in ("tombench", "fantom", "simpletom", "tomato", "tomvalley"):
         assert f"--tom-{bench}-" not in result.stdout.str() and f"tom_{bench}_" not in result.stdout.str(), bench

@@ -1,0 +1,116 @@
+"""BigToM's numbers as the authors' analysis reads them (spec §4): accuracy per condition file, and the paired score.
+
+The figures pair the true and false item of one (init, variable, kind) by story and plot the TB accuracy beside
+TB AND FB (`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were run and
+answered; its four-way split (both, tb_only, fb_only, neither) says which answer text a model held to. The micro
+averages (per variable, init, condition type, all) are this harness's summaries: the paper reports no overall mean.
+Unparseable answers are not correct and stay in every denominator. Intervals resample stories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pytest_tom.derived import Derived
+from pytest_tom.evals.bigtom.data import PERCEPT, BigToMSample, folders
+from pytest_tom.framework.metric import Metric
+from pytest_tom.record import Record
+from pytest_tom.stats import estimate_rate
+
+TABLE = "Accuracy per condition (the official per-file accuracy)"
+PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot them"
+SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
+DIAGNOSTICS = "Answers read by the official substring rule"
+JUDGED = "With the official LLM-grader fallback, answered by --tom-judge (beside, never instead of, the rule)"
+SPLIT = ("both", "tb_only", "fb_only", "neither")
+PAIR = {"belief": ("true_belief", "false_belief"), "control": ("true_control", "false_control")}
+
+
+def _rate(key: tuple[str, ...], label: str, table: str, values: Sequence[float], stories: Sequence[str]) -> list[Metric]:
+    if not values:
+        return []
+    est = estimate_rate(values, stories)
+    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(values), "story")]
+
+
+def _acc(key: tuple[str, ...], label: str, table: str, records: Sequence[Record]) -> list[Metric]:
+    return _rate(key, label, table, [float(r.passed) for r in records], [r.facets["story"] for r in records])
+
+
+def partner(sample_id: str, facets: Mapping[str, str]) -> str | None:
+    """The id of the false (or false control) item a true one pairs with, by story; None for any other item."""
+    t, f = PAIR[facets["kind"]]
+    return sample_id.replace(f"_{t}-", f"_{f}-") if facets["condition"] == t and facets["folder"] != PERCEPT else None
+
+
+def pairs(records: Sequence[Record]) -> dict[str, dict[str, tuple[Record, Record]]]:
+    """`<init>_<variable>.<kind>` -> story -> (true item, false item), for stories with both items answered."""
+    by, out = {r.sample_id: r for r in records}, dict[str, dict[str, tuple[Record, Record]]]()
+    for r in records:
+        if (p := partner(r.sample_id, f := r.facets)) is not None and p in by:
+            out.setdefault(f"{f['init']}_{f['variable']}.{f['kind']}", {})[f["story"]] = (r, by[p])
+    return out
+
+
+def aggregate(records: Sequence[Record]) -> list[Metric]:
+    """Every BigToM metric of one suite's records."""
+    scored = [r for r in records if r.scored]
+    out: list[Metric] = []
+    for folder in folders("all"):
+        out += _acc(("condition", folder, "accuracy"), f"{folder} accuracy", TABLE,
+                    [r for r in scored if r.facets["folder"] == folder])
+    for name, group in pairs(scored).items():
+        stories = list(group)
+        tb, fb = ([float(p[i].passed) for p in group.values()] for i in (0, 1))
+        key = ("pair", *name.split("."))
+        out += _rate((*key, "true"), f"{name} TB accuracy (paired stories)", PAIRS, tb, stories)
+        out += _rate((*key, "false"), f"{name} FB accuracy (paired stories)", PAIRS, fb, stories)
+        out += _rate((*key, "true_and_false"), f"{name} TB AND FB (the paper's second bar)", PAIRS,
+                     [t * f for t, f in zip(tb, fb, strict=True)], stories)
+        out += [Metric((*key, split), sum((t, f) == want for t, f in zip(tb, fb, strict=True)),
+                       f"{name} stories {split}", "count", PAIRS)
+                for split, want in zip(SPLIT, ((1, 1), (1, 0), (0, 1), (0, 0)), strict=True)]
+    core = [r for r in scored if r.facets["folder"] != PERCEPT]
+    for facet in ("variable", "init", "condition"):
+        for value in sorted({r.facets[facet] for r in core}):
+            out += _acc((facet, value, "accuracy"), f"{facet} {value} accuracy", SUMMARY,
+                        [r for r in core if r.facets[facet] == value])
+    out += _acc(("accuracy",), "accuracy, core conditions (micro)", SUMMARY, core)
+    out += [Metric(("n",), len(scored), "items answered", "count", DIAGNOSTICS),
+            Metric(("unparseable",), sum(r.parsed is None for r in scored),
+                   "unparseable: no key a)/b) and no single option text (where the official code asks its LLM grader)",
+                   "count", DIAGNOSTICS),
+            Metric(("via_text",), sum(r.details.get("via") == "text" for r in scored),
+                   "read from an option's text, not a key (the official grader's cases)", "count", DIAGNOSTICS),
+            Metric(("both_keys",), sum(bool(r.details.get("both_keys")) for r in scored),
+                   "answers holding both a) and b) (officially: the gold key wins)", "count", DIAGNOSTICS)]
+    return out + judged(scored)
+
+
+def judged(scored: Sequence[Record]) -> list[Metric]:
+    """The official accuracy with its grader: a rule-unparseable item counts when the judge said exactly "True"."""
+    asked = [r for r in scored if "judge" in r.details]
+    if not asked:
+        return []
+    out = [Metric(("judge", "verdicts"), len(asked), "unparseable items the judge graded", "count", JUDGED),
+           Metric(("judge", "true"), sum(bool(r.details["judge_correct"]) for r in asked),
+                  "of them graded exactly 'True' (correct, officially)", "count", JUDGED)]
+
+    def ok(r: Record) -> float:
+        return float(r.passed or bool(r.details.get("judge_correct")))
+
+    for folder in folders("all"):
+        group = [r for r in scored if r.facets["folder"] == folder]
+        out += _rate(("judge", "condition", folder, "accuracy"), f"{folder} accuracy with the judge", JUDGED,
+                     [ok(r) for r in group], [r.facets["story"] for r in group])
+    core = [r for r in scored if r.facets["folder"] != PERCEPT]
+    return out + _rate(("judge", "accuracy"), "accuracy with the judge, core conditions (micro)", JUDGED,
+                       [ok(r) for r in core], [r.facets["story"] for r in core])
+
+
+def derived(samples: Sequence[BigToMSample]) -> list[Derived]:
+    """One TB AND FB item per story and (init, variable, kind) with both items loaded (spec §7)."""
+    ids = {s.id for s in samples}
+    return [Derived("bigtom", f"{f['init']}_{f['variable']}-{f['kind']}-{s.extra.line:03d}", "pair", (s.id, p),
+                    ("bigtom", "pair", f["variable"]), {k: f[k] for k in ("variable", "init", "kind", "story")})
+            for s in samples if (p := partner(s.id, f := s.facets)) is not None and p in ids]

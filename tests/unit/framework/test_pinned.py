@@ -1,0 +1,60 @@
+"""A pinned single-file release: fetched and checked against its sha256 and git blob id, kept with a manifest,
+re-checked from the cache, refused when the bytes are not the pinned ones. Uses a file:// mirror of a file written here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_tom.errors import TomDataError
+from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.pinned import PinnedFile, git_blob
+
+BODY = b"line one;x\r\nline two;y\r\n"
+
+
+def pinned(body: bytes = BODY) -> PinnedFile:
+    return PinnedFile("toy", "Toy", "data/toy.csv", "github.com/o/toy", "f" * 40, hashlib.sha256(body).hexdigest(),
+                      hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest())
+
+
+def mirror(tmp_path: Path, body: bytes = BODY) -> str:
+    (tmp_path / "m" / "data").mkdir(parents=True)
+    (tmp_path / "m" / "data" / "toy.csv").write_bytes(body)
+    return (tmp_path / "m").as_uri() + "/"
+
+
+def test_git_blob_is_what_git_names_the_bytes(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(BODY)
+    git = subprocess.run(["git", "hash-object", str(tmp_path / "f")], capture_output=True, text=True, check=False)
+    assert git_blob(tmp_path / "f") == pinned().blob and (git.returncode or git.stdout.strip() == pinned().blob)
+
+
+def test_a_download_is_verified_kept_and_rechecked(tmp_path: Path) -> None:
+    url, p = mirror(tmp_path), pinned()
+    folder, verified = p.release(url, "").locate(DataSource(None, True, tmp_path / "cache"))
+    assert verified and (folder / p.file).read_bytes() == BODY
+    assert p.release(url, "").locate(DataSource(None, False, tmp_path / "cache"))[0] == folder  # from the cache
+    (folder / p.file).write_bytes(BODY + b"tampered")
+    with pytest.raises(TomDataError):
+        p.release(url, "").locate(DataSource(None, False, tmp_path / "cache"))
+
+
+def test_bytes_with_the_right_sha256_but_another_blob_are_refused(tmp_path: Path) -> None:
+    p = pinned()
+    wrong = PinnedFile(p.benchmark, p.label, p.file, p.repository, p.revision, p.sha256, "0" * 40)
+    with pytest.raises(TomDataError, match="git blob id .*not the pinned 0000"):
+        wrong.release(mirror(tmp_path), "").locate(DataSource(None, True, tmp_path / "cache"))
+    assert not list((tmp_path / "cache").rglob("toy.csv"))
+
+
+def test_a_local_copy_is_found_first_and_the_advice_names_the_layout(tmp_path: Path) -> None:
+    (tmp_path / "root" / "toy" / "data").mkdir(parents=True)
+    (tmp_path / "root" / "toy" / "data" / "toy.csv").write_bytes(BODY)
+    assert pinned().release("", "").locate(DataSource(tmp_path / "root", False, tmp_path / "c"))[0] == tmp_path / "root" / "toy"
+    with pytest.raises(Exception, match="toy/data/toy.csv from github.com/o/toy"):
+        pinned().release("", "").locate(DataSource(tmp_path / "nothing", False, tmp_path / "c"))
