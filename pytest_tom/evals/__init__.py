@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "tomvalley": "pytest_tom.evals.tomvalley:ToMValley",
     "hitom": "pytest_tom.evals.hitom:HiToM",
     "mmtomqa": "pytest_tom.evals.mmtomqa:MMToMQA",
+    "opentom": "pytest_tom.evals.opentom:OpenToM",
 }
 
 
