@@ -81,7 +81,7 @@ def test_a_python_model_scores_by_the_official_rules(pytester: pytest.Pytester) 
     # fine first order: 6 right, 2 ties (label 3 enters the label set with F1 0): label 1 tp 2 fn 1, label 2 tp 4 fn 1
     assert m["loc_fine.fo.accuracy"] == 6 / 8 and m["loc_fine.fo.macro_f1"] == pytest.approx((4 / 5 + 8 / 9 + 0) / 3)
     assert m["loc_coarse.fo.macro_f1"] == 1.0 and m["multihop.so.accuracy"] == 1.0
-    result.stdout.fnmatch_lines(["*OpenToM 11111111-location_fg_fo-3 (location_fg_fo_new.json 11111111[3]): incorrect: "
+    result.stdout.fnmatch_lines(["*OpenToM 11111111-location_fg_fo-3 (location_fg_fo_new.json 11111111[[]3[]]): incorrect: "
                                  "ambiguous: equal overlap with both places*"])
 
 
@@ -94,7 +94,7 @@ def test_the_random_model_answers_from_each_label_space(pytester: pytest.Pyteste
 
 
 @pytest.mark.parametrize(("marks", "count"), [
-    ("opentom", 46), ("location", 16), ("location_fine", 12), ("fullness", 16), ("accessibility", 8), ("attitude", 2),
+    ("opentom", 46), ("location", 20), ("location_fine", 12), ("fullness", 16), ("accessibility", 8), ("attitude", 2),
     ("first_order", 24), ("second_order", 20), ("narrator", 4), ("witnessed", 23), ("psychological", 2),
 ])
 def test_marks_select_items(pytester: pytest.Pytester, marks: str, count: int) -> None:
