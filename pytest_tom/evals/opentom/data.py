@@ -183,16 +183,10 @@ def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[l
 def download(base: str, folder: Path) -> None:
     """The release and the paper-era files fetched at their pinned commits and checked; the manifest, last."""
     (folder / MANIFEST).unlink(missing_ok=True)
-    now = {f"{DIR}/{n}": s for n, s in SHA256.items() if not n.startswith("paper/")}
-    old = {f"{PAPER_DIR}/{n[6:]}": s for n, s in SHA256.items() if n.startswith("paper/")}
-    got = fetch_files(base.rstrip("/") + f"/{REVISION}/", folder, now)
-    staged = fetch_files(base.rstrip("/") + f"/{PAPER_REVISION}/", folder / "_paper", {f"{DIR}/{n[len(PAPER_DIR) + 1:]}": s
-                                                                                        for n, s in old.items()})
-    for rel in staged:
-        (folder / PAPER_DIR).mkdir(parents=True, exist_ok=True)
-        (folder / "_paper" / rel).replace(folder / PAPER_DIR / Path(rel).name)
-    got |= {f"{PAPER_DIR}/{Path(rel).name}": s for rel, s in staged.items()}
-    write_manifest(folder / MANIFEST, {"source": base, "files": got})
+    got = fetch_files(f"{base.rstrip('/')}/{REVISION}/", folder, {f"{DIR}/{n}": s for n, s in SHA256.items() if "/" not in n})
+    old = fetch_files(f"{base.rstrip('/')}/{PAPER_REVISION}/", folder / "paper_era",
+                      {f"{DIR}/{n[6:]}": s for n, s in SHA256.items() if n.startswith("paper/")})
+    write_manifest(folder / MANIFEST, {"source": base, "files": got | {f"paper_era/{k}": v for k, v in old.items()}})
 
 
 def check_download(folder: Path) -> None:
