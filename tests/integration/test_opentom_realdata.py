@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -128,13 +129,15 @@ def f1(pairs: list[tuple[int, int]]) -> float:
     return sum(per) / len(per)
 
 
-def hand(root: Path, said: dict[str, str]) -> dict[str, float]:
+def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool] = lambda *_: True) -> dict[str, float]:
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     cells: dict[str, list[tuple[int | None, int]]] = {}
     for stem in STEMS:
         for key, qs in raw(root, stem).items():
             plot = meta[key]["plot_info"]
             for i, q in enumerate(qs):
+                if not keep(key, stem, i):
+                    continue
                 kind = {"location_cg": "coarse", "location_fg": "fine"}.get(stem[:11], "attitude")
                 if stem.startswith("multihop"):
                     kind = "fullness" if i < 4 else "accessibility"
@@ -164,3 +167,24 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     assert {k: pytest.approx(got[k]) for k in want} == want
     if which == "python":
         assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
+
+
+def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(root: Path, tmp_path: Path) -> None:
+    bench = OpenToM({"protocol": "paper"})
+    items = bench.load(DataSource(root, False, tmp_path))
+    records = list(Engine(CallableModel(answers)).run({s.id: (s, bench.program(s)) for s in items}).values())
+    got = {m.name: m.value for m in bench.metrics(records)}
+    meta = json.loads((root / DIR / "meta_data.json").read_text())
+    said = {r.sample_id: r.responses[0] or "" for r in records}
+    per_batch = []
+    for chunk in data.sample_official(list(meta)):
+        keys = {k for k, _, _ in chunk}
+        drop = {(k, "multihop_fo", i) for k, fo, _ in chunk for i in fo} | {(k, "multihop_so", i) for k, _, so in chunk
+                                                                            for i in so}
+        per_batch.append(hand(root, said, lambda key, stem, i, keys=keys, drop=drop: key in keys
+                              and (key, stem, i) not in drop))
+    for name in ("attitude.macro_f1", "multihop.fo.macro_f1", "loc_fine.so.accuracy", "loc_coarse.fo.macro_f1"):
+        vals = [b[name] for b in per_batch]
+        mean = sum(vals) / 5
+        assert got[f"{name}.per_batch"] == pytest.approx(tuple(vals)) and got[f"{name}.mean"] == pytest.approx(mean)
+        assert got[f"{name}.std"] == pytest.approx((sum((v - mean) ** 2 for v in vals) / 5) ** 0.5)
