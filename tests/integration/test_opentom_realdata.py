@@ -188,3 +188,11 @@ def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(
         mean = sum(vals) / 5
         assert got[f"{name}.per_batch"] == pytest.approx(tuple(vals)) and got[f"{name}.mean"] == pytest.approx(mean)
         assert got[f"{name}.std"] == pytest.approx((sum((v - mean) ** 2 for v in vals) / 5) ** 0.5)
+
+
+@pytest.mark.slow
+def test_pytest_runs_the_whole_release_with_the_random_model(pytester: pytest.Pytester, root: Path) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--tom-benchmark=opentom", f"--tom-data-dir={root}",
+                                "--tom-model=random:0", "--tom-no-cache", "-q", "--tb=no")
+    outcomes = result.parseoutcomes()
+    assert outcomes["passed"] + outcomes["failed"] == 13_708 and "error" not in outcomes
