@@ -151,6 +151,18 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
                       p_regression <= alpha, noise_flip_rate)
 
 
+def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> float:
+    """scikit-learn's `f1_score(gold, pred, average="macro")` without scikit-learn: the unweighted mean over the labels
+    in gold or predictions of 2TP / (2TP + FP + FN); 0.0 for no items.
+    """
+    per = []
+    for lab in dict.fromkeys([*gold, *pred]):
+        tp = sum(g == p == lab for g, p in zip(gold, pred, strict=True))
+        wrong = sum((g == lab) != (p == lab) for g, p in zip(gold, pred, strict=True))
+        per.append(2 * tp / (2 * tp + wrong))
+    return sum(per) / len(per) if per else 0.0
+
+
 def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Sequence[Hashable],
                      clusters: Sequence[Hashable] | None = None, *, margin: float = 0.0, level: float = 0.95,
                      alpha: float = 0.05, resamples: int = 2000, seed: int = 0) -> Comparison:

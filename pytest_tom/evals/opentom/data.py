@@ -78,6 +78,26 @@ def kind_of(stem: str, index: int) -> str:
     return ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre
 
 
+def strip_det(s: str) -> str:
+    """The official determiner strip: character prefixes, case-sensitive, `a` tested before `an` (spec §3.5)."""
+    return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
+
+
+def gold(x: OpenToMExtra) -> int | None:
+    """The official gold label of the release's answer; None where it names neither place (fine location)."""
+    a = x.answer.lower()
+    if x.kind == "loc_coarse":
+        return 0 if "no" in a else 1 if "yes" in a else None
+    if x.kind == "loc_fine":
+        g = strip_det(x.answer)
+        return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
+    if x.kind == "fullness":
+        return {"less full": 1, "more full": 2, "equally full": 3}.get(a)
+    if x.kind == "accessibility":
+        return {"more accessible": 1, "less accessible": 2}.get(a, 3)
+    return {"positive": 1, "negative": 2}.get(a, 3)
+
+
 def perspective(question: str, mover: str, observer: str) -> str:
     """The leading perspective character (`From X's perspective`, `As X,`): mover, observer or narrator (spec §3.8)."""
     lead = question.removeprefix("From ").removeprefix("As ")
@@ -154,15 +174,17 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     marks += ["multihop"] if genre == "multihop" else []
     marks += [{"fo": "first_order", "so": "second_order"}[order]] if order else []
     text = fields.text(narr, "long_narrative" if long else "narrative", path, key)
+    extra = OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"], names["eoi"],
+                         names["original_place"], names["move_to_place"], answer)
+    scorable = gold(extra) is not None
     return Sample(
         benchmark="opentom", id=f"{'long-' if long else ''}{key}-{stem}-{index}", context=Story(text), question=question,
         choices=(), gold=answer, characters=(names["mover"], names["observer"]),
         facets={"genre": kind, "cell": f"{genre}/{order}" if order else genre, "order": order or "none",
                 "perspective": who, "observed": "witnessed" if observed else "unwitnessed", "personality": personality,
-                "narrative": key, "length": "long" if long else "normal"},
-        marks=(*marks, *(("long_narrative",) if long else ())), source=f"{path.name} {where}",
-        extra=OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"], names["eoi"],
-                           names["original_place"], names["move_to_place"], answer))
+                "narrative": key, "length": "long" if long else "normal", "scorable": "yes" if scorable else "no"},
+        marks=(*marks, *(("long_narrative",) if long else ())), source=f"{path.name} {where}", extra=extra,
+        defect="" if scorable else f"no scorable gold: the answer {answer!r} names neither place of plot_info")
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:

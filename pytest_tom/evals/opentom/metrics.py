@@ -16,24 +16,12 @@ import numpy as np
 
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import Record
+from pytest_tom.stats import macro_f1
 
 TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
 DIAGNOSTICS = "Answers the official rule could not read, and self-consistency"
 CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multihop/fo", "multihop/so", "fullness/fo",
          "fullness/so", "accessibility/fo", "accessibility/so", "attitude")
-
-
-def macro_f1(gold: Sequence[int], pred: Sequence[int]) -> float:
-    """scikit-learn's `f1_score(average="macro")`: the unweighted mean over the union of gold and predicted labels of
-    2TP / (2TP + FP + FN) (0 where a label has none of them).
-    """
-    g, p = np.asarray(gold), np.asarray(pred)
-    scores = []
-    for lab in sorted(set(gold) | set(pred)):
-        tp, fp, fn = (int(np.sum(a & b)) for a, b in (((g == lab), (p == lab)), ((g != lab), (p == lab)),
-                                                      ((g == lab), (p != lab))))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
-    return float(np.mean(scores)) if scores else 0.0
 
 
 def members(cell: str, records: Sequence[Record]) -> list[Record]:

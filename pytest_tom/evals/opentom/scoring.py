@@ -6,7 +6,7 @@ wrong answer; a gold of None (one narrator item, spec §3.5) is a known release 
 
 from __future__ import annotations
 
-from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample
+from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample, gold, strip_det
 from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import GenerationSettings, Message, Request
@@ -96,11 +96,6 @@ def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: Ge
     return score(s, r.text, req.key).replace(responses=(know.text, r.text), request_keys=(k.key, req.key))
 
 
-def strip_det(s: str) -> str:
-    """The official determiner strip: character prefixes, case-sensitive, `a` tested before `an` (spec §3.5)."""
-    return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
-
-
 def overlap(text: str, place: str) -> float:
     """Share of the place's words (duplicates counted) among the text's distinct words, normalised officially."""
     words = set(text.lower().replace("_", " ").replace("'s", "").replace(".", "").split())
@@ -128,21 +123,6 @@ def label(x: OpenToMExtra, text: str) -> int:
         return {"a": 1, "b": 3, "c": 2}[t]
     found = [v for v, w in ((1, "positive"), (2, "negative"), (3, "neutral")) if w in t]
     return found[0] if len(found) == 1 else -1
-
-
-def gold(x: OpenToMExtra) -> int | None:
-    """The official gold label of the release's answer; None where it names neither place (fine location)."""
-    a = x.answer.lower()
-    if x.kind == "loc_coarse":
-        return 0 if "no" in a else 1 if "yes" in a else None
-    if x.kind == "loc_fine":
-        g = strip_det(x.answer)
-        return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
-    if x.kind == "fullness":
-        return {"less full": 1, "more full": 2, "equally full": 3}.get(a)
-    if x.kind == "accessibility":
-        return {"more accessible": 1, "less accessible": 2}.get(a, 3)
-    return {"positive": 1, "negative": 2}.get(a, 3)
 
 
 def last_line(text: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_tom.evals.opentom.metrics import aggregate, macro_f1
+from pytest_tom.evals.opentom.metrics import aggregate
 from pytest_tom.record import Outcome, Record
+from pytest_tom.stats import macro_f1
 
 
 def rec(cell: str, genre: str, gold: int | None, parsed: int | None, batch: str = "1") -> Record:
