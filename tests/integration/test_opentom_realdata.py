@@ -195,4 +195,5 @@ def test_pytest_runs_the_whole_release_with_the_random_model(pytester: pytest.Py
     result = pytester.runpytest("-p", "no:cacheprovider", "--tom-benchmark=opentom", f"--tom-data-dir={root}",
                                 "--tom-model=random:0", "--tom-no-cache", "-q", "--tb=no")
     outcomes = result.parseoutcomes()
-    assert outcomes["passed"] + outcomes["failed"] == 13_708 and "error" not in outcomes
+    # the one question without a scorable gold is an expected failure (a known release defect)
+    assert outcomes["passed"] + outcomes["failed"] == 13_707 and outcomes["xfailed"] == 1 and "error" not in outcomes
