@@ -105,3 +105,32 @@ def test_marks_select_items(pytester: pytest.Pytester, marks: str, count: int) -
 def test_ids_are_key_stem_index(pytester: pytest.Pytester) -> None:
     result = run(pytester, "--tom-model=random", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["*opentom[[]11111111-location_cg_fo-0[]]", "*opentom[[]22222222-attitude-0[]]"])
+
+
+WORSE_MODEL = '''
+from gold_model import model as gold
+
+
+def model(conversations, settings):
+    return ["Maybe yes, maybe no" if '"Yes" or "No"' in c[-1]["content"] else a
+            for c, a in zip(conversations, gold(conversations, settings))]
+'''
+
+
+def test_a_macro_f1_gate_bootstraps_narratives_against_a_baseline(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(gold_model=GOLD_MODEL.replace("__DIR__", repr(str(FIXTURES / "opentom/data/opentom_data"))),
+                        worse_model=WORSE_MODEL)
+    pytester.syspathinsert()
+    run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline-save=base.json")
+    saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]["metrics"]
+    assert saved["macro_f1.loc_coarse_fo"]["labels"] == [[0, 0], [0, 0], [0, 0], [1, 1]]
+    same = run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline=base.json",
+               "--tom-compare-fail=opentom.macro_f1.*")
+    same.stdout.fnmatch_lines(["tom_gate[[]opentom.macro_f1.loc_coarse_fo:baseline[]] .*"])
+    assert "REGRESSION" not in same.stdout.str() and same.stdout.str().count("tom_gate[opentom.macro_f1.") == 11
+    worse = run(pytester, "--tom-model=python:worse_model:model", "--tom-baseline=base.json",
+                "--tom-compare-fail=opentom.macro_f1.*")
+    worse.stdout.fnmatch_lines(["*opentom.macro_f1.loc_coarse_fo: baseline 100.0% -> candidate 0.0%*",
+                                "macro-F1, paired cluster bootstrap (4 right->wrong, 0 wrong->right)*REGRESSION*"])
+    worse.stdout.fnmatch_lines(["tom_gate[[]opentom.macro_f1.attitude:baseline[]] .*",
+                                "tom_gate[[]opentom.macro_f1.loc_coarse_so:baseline[]] F*"])

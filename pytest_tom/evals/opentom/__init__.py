@@ -18,7 +18,7 @@ from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.release import partial_option
-from pytest_tom.record import Record
+from pytest_tom.record import MetricData, Record
 from pytest_tom.request import GenerationSettings
 
 __all__ = ["OpenToM", "OpenToMExtra", "OpenToMSample"]
@@ -97,6 +97,9 @@ class OpenToM(Benchmark[OpenToMExtra]):
         settings = GenerationSettings(max_new_tokens=s["max_new_tokens"], temperature=s["temperature"], top_p=s["top_p"],
                                       stop=("\n",) if s["stop"] == "newline" else ())
         return scoring.solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", settings)
+
+    def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
+        return _metrics.gate_rates(records)
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         return _metrics.aggregate(records, self.settings["protocol"] == "paper")

@@ -9,13 +9,12 @@ batches, with the per-batch values.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-import numpy as np
-
 from pytest_tom.framework.metric import Metric
-from pytest_tom.record import Record
+from pytest_tom.record import MetricData, Record
 from pytest_tom.stats import macro_f1
 
 TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
@@ -43,7 +42,7 @@ def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
            "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else 0.0}
     if cell.startswith("multihop/"):  # the official multihop rate is the mean of its two parts' rates
         parts = [stats(f"{k}/{cell[9:]}", [r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
-        out["corrupted_rate"] = float(np.mean([p["corrupted_rate"] for p in parts if p["n"]]))
+        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] for p in parts if p["n"]])
     return out
 
 
@@ -74,7 +73,7 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
         per = [stats(cell, by[b]) for b in sorted(by, key=int)]
         for name in per[0]:
             vals = [p[name] for p in per]
-            mean, std = float(np.mean(vals)), float(np.std(vals))
+            mean, std = statistics.fmean(vals), statistics.pstdev(vals)
             shown = f"{cell} {LABELS[name]} (mean over {len(vals)} batches)" if name in ("macro_f1", "accuracy") else ""
             out += [Metric((*key, name, "mean"), mean, shown, "score", TABLE, n=len(recs), std=std),
                     Metric((*key, name, "std"), std, "", "score", TABLE),
@@ -104,4 +103,20 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
                           "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
                           n=len(narrator)))
+    return out
+
+
+def gate_rates(records: Sequence[Record]) -> list[MetricData]:
+    """`macro_f1.<cell>` per cell, gateable: each scorable question a unit in its narrative, with (gold, prediction) so a
+    comparison bootstraps the F1 difference; an unparseable answer is the prediction -1 (a wrong class of its own), as
+    gates count unparseable answers wrong, unlike the official metrics which drop them.
+    """
+    out = []
+    for cell in CELLS:
+        recs = [r for r in members(cell, records) if r.facets.get("scorable") != "no"]
+        if recs:
+            out.append(MetricData(f"macro_f1.{cell.replace('/', '_')}", tuple(r.sample_id for r in recs),
+                                  tuple(float(r.passed) for r in recs), tuple(r.facets["narrative"] for r in recs),
+                                  f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)", True,
+                                  tuple((r.gold, -1 if r.parsed is None else r.parsed) for r in recs)))
     return out
