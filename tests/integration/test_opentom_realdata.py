@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.engine import Engine
+from pytest_tom.errors import TomDataError
 from pytest_tom.evals.opentom import OpenToM, data
 from pytest_tom.framework.base import DataSource
 from pytest_tom.models.base import CallableModel
@@ -197,3 +198,15 @@ def test_pytest_runs_the_whole_release_with_the_random_model(pytester: pytest.Py
     outcomes = result.parseoutcomes()
     # the one question without a scorable gold is an expected failure (a known release defect)
     assert outcomes["passed"] + outcomes["failed"] == 13_707 and outcomes["xfailed"] == 1 and "error" not in outcomes
+
+
+def test_the_release_under_its_old_file_names_is_checked_by_the_pins(root: Path, tmp_path: Path) -> None:
+    shutil.copytree(root / "opentom" / "data", tmp_path / "opentom" / "data")
+    d = tmp_path / "opentom" / "data" / "opentom_data"
+    for name in ("location_fg_fo", "location_fg_so"):
+        (d / f"{name}_new.json").rename(d / f"{name}.json")
+    (d / "meta_data_long.json").rename(d / "metadata_long.json")
+    assert len(OpenToM({"narratives": "long"}).load(DataSource(tmp_path, False, tmp_path / "c"))) == 2_300
+    (d / "location_fg_fo.json").write_bytes((root / "opentom/paper_era/data/opentom_data/location_fg_fo.json").read_bytes())
+    with pytest.raises(TomDataError, match="sha256"):
+        OpenToM().load(DataSource(tmp_path, False, tmp_path / "c"))

@@ -119,15 +119,17 @@ def _find(folder: Path, rel: str) -> Path:
 
 
 def _pin(rel: str) -> str:
-    return SHA256["paper/" + rel.rsplit("/", 1)[1] if rel.startswith("paper_era") else rel.rsplit("/", 1)[1]]
+    """The pinned sha256 of a file as the release names it (`rel` as asked for, whatever name it was found under)."""
+    return SHA256[("paper/" if rel.startswith(PAPER_DIR) else "") + rel.rsplit("/", 1)[1]]
 
 
 def load(folder: Path, *, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
     """Every question of the release as samples (long: the 100 OpenToM-L narratives), in file and list order."""
-    meta_path = _find(folder, f"{DIR}/meta_data.json")
-    meta: dict[str, Any] = read_json(meta_path)
-    narr: dict[str, Any] = read_json(_find(folder, f"{DIR}/meta_data_long.json")) if long else meta
-    files = {stem: _find(folder, file_for(stem, release)) for stem in STEMS}
+    wanted = [f"{DIR}/meta_data.json", *((f"{DIR}/meta_data_long.json",) if long else ())]
+    found = {rel: _find(folder, rel) for rel in [*wanted, *(file_for(stem, release) for stem in STEMS)]}
+    meta: dict[str, Any] = read_json(found[wanted[0]])
+    narr: dict[str, Any] = read_json(found[wanted[-1]]) if long else meta
+    files = {stem: found[file_for(stem, release)] for stem in STEMS}
     samples: list[OpenToMSample] = []
     for stem, path in files.items():
         lists: dict[str, Any] = read_json(path)
@@ -143,8 +145,8 @@ def load(folder: Path, *, release: str, long: bool, verified: bool, partial: boo
     if not (verified or partial):
         if len(samples) != (2_300 if long else QUESTIONS):
             raise TomDataError(f"{len(samples)} questions, not the release's: {ADVICE}", path=folder)
-        for p in (meta_path, *files.values(), *((_find(folder, f"{DIR}/meta_data_long.json"),) if long else ())):
-            check_sha256(p, _pin(str(p.relative_to(folder))), benchmark="opentom", given=False, partial=False)
+        for rel, p in found.items():
+            check_sha256(p, _pin(rel), benchmark="opentom", given=False, partial=False)
     return samples
 
 
