@@ -130,7 +130,9 @@ def f1(pairs: list[tuple[int, int]]) -> float:
     return sum(per) / len(per)
 
 
-def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool] = lambda *_: True) -> dict[str, float]:
+def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool] = lambda *_: True,
+         items: dict[str, tuple[int | None, int]] | None = None) -> dict[str, float]:
+    """Each cell's official numbers from the raw files; `items` (when given) receives each id's (gold, label)."""
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     cells: dict[str, list[tuple[int | None, int]]] = {}
     for stem in STEMS:
@@ -144,6 +146,8 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
                     kind = "fullness" if i < 4 else "accessibility"
                 args = (plot["original_place"], plot["move_to_place"])
                 pair = (hand_gold(kind, q["answer"], *args), hand_label(kind, said[f"{key}-{stem}-{i}"], *args))
+                if items is not None:
+                    items[f"{key}-{stem}-{i}"] = pair
                 order = stem[-2:]
                 names = {"coarse": f"loc_coarse.{order}", "fine": f"loc_fine.{order}", "attitude": "attitude"}
                 for cell in ([names[kind]] if kind in names else [f"{kind}.{order}", f"multihop.{order}"]):
@@ -164,8 +168,10 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     model = RandomModel(0) if which == "random" else CallableModel(answers)
     records = list(Engine(model).run({s.id: (s, bench.program(s)) for s in items}).values())
     got = {m.name: m.value for m in bench.metrics(records)}
-    want = hand(root, {r.sample_id: r.responses[0] or "" for r in records})
+    per_item: dict[str, tuple[int | None, int]] = {}
+    want = hand(root, {r.sample_id: r.responses[0] or "" for r in records}, items=per_item)
     assert {k: pytest.approx(got[k]) for k in want} == want
+    assert {r.sample_id: (r.gold, -1 if r.parsed is None else r.parsed) for r in records} == per_item  # item by item
     if which == "python":
         assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
 
