@@ -170,6 +170,9 @@ class MetricData:
     clusters: tuple[str, ...]
     description: str
     higher_is_better: bool = True
+    labels: tuple[tuple[Any, Any], ...] = ()
+    """(gold, prediction) of each unit where the metric is a macro-F1 over them (OpenToM's cells); `values` stay each
+    unit's correctness, and a comparison bootstraps the F1 difference (`stats.compare_macro_f1`) instead of the mean's."""
 
     @property
     def n(self) -> int:

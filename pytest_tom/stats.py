@@ -151,6 +151,71 @@ def compare_paired(base: Sequence[float], new: Sequence[float], clusters: Sequen
                       p_regression <= alpha, noise_flip_rate)
 
 
+def macro_f1(gold: Sequence[Hashable], pred: Sequence[Hashable]) -> float:
+    """scikit-learn's `f1_score(gold, pred, average="macro")` without scikit-learn: the unweighted mean over the labels
+    in gold or predictions of 2TP / (2TP + FP + FN); 0.0 for no items.
+    """
+    per = []
+    for lab in dict.fromkeys([*gold, *pred]):
+        tp = sum(g == p == lab for g, p in zip(gold, pred, strict=True))
+        wrong = sum((g == lab) != (p == lab) for g, p in zip(gold, pred, strict=True))
+        per.append(2 * tp / (2 * tp + wrong))
+    return sum(per) / len(per) if per else 0.0
+
+
+def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Sequence[Hashable],
+                     clusters: Sequence[Hashable] | None = None, *, margin: float = 0.0, level: float = 0.95,
+                     alpha: float = 0.05, resamples: int = 2000, seed: int = 0) -> Comparison:
+    """Test whether `new`'s macro-F1 against `gold` is worse than `base`'s by more than `margin` (same items, same order).
+    Macro-F1 is not a mean of per-item values, so neither the t test nor McNemar applies (`mcnemar_p` is NaN): the paired
+    cluster bootstrap resamples whole clusters (OpenToM's narratives), recomputes both F1s on each resample (labels: those
+    present in its gold or predictions, as scikit-learn's `average="macro"`), and p_regression is the share of resampled
+    differences at or above -margin (one-sided, H0: new - base >= -margin), with the +1 correction.
+    """
+    _check_open("level", level)
+    _check_open("alpha", alpha)
+    if len(base) != len(gold) or len(new) != len(gold) or not gold:
+        raise ValueError(f"gold, base and new must be equally long and not empty: {len(gold)}, {len(base)}, {len(new)}")
+    if not 0 <= margin < 1 or resamples < 1:
+        raise ValueError(f"margin must be in [0, 1) and resamples at least 1, got {margin} and {resamples}")
+    import numpy as np
+
+    n = len(gold)
+    codes, k = _codes(clusters, n)
+    labels = list(dict.fromkeys([*gold, *base, *new]))
+    g = np.array([labels.index(x) for x in gold])
+
+    def counts(pred: Sequence[Hashable]) -> Floats:
+        """Per cluster and label: true positives, false positives, false negatives (k x 3 x L)."""
+        p = np.array([labels.index(x) for x in pred])
+        out = np.zeros((k, 3, len(labels)))
+        for row, hit in enumerate(((g == p), (g != p), (g != p))):
+            np.add.at(out[:, row], (codes[hit], (g if row == 2 else p)[hit]), 1.0)
+        return out
+
+    def f1(c: Floats) -> Floats:
+        tp, fp, fn = c[..., 0, :], c[..., 1, :], c[..., 2, :]
+        denom = 2 * tp + fp + fn
+        present = denom > 0
+        return np.asarray(np.where(present, 2 * tp / np.where(present, denom, 1), 0).sum(-1)
+                          / np.maximum(present.sum(-1), 1), dtype=np.float64)
+
+    cb, cn = counts(base), counts(new)
+    f_base, f_new = float(f1(cb.sum(0))), float(f1(cn.sum(0)))
+    rng, rows, boot = np.random.default_rng(seed), max(1, CHUNK_CELLS // (k * 3 * len(labels))), []
+    for start in range(0, resamples, rows):
+        draws = rng.integers(0, k, size=(min(rows, resamples - start), k))
+        boot.append(f1(cn[draws].sum(1)) - f1(cb[draws].sum(1)))
+    d = np.concatenate(boot)
+    low, high = (float(x) for x in np.quantile(d, [(1 - level) / 2, (1 + level) / 2]))
+    p = float((np.sum(d >= -margin) + 1) / (resamples + 1))
+    right_b, right_n = g == np.array([labels.index(x) for x in base]), g == np.array([labels.index(x) for x in new])
+    diff = Estimate(f_new - f_base, low, high, n, k, level,
+                    f"paired cluster bootstrap of the macro-F1 difference ({resamples} resamples, {k} clusters)")
+    return Comparison(f_base, f_new, diff, n, int(np.sum(right_b & ~right_n)), int(np.sum(~right_b & right_n)),
+                      math.nan, margin, p, p, p <= alpha)
+
+
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:
     """Exact McNemar p-values: two-sided, and one-sided for "more items went right->wrong". Under H0 right->wrong is
     Binomial(b + c, 1/2): scipy.stats.binomtest's numbers (the unit tests check), from scipy.special's binomial tails

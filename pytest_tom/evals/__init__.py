@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "hitom": "pytest_tom.evals.hitom:HiToM",
     "mmtomqa": "pytest_tom.evals.mmtomqa:MMToMQA",
     "bigtom": "pytest_tom.evals.bigtom:BigToM",
+    "opentom": "pytest_tom.evals.opentom:OpenToM",
 }
 
 

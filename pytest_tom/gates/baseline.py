@@ -130,7 +130,8 @@ def _suite_dict(run: SuiteRun) -> dict[str, Any]:
                            **({"answer": r.parsed} if r.parsed is not None else {})} for r in run.records}
     derived = {d.derived_id: {"kind": d.kind, "verdict": d.verdict.value, **_message(d)} for d in run.derived}
     metrics = {name: {"value": m.rate(), "n": m.n, "higher_is_better": m.higher_is_better, "description": m.description,
-                      "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters)}
+                      "ids": list(m.ids), "values": list(m.values), "clusters": list(m.clusters),
+                      **({"labels": [list(x) for x in m.labels]} if m.labels else {})}
                for name, m in sorted(run.metrics.items())}
     # Settings as JSON gives them back (tuples become lists), so saved and current settings compare equal.
     settings = json.loads(json.dumps(dict(run.settings), default=str, sort_keys=True))
@@ -316,7 +317,8 @@ def _parse(path: Path, raw: Mapping[str, Any]) -> Baseline:
                                   f"{len(m['clusters'])} clusters; each unit needs one of each", f"{where}.metrics.{name}")
             _check_metric(path, name, m, f"{where}.metrics.{name}")
             metrics[name] = MetricData(name, tuple(m["ids"]), tuple(float(v) for v in m["values"]), tuple(m["clusters"]),
-                                       m.get("description", ""), bool(m["higher_is_better"]))
+                                       m.get("description", ""), bool(m["higher_is_better"]),
+                                       tuple((g, p) for g, p in m.get("labels", ())))
         items = {k: BaselineItem(Outcome(v["outcome"]), v.get("message", ""), dict(v.get("facets", {})), v.get("answer"))
                  for k, v in s["items"].items()}
         derived = {k: BaselineDerived(v["kind"], Verdict(v["verdict"]), v.get("message", "")) for k, v in s["derived"].items()}

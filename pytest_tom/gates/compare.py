@@ -7,6 +7,7 @@ every comparison of the run, so gating twenty metrics does not multiply false al
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,7 +22,7 @@ from pytest_tom.gates.result import GateResult
 from pytest_tom.gates.wording import points
 from pytest_tom.output.report import leaves
 from pytest_tom.record import Outcome, Verdict
-from pytest_tom.stats import Comparison, compare_paired, estimate_rate, gate
+from pytest_tom.stats import Comparison, compare_macro_f1, compare_paired, estimate_rate, gate, macro_f1
 
 COMPARE_OPTION = "--tom-compare-fail"
 FORCE_OPTION = "--tom-baseline-force"
@@ -245,8 +246,15 @@ def _pair(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseline
     good_b, good_w = (b, w) if new.higher_is_better else (tuple(1 - x for x in b), tuple(1 - x for x in w))
     base_value = sum(b) / len(b)
     noise, source = _noise(noise_flip_rate, run, base)
-    comp = compare_paired(good_b, good_w, clusters, margin=rule.margin(base_value), level=level, alpha=alpha,
-                          seed=seed, noise_flip_rate=noise)
+    if new.labels and old.labels:  # a macro-F1: McNemar and the t test do not apply; bootstrap the F1 difference
+        base_labels, new_labels = dict(zip(old.ids, old.labels, strict=True)), dict(zip(new.ids, new.labels, strict=True))
+        gold = [new_labels[u][0] for u in ids]
+        base_pred, new_pred = [base_labels[u][1] for u in ids], [new_labels[u][1] for u in ids]
+        comp = compare_macro_f1(gold, base_pred, new_pred, clusters, margin=rule.margin(macro_f1(gold, base_pred)),
+                                level=level, alpha=alpha, seed=seed)
+    else:
+        comp = compare_paired(good_b, good_w, clusters, margin=rule.margin(base_value), level=level, alpha=alpha,
+                              seed=seed, noise_flip_rate=noise)
     return comp, partial(_result, name, full, rule, run, base, metric, ids, b, w, clusters, source, alpha=alpha, level=level,
                          seed=seed)
 
@@ -302,7 +310,8 @@ def _result(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseli
     lines = [f"{full}: baseline {c.base:.1%} -> candidate {c.new:.1%} (difference {points(c.diff.point)} pts, {level:.0%} "
              f"interval {points(c.diff.low)} pts to {points(c.diff.high)} pts; {c.n_pairs:,} pairs in {c.diff.clusters:,} "
              f"clusters); {rule.describe(c.margin, direction)}{noise}.",
-             f"McNemar p = {c.mcnemar_p:.3g} ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
+             ("macro-F1, paired cluster bootstrap" if math.isnan(c.mcnemar_p) else f"McNemar p = {c.mcnemar_p:.3g}")
+             + f" ({c.right_to_wrong} {flips[0]}, {c.wrong_to_right} {flips[1]}); one-sided p = "
              f"{c.p_regression:.3g}, Holm-adjusted over {m} comparison{'s' if m != 1 else ''} {c.p_adjusted:.3g} "
              f"(alpha {alpha:g}): {verdict}.",
              *_listing(flips[0], worse_rows, "message"), *_listing(flips[1], better_rows, "baseline_message")]

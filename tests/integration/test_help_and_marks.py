@@ -50,7 +50,7 @@ def test_help_lists_every_scheme_every_benchmark_and_says_what_each_option_takes
     for form in ("hf:ID|DIR|FILE.gguf", "smollm2 = hf:smollm2", "openai:MODEL[?base_url=URL", "vllm:ID|DIR",
                  "random[:SEED]", "replay:REPORT.json", "python:MODULE:CALLABLE"):
         assert form in group, form
-    assert "available: bigtom, fantom, hitom, mmtomqa, simpletom, tomato, tombench, tomvalley" in group
+    assert "available: bigtom, fantom, hitom, mmtomqa, opentom, simpletom, tomato, tombench, tomvalley" in group
     for flag in ("--tom-model=URI", "--tom-benchmark=NAMES", "--tom-sample=N", "--tom-seed=N", "--tom-report=PATH",
                  "--tom-data-dir=DIR", "--tom-cache-dir=DIR", "--tom-batch-size=N", "--tom-max-errors=N",
                  "--tom-set=BENCH.NAME=VALUE", "`pytest --tom-set list` lists every benchmark's settings"):

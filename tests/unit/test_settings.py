@@ -51,7 +51,7 @@ def test_an_unknown_benchmark_names_the_nearest_and_every_one() -> None:
     with pytest.raises(TomConfigError) as err:
         _resolve("tombnch.prompt=cot")
     assert str(err.value) == ("--tom-set tombnch.prompt: no benchmark 'tombnch' (did you mean 'tombench'?); "
-                              "available: bigtom, fantom, hitom, mmtomqa, simpletom, tomato, tombench, tomvalley")
+                              "available: bigtom, fantom, hitom, mmtomqa, opentom, simpletom, tomato, tombench, tomvalley")
 
 
 def test_an_unknown_setting_names_the_nearest_and_the_benchmarks_settings() -> None:

@@ -1,0 +1,122 @@
+"""OpenToM's metrics as the official `evaluate.py` computes them (spec §3.7), typed, and its diagnostics (§6).
+
+Per cell (location coarse/fine, multihop pooled with the shared integer labels, fullness, accessibility, attitude; first
+and second order): macro-F1 and accuracy over the pairs whose answer was parsed and whose gold exists (the official
+metrics drop unparseable answers), beside the unparseable and no-gold counts, the corrupted rate and a strict accuracy
+that counts unparseable answers wrong. With `protocol=paper` each is the mean and population std over the 5 official
+batches, with the per-batch values.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+
+from pytest_tom.framework.metric import Metric
+from pytest_tom.record import MetricData, Record
+from pytest_tom.stats import macro_f1
+
+TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
+DIAGNOSTICS = "Answers the official rule could not read, and self-consistency"
+CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multihop/fo", "multihop/so", "fullness/fo",
+         "fullness/so", "accessibility/fo", "accessibility/so", "attitude")
+
+
+def members(cell: str, records: Sequence[Record]) -> list[Record]:
+    """The scored records of a cell: multihop pools fullness and accessibility; the others are one genre and order."""
+    genre, _, order = cell.partition("/")
+    return [r for r in records if r.scored and (r.facets["cell"] == cell if genre in ("multihop", "attitude") else
+                                                r.facets["genre"] == genre and r.facets["order"] == order)]
+
+
+def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts."""
+    pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
+    gold_n = sum(r.gold is not None for r in recs)
+    out = {"n": float(len(recs)), "n_scored": float(len(pairs)), "unparseable": float(sum(r.parsed is None for r in recs)),
+           "no_gold": float(len(recs) - gold_n),
+           "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0,
+           "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else 0.0,
+           "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else 0.0,
+           "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else 0.0}
+    if cell.startswith("multihop/"):  # the official multihop rate is the mean of its two parts' rates
+        parts = [stats(f"{k}/{cell[9:]}", [r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
+        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] for p in parts if p["n"]])
+    return out
+
+
+UNITS = {"n": "count", "n_scored": "count", "unparseable": "count", "no_gold": "count"}
+LABELS = {"macro_f1": "macro-F1", "accuracy": "accuracy", "accuracy_strict": "accuracy, unparseable counted wrong",
+          "unparseable": "unparseable answers", "no_gold": "items without a scorable gold",
+          "corrupted_rate": "corrupted rate (official)", "n": "questions", "n_scored": "questions scored (official)"}
+
+
+def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
+    """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
+    out: list[Metric] = []
+    for cell in CELLS:
+        recs = members(cell, records)
+        if not recs:
+            continue
+        key, table = tuple(cell.split("/")), TABLE
+        if not batched:
+            for name, value in stats(cell, recs).items():
+                unit = UNITS.get(name, "rate")
+                out.append(Metric((*key, name), int(value) if unit == "count" else value,
+                                  f"{cell} {LABELS[name]}" if name in ("macro_f1", "accuracy") else "",
+                                  unit, table, n=len(recs)))  # type: ignore[arg-type]
+            continue
+        by: dict[str, list[Record]] = defaultdict(list)
+        for r in recs:
+            by[r.facets["batch"]].append(r)
+        per = [stats(cell, by[b]) for b in sorted(by, key=int)]
+        for name in per[0]:
+            vals = [p[name] for p in per]
+            mean, std = statistics.fmean(vals), statistics.pstdev(vals)
+            shown = f"{cell} {LABELS[name]} (mean over {len(vals)} batches)" if name in ("macro_f1", "accuracy") else ""
+            out += [Metric((*key, name, "mean"), mean, shown, "score", TABLE, n=len(recs), std=std),
+                    Metric((*key, name, "std"), std, "", "score", TABLE),
+                    Metric((*key, name, "per_batch"), tuple(vals), "", "list", TABLE)]
+    return out + diagnostics(records)
+
+
+def diagnostics(records: Sequence[Record]) -> list[Metric]:
+    """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
+    out: list[Metric] = []
+    twins: dict[tuple[str, ...], dict[str, Record]] = defaultdict(dict)
+    for r in records:
+        f = r.facets
+        if r.scored and f["genre"] in ("loc_coarse", "loc_fine") and f["perspective"] != "narrator":
+            twins[(f["narrative"], f["order"], f["perspective"], f.get("length", ""))][f["genre"]] = r
+    for order in ("fo", "so"):
+        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for k, p in twins.items() if k[1] == order and len(p) == 2]
+        read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
+        if pairs:
+            out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
+                           if read else 0.0, f"coarse-fine agreement, {order} (Yes = original place)", "rate",
+                           DIAGNOSTICS, n=len(read)),
+                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count",
+                           DIAGNOSTICS)]
+    narrator = [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]
+    if narrator:
+        out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
+                          "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
+                          n=len(narrator)))
+    return out
+
+
+def gate_rates(records: Sequence[Record]) -> list[MetricData]:
+    """`macro_f1.<cell>` per cell, gateable: each scorable question a unit in its narrative, with (gold, prediction) so a
+    comparison bootstraps the F1 difference; an unparseable answer is the prediction -1 (a wrong class of its own), as
+    gates count unparseable answers wrong, unlike the official metrics which drop them.
+    """
+    out = []
+    for cell in CELLS:
+        recs = [r for r in members(cell, records) if r.facets.get("scorable") != "no"]
+        if recs:
+            out.append(MetricData(f"macro_f1.{cell.replace('/', '_')}", tuple(r.sample_id for r in recs),
+                                  tuple(float(r.passed) for r in recs), tuple(r.facets["narrative"] for r in recs),
+                                  f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)", True,
+                                  tuple((r.gold, -1 if r.parsed is None else r.parsed) for r in recs)))
+    return out

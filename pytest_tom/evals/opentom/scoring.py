@@ -1,0 +1,147 @@
+"""OpenToM's prompts (vanilla, CoT, Self-Ask, SimToM) and its rule-based label mapping, as the official code builds and
+reads them (spec §3.2-§3.5), as pure functions. Labels are the official integers; -1 is unparseable ("corrupted"),
+which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a fine-location tie (3) is a
+wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never scored.
+"""
+
+from __future__ import annotations
+
+from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample, gold, strip_det
+from pytest_tom.framework.base import Program
+from pytest_tom.record import Outcome, Record
+from pytest_tom.request import GenerationSettings, Message, Request
+
+SYSTEM = "You are an expert in modeling other's mental state."
+HEAD = "Read and comprehend the following short story. Then, answer the question that follows.\n\n{narrative}\n\n"
+TEMPLATES = {"loc_coarse": 'Question: {question} Answer the question with "Yes" or "No". Do not give any explanation.\n',
+             "loc_fine": "Question: {question} Answer the question without any explanation.\n",
+             "attitude": "Question: {question}\n"}
+TEMPLATES["fullness"] = TEMPLATES["accessibility"] = TEMPLATES["loc_fine"]
+ASK = {"fullness": ' Answer with "more full", "equally full", or "less full".',
+       "accessibility": ' Answer with "more accessible", "equally accessible", or "less accessible".',
+       "attitude": ', assuming that you observed the action? Answer with "positive", "neutral", or "negative".'}
+ATTITUDE_END = " Answer without any explanation."
+POSTFIX = {"cot": "Reason step by step before answering. Write the answer in the end.",
+           "selfask": "Break the original question into sub-questions. Explicitly state the follow-up questions, and the "
+                      "answers to the follow-up questions. Aggregate the answers to the follow-up questions and write the "
+                      'answer in the end as "Final Answer: [answer]".'}
+SIMTOM = "The following is a sequence of events:\n\n{narrative}\n\nWhich events does {c} know about?\n"
+SIMTOM_ASK = "Answer the following question without any explanation:\n"
+LABELS = {"loc_coarse": ("Yes", "No"), "fullness": ("more full", "equally full", "less full"),
+          "accessibility": ("more accessible", "equally accessible", "less accessible"),
+          "attitude": ("positive", "neutral", "negative")}
+
+
+def question(x: OpenToMExtra, q: str) -> str:
+    """The question as the template receives it: as stored (location) or with the genre's answer instruction."""
+    if x.kind == "attitude":
+        return q.split("?")[0].strip() + ASK["attitude"]
+    return q + ASK[x.kind] if x.kind in ASK else q
+
+
+def prompt(s: OpenToMSample, method: str = "vanilla", layout: str = "official") -> str:
+    """The user prompt of `method` (vanilla, cot, selfask): the template filled narrative first, then the question."""
+    x, q = s.extra, question(s.extra, s.question)
+    head = HEAD.replace("{narrative}", s.context.render())
+    raw = (HEAD + TEMPLATES[x.kind]).replace("{narrative}", s.context.render()).replace("{question}", q)
+    if method == "vanilla":
+        return raw.strip() + (ATTITUDE_END if x.kind == "attitude" else "")
+    post = POSTFIX[method]
+    if x.kind == "attitude":
+        return raw.strip() + " " + post
+    if x.kind == "loc_fine":  # official: the first '?' of the whole prompt, even one inside the story (spec §3.3)
+        cut = raw.split("?")[0] if layout == "official" else head + "Question: " + q[:-1]
+        return cut + "? " + post
+    return ".".join(raw.split(".")[:-2]) + ". " + post
+
+
+def simtom_character(x: OpenToMExtra, q: str) -> str:
+    """SimToM's character of interest (spec §3.3): the first-named protagonist, the mover for accessibility, the observer
+    for attitude, else "the narrator".
+    """
+    if x.kind == "attitude":
+        return x.observer
+    named = [n for n in (x.mover, x.observer) if n in q]
+    if x.kind == "accessibility":
+        return x.mover if x.mover in named else x.observer if named else "the narrator"
+    tokens = q.replace("'s", "").split(" ")
+    return min(named, key=lambda n: tokens.index(n) if n in tokens else len(tokens)) if named else "the narrator"
+
+
+def messages(system: bool, *rest: Message) -> tuple[Message, ...]:
+    return ((Message("system", SYSTEM),) if system else ()) + rest
+
+
+def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: GenerationSettings) -> Program:
+    """One request (vanilla, cot, selfask), or SimToM's two stages (the first shared by every question of the character)."""
+    labels = LABELS.get(s.extra.kind, (s.extra.original_place, s.extra.move_to_place))
+    if method != "simtom":
+        (r,) = yield [req := Request(messages=messages(system, Message("user", prompt(s, method, layout))),
+                                     settings=settings, answer_labels=labels)]
+        return score(s, r.text, req.key, cot=method == "cot")
+    x, q = s.extra, question(s.extra, s.question)
+    coi, narrative = simtom_character(x, s.question), s.context.render()
+    if coi == "the narrator":
+        (r,) = yield [req := Request(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),), settings=settings,
+                                     answer_labels=labels)]
+        return score(s, r.text, req.key)
+    first = Message("user", SIMTOM.replace("{narrative}", narrative).replace("{c}", coi))
+    (know,) = yield [k := Request(messages=messages(system, first), settings=settings)]
+    if know.text is None:
+        return Record.of(s, Outcome.ERROR, responses=(None,), request_keys=(k.key,),
+                         message=f"OpenToM {s.id}: SimToM's first stage got no answer")
+    (r,) = yield [req := Request(messages=messages(system, first, Message("system", know.text),
+                                                   Message("user", SIMTOM_ASK + q)), settings=settings,
+                                 answer_labels=labels)]
+    return score(s, r.text, req.key).replace(responses=(know.text, r.text), request_keys=(k.key, req.key))
+
+
+def overlap(text: str, place: str) -> float:
+    """Share of the place's words (duplicates counted) among the text's distinct words, normalised officially."""
+    words = set(text.lower().replace("_", " ").replace("'s", "").replace(".", "").split())
+    want = place.lower().replace("_", " ").replace("'s", "").split()
+    return len(words & set(want)) / len(want) if want else 0.0
+
+
+def label(x: OpenToMExtra, text: str) -> int:
+    """The official label of an answer (already stripped): -1 unparseable."""
+    t = text.lower()
+    if x.kind == "loc_coarse":
+        return 0 if "no" in t and "yes" not in t else 1 if "yes" in t and "no" not in t else -1
+    if x.kind == "loc_fine":
+        s1, s2 = overlap(text, strip_det(x.original_place)), overlap(text, strip_det(x.move_to_place))
+        return 1 if s1 > s2 else 2 if s2 > s1 else 3
+    t = t.replace(".", "") if x.kind != "attitude" else t
+    if x.kind == "fullness":
+        return next((v for v, ws in ((1, ("less full", "emptier", "more empty")), (2, ("more full", "fuller")),
+                                     (3, ("equally full",))) if any(w in t for w in ws)), -1)
+    if x.kind == "accessibility":
+        return next((v for v, w in ((1, "more accessible"), (2, "less accessible"), (3, "equally accessible")) if w in t),
+                    -1)
+    t = t.split("\n\n")[-1].split(":")[-1].split(".")[0].strip()
+    if t in ("a", "b", "c"):
+        return {"a": 1, "b": 3, "c": 2}[t]
+    found = [v for v, w in ((1, "positive"), (2, "negative"), (3, "neutral")) if w in t]
+    return found[0] if len(found) == 1 else -1
+
+
+def last_line(text: str) -> str:
+    """CoT's extra step: the last line of a multi-line answer, else the text after the last `Therefore`."""
+    return text.split("\n")[-1] if "\n" in text else text.split("Therefore")[-1]
+
+
+def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = False) -> Record:
+    """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is."""
+    x, g = s.extra, gold(s.extra)
+    read = (text or "").strip()
+    got = label(x, last_line(read).strip() if cot else read)
+    outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
+    message = ""
+    if outcome is not Outcome.CORRECT:
+        why = ("no scorable gold: the answer names neither place" if g is None else
+               "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
+               "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
+        message = (f"OpenToM {s.id} ({s.source}): {outcome.value}: {why}\nquestion: {s.question}\n"
+                   f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})")
+    return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
+                     request_keys=(key,) if key else (), details={"label": got}, message=message)

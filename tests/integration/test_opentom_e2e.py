@@ -1,0 +1,136 @@
+"""OpenToM end to end with pytester on the fixture: items, ids, marks, messages, decoding, the random and a python model.
+
+The python model answers every question right except the attitude ones ("I cannot say": unparseable) and the
+fine-location observer ones ("somewhere": a tie, wrong); it reads the gold by looking the question up in the fixture's
+files with plain `json`. The records reach the test through the public `pytest_tom_results_ready` hook.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from pytest_tom.evals.opentom import OpenToM
+from pytest_tom.record import Record
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "fixtures"
+QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-markers")
+
+GOLD_MODEL = '''
+import json
+from pathlib import Path
+
+DIR = Path(__DIR__)
+GOLD = {}
+for f in DIR.glob("*.json"):
+    if not f.name.startswith("meta"):
+        for qs in json.loads(f.read_text()).values():
+            for q in qs:
+                GOLD[q["question"].split("?")[0]] = q["answer"]
+
+
+def model(conversations, settings):
+    assert settings["max_new_tokens"] == 1024 and settings["temperature"] == 0 and settings["top_p"] == 1
+    assert all(c[0]["content"] == "You are an expert in modeling other's mental state." for c in conversations)
+    out = []
+    for c in conversations:
+        q = c[-1]["content"].split("Question: ")[1].split("?")[0]
+        if "attitude" in q:
+            out.append("I cannot say")
+        elif "located precisely by the end" in q and ("Omar" in q or "Theo" in q) and "does" not in q:
+            out.append("somewhere")
+        else:
+            out.append(GOLD[q] + ".")
+    return out
+'''
+
+RECORDS_HOOK = '''
+import json
+from pathlib import Path
+
+
+def pytest_tom_results_ready(session, results):
+    with open(Path(__file__).with_name("records.jsonl"), "a") as f:
+        for r in results.values():
+            f.write(json.dumps(r.to_dict()) + "\\n")
+'''
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*QUIET, "--tom-benchmark=opentom", f"--tom-data-dir={FIXTURES}",
+                              "--tom-set=opentom.partial=true", "--tom-no-cache", *args)
+
+
+def records(pytester: pytest.Pytester) -> list[Record]:
+    return [Record.from_dict(json.loads(line)) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
+
+
+def test_a_python_model_scores_by_the_official_rules(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(gold_model=GOLD_MODEL.replace("__DIR__", repr(str(FIXTURES / "opentom/data/opentom_data"))))
+    pytester.makeconftest(RECORDS_HOOK)
+    pytester.syspathinsert()
+    result = run(pytester, "--tom-model=python:gold_model:model", "--tom-detail=full")
+    result.assert_outcomes(passed=46 - 2 - 2, failed=4)
+    recs = records(pytester)
+    assert Counter(r.outcome.value for r in recs) == {"correct": 42, "incorrect": 2, "unparseable": 2}
+    m = {x.name: x.value for x in OpenToM().metrics(recs)}
+    assert m["attitude.unparseable"] == 2 and m["attitude.n_scored"] == 0 and m["attitude.corrupted_rate"] == 1.0
+    # fine first order: 6 right, 2 ties (label 3 enters the label set with F1 0): label 1 tp 2 fn 1, label 2 tp 4 fn 1
+    assert m["loc_fine.fo.accuracy"] == 6 / 8 and m["loc_fine.fo.macro_f1"] == pytest.approx((4 / 5 + 8 / 9 + 0) / 3)
+    assert m["loc_coarse.fo.macro_f1"] == 1.0 and m["multihop.so.accuracy"] == 1.0
+    result.stdout.fnmatch_lines(["*OpenToM 11111111-location_fg_fo-3 (location_fg_fo_new.json 11111111[[]3[]]): incorrect: "
+                                 "ambiguous: equal overlap with both places*"])
+
+
+def test_the_random_model_answers_from_each_label_space(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(RECORDS_HOOK)
+    result = run(pytester, "--tom-model=random:3")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 46 and "error" not in outcomes
+    assert all(r.outcome.value in ("correct", "incorrect") for r in records(pytester))
+
+
+@pytest.mark.parametrize(("marks", "count"), [
+    ("opentom", 46), ("location", 20), ("location_fine", 12), ("fullness", 16), ("accessibility", 8), ("attitude", 2),
+    ("first_order", 24), ("second_order", 20), ("narrator", 4), ("witnessed", 23), ("psychological", 2),
+])
+def test_marks_select_items(pytester: pytest.Pytester, marks: str, count: int) -> None:
+    result = run(pytester, "--tom-model=random", "--collect-only", "-q", "-m", marks)
+    assert sum(1 for line in result.stdout.lines if "::" in line) == count
+
+
+def test_ids_are_key_stem_index(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "--tom-model=random", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*opentom[[]11111111-location_cg_fo-0[]]", "*opentom[[]22222222-attitude-0[]]"])
+
+
+WORSE_MODEL = '''
+from gold_model import model as gold
+
+
+def model(conversations, settings):
+    return ["Maybe yes, maybe no" if '"Yes" or "No"' in c[-1]["content"] else a
+            for c, a in zip(conversations, gold(conversations, settings))]
+'''
+
+
+def test_a_macro_f1_gate_bootstraps_narratives_against_a_baseline(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(gold_model=GOLD_MODEL.replace("__DIR__", repr(str(FIXTURES / "opentom/data/opentom_data"))),
+                        worse_model=WORSE_MODEL)
+    pytester.syspathinsert()
+    run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline-save=base.json")
+    saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]["metrics"]
+    assert saved["macro_f1.loc_coarse_fo"]["labels"] == [[0, 0], [0, 0], [0, 0], [1, 1]]
+    same = run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline=base.json",
+               "--tom-compare-fail=opentom.macro_f1.*")
+    same.stdout.fnmatch_lines(["tom_gate[[]opentom.macro_f1.loc_coarse_fo:baseline[]] .*"])
+    assert "REGRESSION" not in same.stdout.str() and same.stdout.str().count("tom_gate[opentom.macro_f1.") == 11
+    worse = run(pytester, "--tom-model=python:worse_model:model", "--tom-baseline=base.json",
+                "--tom-compare-fail=opentom.macro_f1.*")
+    worse.stdout.fnmatch_lines(["*opentom.macro_f1.loc_coarse_fo: baseline 100.0% -> candidate 0.0%*",
+                                "macro-F1, paired cluster bootstrap (4 right->wrong, 0 wrong->right)*REGRESSION*"])
+    worse.stdout.fnmatch_lines(["tom_gate[[]opentom.macro_f1.attitude:baseline[]] .*",
+                                "tom_gate[[]opentom.macro_f1.loc_coarse_so:baseline[]] F*"])

@@ -1,0 +1,218 @@
+"""OpenToM against the real release in $TOM_DATA_DIR/opentom (skipped when it is unset).
+
+All 13,708 questions load through the whole-release checks, the official sample is Appendix A's (its sha256), a pinned
+download is accepted from a mirror, and whole runs with a random and a python model give the metrics a hand
+computation gives: written here from the raw files and the answers, with the official rules spelt out again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_tom.engine import Engine
+from pytest_tom.errors import TomDataError
+from pytest_tom.evals.opentom import OpenToM, data
+from pytest_tom.framework.base import DataSource
+from pytest_tom.models.base import CallableModel
+from pytest_tom.models.random import RandomModel
+
+pytestmark = pytest.mark.realdata
+DIR = Path("opentom/data/opentom_data")
+STEMS = ("location_cg_fo", "location_cg_so", "location_fg_fo", "location_fg_so", "multihop_fo", "multihop_so", "attitude")
+
+
+@pytest.fixture(scope="module")
+def root() -> Path:
+    d = os.environ.get("TOM_DATA_DIR")
+    if not d or not (Path(d) / DIR / "meta_data.json").is_file():
+        pytest.skip("TOM_DATA_DIR does not hold the real OpenToM release (opentom/data/opentom_data/)")
+    return Path(d)
+
+
+def raw(root: Path, stem: str) -> dict:
+    name = f"{stem}_new.json" if stem.startswith("location_fg") else f"{stem}.json"
+    return json.loads((root / DIR / name).read_text())
+
+
+def test_the_whole_release_loads_with_the_official_sample(root: Path, tmp_path: Path) -> None:
+    items = OpenToM().load(DataSource(root, False, tmp_path))
+    assert len(items) == 13_708 and len({s.id for s in items}) == 13_708
+    meta = json.loads((root / DIR / "meta_data.json").read_text())
+    batches = data.sample_official(list(meta))
+    assert hashlib.sha256(json.dumps(batches).encode()).hexdigest() == (
+        "ccb74be8337c341aee3605777ac5e771fb1501b005e76babbb87844af44c6215")
+    paper = OpenToM({"protocol": "paper"}).load(DataSource(root, False, tmp_path))
+    assert len(paper) == 4_750 and Counter(s.facets["batch"] for s in paper) == {str(b): 950 for b in range(1, 6)}
+    assert len(OpenToM({"narratives": "long"}).load(DataSource(root, False, tmp_path))) == 2_300
+    assert len(OpenToM({"release": "2024"}).load(DataSource(root, False, tmp_path))) == 13_708
+
+
+def test_a_download_is_checked_against_the_pinned_sha256s(root: Path, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    shutil.copytree(root / "opentom" / "data", mirror / data.REVISION / "data")
+    shutil.copytree(root / "opentom" / "paper_era" / "data", mirror / data.PAPER_REVISION / "data")
+    bench = OpenToM({"source_url": mirror.as_uri(), "release": "2024"})
+    assert len(bench.load(DataSource(None, True, tmp_path / "cache"))) == 13_708
+    assert len(OpenToM().load(DataSource(None, False, tmp_path / "cache"))) == 13_708  # the cache, re-checked
+
+
+ANSWERS = {"coarse": ("No", "Yes.", "I don't know", "Yes, I know."),
+           "fine": ("The basket.", "in the box", "", "somewhere else", "a drawer in the kitchen"),
+           "fullness": ("less full", "It is fuller.", "equally full.", "unclear"),
+           "accessibility": ("more accessible", "Less accessible.", "equally accessible", "inaccessible"),
+           "attitude": ("Positive.", "Answer: B", "negative", "positive and negative")}
+
+
+def pick(text: str, options: tuple[str, ...]) -> str:
+    return options[int(hashlib.sha256(text.encode()).hexdigest(), 16) % len(options)]
+
+
+def answers(batch: list, settings: dict) -> list[str]:
+    """A fixed answer per prompt (hashed), from each genre's list, with places read off the question's plot."""
+    out = []
+    for c in batch:
+        p = c[-1]["content"]
+        kind = ("coarse" if '"Yes" or "No"' in p else "fullness" if "full\"" in p else "accessibility"
+                if "accessible\"" in p else "attitude" if "attitude" in p else "fine")
+        out.append(pick(p, ANSWERS[kind]))
+    return out
+
+
+def strip_det(s: str) -> str:
+    return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
+
+
+def hand_label(kind: str, text: str, p1: str, p2: str) -> int:
+    t = text.strip().lower()
+    if kind == "coarse":
+        return 0 if "no" in t and "yes" not in t else 1 if "yes" in t and "no" not in t else -1
+    if kind == "fine":
+        words = set(t.replace("_", " ").replace("'s", "").replace(".", "").split())
+        s = [len(words & set(w)) / len(w) for w in (strip_det(p).replace("_", " ").replace("'s", "").split()
+                                                    for p in (p1, p2))]
+        return 1 if s[0] > s[1] else 2 if s[1] > s[0] else 3
+    if kind == "fullness":
+        t = t.replace(".", "")
+        return 1 if "less full" in t else 2 if "fuller" in t or "more full" in t else 3 if "equally full" in t else -1
+    if kind == "accessibility":
+        t = t.replace(".", "")
+        return 1 if "more accessible" in t else 2 if "less accessible" in t else 3 if "equally accessible" in t else -1
+    t = t.split(":")[-1].split(".")[0].strip()
+    hits = [v for v, w in ((1, "positive"), (2, "negative"), (3, "neutral")) if w in t]
+    return {"b": 3}.get(t, hits[0] if len(hits) == 1 else -1)
+
+
+def hand_gold(kind: str, answer: str, p1: str, p2: str) -> int | None:
+    a = answer.lower()
+    if kind == "fine":
+        g = strip_det(answer)
+        return 1 if g == strip_det(p1) else 2 if g == strip_det(p2) else None
+    return {"coarse": lambda: 0 if "no" in a else 1, "fullness": lambda: {"less full": 1, "more full": 2}.get(a, 3),
+            "accessibility": lambda: {"more accessible": 1, "less accessible": 2}.get(a, 3),
+            "attitude": lambda: {"positive": 1, "negative": 2}.get(a, 3)}[kind]()
+
+
+def f1(pairs: list[tuple[int, int]]) -> float:
+    labels = {x for pair in pairs for x in pair}
+    per = []
+    for lab in labels:
+        tp = sum(g == p == lab for g, p in pairs)
+        fp, fn = sum(p == lab != g for g, p in pairs), sum(g == lab != p for g, p in pairs)
+        per.append(2 * tp / (2 * tp + fp + fn))
+    return sum(per) / len(per)
+
+
+def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool] = lambda *_: True,
+         items: dict[str, tuple[int | None, int]] | None = None) -> dict[str, float]:
+    """Each cell's official numbers from the raw files; `items` (when given) receives each id's (gold, label)."""
+    meta = json.loads((root / DIR / "meta_data.json").read_text())
+    cells: dict[str, list[tuple[int | None, int]]] = {}
+    for stem in STEMS:
+        for key, qs in raw(root, stem).items():
+            plot = meta[key]["plot_info"]
+            for i, q in enumerate(qs):
+                if not keep(key, stem, i):
+                    continue
+                kind = {"location_cg": "coarse", "location_fg": "fine"}.get(stem[:11], "attitude")
+                if stem.startswith("multihop"):
+                    kind = "fullness" if i < 4 else "accessibility"
+                args = (plot["original_place"], plot["move_to_place"])
+                pair = (hand_gold(kind, q["answer"], *args), hand_label(kind, said[f"{key}-{stem}-{i}"], *args))
+                if items is not None:
+                    items[f"{key}-{stem}-{i}"] = pair
+                order = stem[-2:]
+                names = {"coarse": f"loc_coarse.{order}", "fine": f"loc_fine.{order}", "attitude": "attitude"}
+                for cell in ([names[kind]] if kind in names else [f"{kind}.{order}", f"multihop.{order}"]):
+                    cells.setdefault(cell, []).append(pair)
+    out = {}
+    for cell, pairs in cells.items():
+        ok = [(g, p) for g, p in pairs if g is not None and p != -1]
+        out |= {f"{cell}.accuracy": sum(g == p for g, p in ok) / len(ok), f"{cell}.macro_f1": f1(ok),
+                f"{cell}.unparseable": sum(p == -1 for _, p in pairs)}
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["random", "python"])
+def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path, tmp_path: Path, which: str) -> None:
+    bench = OpenToM()
+    items = bench.load(DataSource(root, False, tmp_path))
+    model = RandomModel(0) if which == "random" else CallableModel(answers)
+    records = list(Engine(model).run({s.id: (s, bench.program(s)) for s in items}).values())
+    got = {m.name: m.value for m in bench.metrics(records)}
+    per_item: dict[str, tuple[int | None, int]] = {}
+    want = hand(root, {r.sample_id: r.responses[0] or "" for r in records}, items=per_item)
+    assert {k: pytest.approx(got[k]) for k in want} == want
+    assert {r.sample_id: (r.gold, -1 if r.parsed is None else r.parsed) for r in records} == per_item  # item by item
+    if which == "python":
+        assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
+
+
+def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(root: Path, tmp_path: Path) -> None:
+    bench = OpenToM({"protocol": "paper"})
+    items = bench.load(DataSource(root, False, tmp_path))
+    records = list(Engine(CallableModel(answers)).run({s.id: (s, bench.program(s)) for s in items}).values())
+    got = {m.name: m.value for m in bench.metrics(records)}
+    meta = json.loads((root / DIR / "meta_data.json").read_text())
+    said = {r.sample_id: r.responses[0] or "" for r in records}
+    per_batch = []
+    for chunk in data.sample_official(list(meta)):
+        keys = {k for k, _, _ in chunk}
+        drop = {(k, "multihop_fo", i) for k, fo, _ in chunk for i in fo} | {(k, "multihop_so", i) for k, _, so in chunk
+                                                                            for i in so}
+        per_batch.append(hand(root, said, lambda key, stem, i, keys=keys, drop=drop: key in keys
+                              and (key, stem, i) not in drop))
+    for name in ("attitude.macro_f1", "multihop.fo.macro_f1", "loc_fine.so.accuracy", "loc_coarse.fo.macro_f1"):
+        vals = [b[name] for b in per_batch]
+        mean = sum(vals) / 5
+        assert got[f"{name}.per_batch"] == pytest.approx(tuple(vals)) and got[f"{name}.mean"] == pytest.approx(mean)
+        assert got[f"{name}.std"] == pytest.approx((sum((v - mean) ** 2 for v in vals) / 5) ** 0.5)
+
+
+@pytest.mark.slow
+def test_pytest_runs_the_whole_release_with_the_random_model(pytester: pytest.Pytester, root: Path) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--tom-benchmark=opentom", f"--tom-data-dir={root}",
+                                "--tom-model=random:0", "--tom-no-cache", "-q", "--tb=no")
+    outcomes = result.parseoutcomes()
+    # the one question without a scorable gold is an expected failure (a known release defect)
+    assert outcomes["passed"] + outcomes["failed"] == 13_707 and outcomes["xfailed"] == 1 and "error" not in outcomes
+
+
+def test_the_release_under_its_old_file_names_is_checked_by_the_pins(root: Path, tmp_path: Path) -> None:
+    shutil.copytree(root / "opentom" / "data", tmp_path / "opentom" / "data")
+    d = tmp_path / "opentom" / "data" / "opentom_data"
+    for name in ("location_fg_fo", "location_fg_so"):
+        (d / f"{name}_new.json").rename(d / f"{name}.json")
+    (d / "meta_data_long.json").rename(d / "metadata_long.json")
+    assert len(OpenToM({"narratives": "long"}).load(DataSource(tmp_path, False, tmp_path / "c"))) == 2_300
+    (d / "location_fg_fo.json").write_bytes((root / "opentom/paper_era/data/opentom_data/location_fg_fo.json").read_bytes())
+    with pytest.raises(TomDataError, match="sha256"):
+        OpenToM().load(DataSource(tmp_path, False, tmp_path / "c"))

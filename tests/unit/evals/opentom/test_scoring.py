@@ -1,0 +1,112 @@
+"""OpenToM's prompts and label mapping against the spec's verbatim texts and rule examples (spec §3.2-§3.5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_tom.evals.opentom import OpenToM, scoring
+from pytest_tom.evals.opentom.data import OpenToMSample
+from pytest_tom.framework.base import DataSource
+from pytest_tom.record import Outcome
+
+FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
+HEAD = "Read and comprehend the following short story. Then, answer the question that follows.\n\n"
+
+
+@pytest.fixture(scope="module")
+def items(tmp_path_factory: pytest.TempPathFactory) -> dict[str, OpenToMSample]:
+    samples = OpenToM({"partial": "true"}).load(DataSource(FIXTURES, False, tmp_path_factory.mktemp("c")))
+    return {s.id: s for s in samples}
+
+
+ENDS = {"location_cg_fo-0": '? Answer the question with "Yes" or "No". Do not give any explanation.',
+        "location_fg_fo-2": "? Answer the question without any explanation.",
+        "multihop_fo-0": '? Answer with "more full", "equally full", or "less full". Answer the question without any '
+                         "explanation.",
+        "multihop_fo-4": '? Answer with "more accessible", "equally accessible", or "less accessible". Answer the '
+                         "question without any explanation.",
+        "attitude-0": ', assuming that you observed the action? Answer with "positive", "neutral", or "negative". '
+                      "Answer without any explanation."}
+
+
+@pytest.mark.parametrize("item", sorted(ENDS))
+def test_the_vanilla_prompt_is_the_template_with_the_raw_narrative(items: dict[str, OpenToMSample], item: str) -> None:
+    s = items[f"22222222-{item}"]
+    got = scoring.prompt(s)
+    stem = s.question.split("?")[0] if item == "attitude-0" else s.question[:-1]
+    assert got == HEAD + s.context.render() + "\n\nQuestion: " + stem + ENDS[item]
+
+
+def test_a_narrative_that_begins_with_a_space_is_inserted_unchanged(items: dict[str, OpenToMSample]) -> None:
+    assert scoring.prompt(items["11111111-location_cg_fo-0"]).startswith(HEAD + " Lena and Omar")
+
+
+POST = "Reason step by step before answering. Write the answer in the end."
+
+
+def test_cot_prompts_cut_the_instruction_as_the_official_code(items: dict[str, OpenToMSample]) -> None:
+    coarse, full = items["22222222-location_cg_fo-0"], items["22222222-multihop_fo-1"]
+    assert scoring.prompt(coarse, "cot").endswith('? Answer the question with "Yes" or "No". ' + POST)
+    assert scoring.prompt(full, "cot").endswith('or "less full". ' + POST)
+    assert scoring.prompt(items["22222222-attitude-0"], "cot").endswith('or "negative". ' + POST)
+    fine = items["22222222-location_fg_fo-2"]
+    assert scoring.prompt(fine, "cot") == scoring.prompt(fine, "cot", "fixed") == (
+        HEAD + fine.context.render() + "\n\nQuestion: " + fine.question + " " + POST)
+    odd = items["11111111-location_fg_fo-2"]  # a '?' in the story: the official cut loses the question
+    assert scoring.prompt(odd, "cot") == HEAD + " Lena and Omar shared a house. Where had the kite gone? " + POST
+    assert scoring.prompt(odd, "cot", "fixed").endswith(odd.question + " " + POST)
+    assert scoring.prompt(coarse, "selfask").endswith('"No". Break the original question into sub-questions. Explicitly '
+                                                      "state the follow-up questions, and the answers to the follow-up "
+                                                      "questions. Aggregate the answers to the follow-up questions and "
+                                                      'write the answer in the end as "Final Answer: [answer]".')
+
+
+def test_simtom_asks_the_character_then_the_question(items: dict[str, OpenToMSample]) -> None:
+    s = items["22222222-location_cg_so-1"]  # Theo about Rosa: Theo leads
+    bench = OpenToM({"partial": "true", "prompt": "simtom"})
+    program = bench.program(s)
+    (first,) = next(program)
+    assert [(m.role, m.content) for m in first.messages] == [
+        ("system", scoring.SYSTEM),
+        ("user", f"The following is a sequence of events:\n\n{s.context.render()}\n\nWhich events does Theo know about?\n")]
+    from pytest_tom.request import Response
+    (second,) = program.send([Response(text="Theo saw the bowl.")])
+    assert [m.role for m in second.messages] == ["system", "user", "system", "user"]
+    assert second.messages[2].content == "Theo saw the bowl."
+    assert second.messages[3].content == "Answer the following question without any explanation:\n" + s.question
+    narrator = items["22222222-location_fg_fo-0"]
+    (only,) = next(bench.program(narrator))
+    assert [m.content for m in only.messages] == [f"{narrator.context.render()}\n\nAnswer the following question "
+                                                  f"without any explanation:\n{narrator.question}"]
+
+
+@pytest.mark.parametrize(("item", "text", "label"), [
+    ("location_cg_fo-0", "Nope", 0), ("location_cg_fo-0", "I don't know", 0), ("location_cg_fo-0", "Yes, I know.", -1),
+    ("location_cg_fo-0", "eyes", 1), ("location_cg_fo-0", "Maybe", -1),
+    ("multihop_fo-0", "It is not less full, it is more full", 1), ("multihop_fo-0", "Fuller.", 2),
+    ("multihop_fo-0", "Equally full.", 3), ("multihop_fo-0", "unchanged", -1),
+    ("multihop_fo-4", "More accessible.", 1), ("multihop_fo-4", "less accessible", 2),
+    ("multihop_fo-4", "inaccessible", -1),
+    ("attitude-0", "Negative.", 2), ("attitude-0", "Answer: B", 3), ("attitude-0", "positive and negative", -1),
+    ("attitude-0", "My attitude is positive. It is not negative.", 1), ("attitude-0", "Neutral", 3),
+    ("location_fg_fo-2", "In the pantry.", 2), ("location_fg_fo-2", "the fruit bowl", 1), ("location_fg_fo-2", "", 3),
+    ("location_fg_fo-2", "the fruit bowl pantry", 3), ("location_fg_fo-2", "fruit pantry", 2),
+])
+def test_the_official_label_mapping(items: dict[str, OpenToMSample], item: str, text: str, label: int) -> None:
+    assert scoring.label(items[f"22222222-{item}"].extra, text) == label
+
+
+def test_strip_det_tests_character_prefixes() -> None:
+    assert [scoring.strip_det(s) for s in ("a basket", "attic storage bin", "an X", "theater", "Andrew's box")] == [
+        "basket", "ttic storage bin", "n x", "ater", "andrew's box"]
+
+
+def test_outcomes_unparseable_tie_and_cot_last_line(items: dict[str, OpenToMSample]) -> None:
+    fine, coarse = items["22222222-location_fg_fo-2"], items["22222222-location_cg_fo-0"]
+    assert scoring.score(coarse, "Maybe").outcome is Outcome.UNPARSEABLE
+    tie = scoring.score(fine, "somewhere")
+    assert tie.outcome is Outcome.INCORRECT and tie.parsed == 3 and "ambiguous" in tie.message
+    assert scoring.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
+    assert scoring.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
