@@ -26,7 +26,8 @@ What the shipped files hold, and why some protocol details are not row settings:
 - SimpleToM: Tables 2 to 5. The CoT rows (Table 5) give behavior and judgment only: the official CoT run also
   changes the mental-state prompt, so our mental-state accuracy and average under CoT are not the paper's columns.
 - ToMATO: Tables 3, 5, 10 and 11 (means only; the paper's ± is over five sampled runs). ToMValley: Tables 3, 4 and 6.
-- Hi-ToM: none yet (its paper's tables could not be read; the repository's GPT-4 notebooks are not a result table).
+- Hi-ToM, BigToM, OpenToM: none yet (their papers' tables could not be read; notebooks in the repositories are not
+  published tables).
 
 Rows are never computed: a number that is not printed in a table is not here. Reading is strict, and every error names
 the file, the line and the field, because a wrong reference row would silently mislead every comparison drawn from it.
