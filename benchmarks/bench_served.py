@@ -102,9 +102,8 @@ def record(pytest_args: list[str], workdir: Path) -> list[Request]:
     seen: dict[str, Request] = {}
     for line in log.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        s = row["settings"]
-        settings = GenerationSettings(max_new_tokens=s["max_new_tokens"], temperature=s["temperature"], top_p=s["top_p"],
-                                      seed=s["seed"], stop=tuple(s["stop"]), stop_after=tuple(s.get("stop_after", ())))
+        s = row["settings"]  # `GenerationSettings.to_dict`: its fields, the string lists as lists
+        settings = GenerationSettings(**{**s, "stop": tuple(s["stop"]), "stop_after": tuple(s.get("stop_after", ()))})
         r = Request(messages=tuple(Message(m["role"], m["content"]) for m in row["messages"]), settings=settings)
         seen.setdefault(r.key, r)
     if not seen:
