@@ -102,9 +102,8 @@ def record(pytest_args: list[str], workdir: Path) -> list[Request]:
     seen: dict[str, Request] = {}
     for line in log.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        s = row["settings"]
-        settings = GenerationSettings(max_new_tokens=s["max_new_tokens"], temperature=s["temperature"], top_p=s["top_p"],
-                                      seed=s["seed"], stop=tuple(s["stop"]), stop_after=tuple(s.get("stop_after", ())))
+        s = row["settings"]  # `GenerationSettings.to_dict`: its fields, the string lists as lists
+        settings = GenerationSettings(**{**s, "stop": tuple(s["stop"]), "stop_after": tuple(s.get("stop_after", ()))})
         r = Request(messages=tuple(Message(m["role"], m["content"]) for m in row["messages"]), settings=settings)
         seen.setdefault(r.key, r)
     if not seen:
@@ -215,34 +214,24 @@ def plugin(pytest_args: list[str], uri: str, workdir: Path,
     return seconds, stats, answers
 
 
-def find_key(node: Any, key: str) -> Any:
-    """The first value of `key` anywhere in a JSON document (None if absent)."""
+def dicts(node: Any) -> Iterator[dict[str, Any]]:
+    """Every object of a JSON document, depth first, in document order."""
     if isinstance(node, dict):
-        if key in node:
-            return node[key]
+        yield node
         node = list(node.values())
     if isinstance(node, list):
         for v in node:
-            if (hit := find_key(v, key)) is not None:
-                return hit
-    return None
+            yield from dicts(v)
+
+
+def find_key(node: Any, key: str) -> Any:
+    """The first value of `key` anywhere in a JSON document (None if absent)."""
+    return next((d[key] for d in dicts(node) if d.get(key) is not None), None)
 
 
 def engine_stats(report: dict[str, Any]) -> dict[str, Any]:
     """The engine's counters for the model under test, wherever this report version keeps them."""
-    def find(node: Any) -> dict[str, Any] | None:
-        if isinstance(node, dict):
-            if "model_requests" in node and "model_seconds" in node:
-                return node
-            for v in node.values():
-                if (hit := find(v)) is not None:
-                    return hit
-        elif isinstance(node, list):
-            for v in node:
-                if (hit := find(v)) is not None:
-                    return hit
-        return None
-    return find(report) or {}
+    return next((d for d in dicts(report) if "model_requests" in d and "model_seconds" in d), {})
 
 
 def lmeval_tasks(requests: Sequence[Request], folder: Path) -> dict[str, list[int]]:

@@ -183,11 +183,10 @@ def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Se
     n = len(gold)
     codes, k = _codes(clusters, n)
     labels = list(dict.fromkeys([*gold, *base, *new]))
-    g = np.array([labels.index(x) for x in gold])
+    g, pb, pn = (np.array([labels.index(x) for x in seq]) for seq in (gold, base, new))
 
-    def counts(pred: Sequence[Hashable]) -> Floats:
+    def counts(p: NDArray[np.intp]) -> Floats:
         """Per cluster and label: true positives, false positives, false negatives (k x 3 x L)."""
-        p = np.array([labels.index(x) for x in pred])
         out = np.zeros((k, 3, len(labels)))
         for row, hit in enumerate(((g == p), (g != p), (g != p))):
             np.add.at(out[:, row], (codes[hit], (g if row == 2 else p)[hit]), 1.0)
@@ -200,7 +199,7 @@ def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Se
         return np.asarray(np.where(present, 2 * tp / np.where(present, denom, 1), 0).sum(-1)
                           / np.maximum(present.sum(-1), 1), dtype=np.float64)
 
-    cb, cn = counts(base), counts(new)
+    cb, cn = counts(pb), counts(pn)
     f_base, f_new = float(f1(cb.sum(0))), float(f1(cn.sum(0)))
     rng, rows, boot = np.random.default_rng(seed), max(1, CHUNK_CELLS // (k * 3 * len(labels))), []
     for start in range(0, resamples, rows):
@@ -209,7 +208,7 @@ def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Se
     d = np.concatenate(boot)
     low, high = (float(x) for x in np.quantile(d, [(1 - level) / 2, (1 + level) / 2]))
     p = float((np.sum(d >= -margin) + 1) / (resamples + 1))
-    right_b, right_n = g == np.array([labels.index(x) for x in base]), g == np.array([labels.index(x) for x in new])
+    right_b, right_n = g == pb, g == pn
     diff = Estimate(f_new - f_base, low, high, n, k, level,
                     f"paired cluster bootstrap of the macro-F1 difference ({resamples} resamples, {k} clusters)")
     return Comparison(f_base, f_new, diff, n, int(np.sum(right_b & ~right_n)), int(np.sum(~right_b & right_n)),

@@ -1,8 +1,7 @@
 """Benchmarks, by registry name.
 
-Adding a benchmark is one new module or package plus one line in `BUILTIN`.
-Classes are named as "module:Class" strings and imported on first use. Third
-parties add theirs through the `pytest_tom.benchmarks` entry-point group or the
+Adding a benchmark is one new module or package plus one line in `BUILTIN`. Classes are named as "module:Class" strings
+and imported on first use. Third parties add theirs through the `pytest_tom.benchmarks` entry-point group or the
 `pytest_tom_add_benchmarks` hook (from a plugin or a conftest.py).
 """
 

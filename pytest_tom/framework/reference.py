@@ -160,9 +160,8 @@ def shipped(benchmark: str) -> tuple[ReferenceRow, ...]:
 
 def missing(rows: Sequence[ReferenceRow], model: str, benchmark: str, run_settings: Mapping[str, Any]) -> str:
     """Why no row of `model` can be set beside this run: the model has none for `benchmark`, or only under other
-    settings, named as the run has them and as the rows have them (`no published GPT-4o row for tombench with
-    prompt=cot (published: prompt=vanilla)`). Naming the nearest protocol's differences, not every setting, says what
-    to change.
+    settings, named as the run has them and as the rows have them (`no published GPT-4o row for tombench with prompt=cot
+    (published: prompt=vanilla)`). Naming the nearest protocol's differences, not every setting, says what to change.
     """
     own = [r for r in rows if r.model.casefold() == model.strip().casefold()]
     if not own:

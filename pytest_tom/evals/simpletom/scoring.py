@@ -1,13 +1,12 @@
 """From answers to a record: the reference parser, the mental-state reminder as a dependent stage, messages.
 
-Parsing follows the authors' `process_answer` (spec section 2.3). A direct answer: "answer:" removed,
-then the first of "(A)".."(D)" present, in that order; else "(A"/"(B" or a bare capital A-D when exactly
-one occurs (case-sensitive, as upstream). A chain of thought: only the text after the LAST "the answer
-is", where the label that comes first wins. Departures, both on answers breaking the "Therefore, the
-answer is:" contract: a chain of thought without it is unparseable (upstream scans the reasoning), and
-"the answer is (B), not (A)" reads B (upstream: A). An unreadable answer or a label the question does
-not offer is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it wrong and reports `na_frac`.
-An extra option (`extra_options`, (C)/(D)) is offered but never the gold: picking it is INCORRECT.
+Parsing follows the authors' `process_answer` (spec section 2.3). A direct answer: "answer:" removed, then the first of
+"(A)".."(D)" present, in that order; else "(A"/"(B" or a bare capital A-D when exactly one occurs (case-sensitive, as
+upstream). A chain of thought: only the text after the LAST "the answer is", where the label that comes first wins.
+Departures, both on answers breaking the "Therefore, the answer is:" contract: a chain of thought without it is
+unparseable (upstream scans the reasoning), and "the answer is (B), not (A)" reads B (upstream: A). An unreadable answer
+or a label the question does not offer is UNPARSEABLE, never INCORRECT; the paper's accuracy counts it wrong and reports
+`na_frac`. An extra option (`extra_options`, (C)/(D)) is offered but never the gold: picking it is INCORRECT.
 """
 
 from __future__ import annotations

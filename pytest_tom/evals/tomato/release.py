@@ -7,7 +7,6 @@ counts (a file cut short), then its pinned checksum (one edited in place), unles
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -17,18 +16,10 @@ from pytest_tom.evals.tomato.data import OFFICIAL_GIT_BLOBS, OFFICIAL_REVISION, 
 from pytest_tom.fetch import MANIFEST, REFETCH, Limits, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.checks import check_sha256
+from pytest_tom.framework.pinned import git_blob
 from pytest_tom.framework.release import Release, partial_advice
 
 PARTIAL_ADVICE = partial_advice("tomato")
-
-
-def git_blob_id(path: Path) -> str:
-    r"""The id git gives the file's bytes (`git hash-object`): SHA-1 of ``blob <size>\0`` and the content."""
-    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode(), usedforsecurity=False)
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def locate(source: DataSource, subset: str, source_url: str, pins: Mapping[str, str],
@@ -62,7 +53,7 @@ def download(source_url: str, target: Path, pins: Mapping[str, str], *, limits: 
     manifest_path(target).unlink(missing_ok=True)
     digest = fetch_files(source_url, target.parent, {target.name: pins.get(target.name)}, limits=limits)[target.name]
     blob = OFFICIAL_GIT_BLOBS.get(target.name)
-    if target.name not in pins and blob is not None and (got := git_blob_id(target)) != blob:
+    if target.name not in pins and blob is not None and (got := git_blob(target)) != blob:
         target.unlink()
         raise TomDataError(f"checksum mismatch for {url}: its git blob id is {got}, not the {blob} of the pinned "
                            f"revision {OFFICIAL_REVISION[:12]}; refusing to use data that differs from the pinned "
@@ -97,7 +88,7 @@ def load(path: Path, subset: str, pins: Mapping[str, str], *, verified: bool, pa
     _check_counts(path, samples, found, expected)
     if path.name in OFFICIAL_SHA256:
         check_sha256(path, OFFICIAL_SHA256[path.name], benchmark="tomato", given=False, partial=False)
-    elif path.name in OFFICIAL_GIT_BLOBS and (blob := git_blob_id(path)) != OFFICIAL_GIT_BLOBS[path.name]:
+    elif path.name in OFFICIAL_GIT_BLOBS and (blob := git_blob(path)) != OFFICIAL_GIT_BLOBS[path.name]:
         raise TomDataError(f"this file's git blob id is {blob}, not the {OFFICIAL_GIT_BLOBS[path.name]} of the pinned "
                            f"revision {OFFICIAL_REVISION[:12]} (the checksum published for it): it was edited, "
                            "re-serialized or comes from another revision, and its scores would not be the release's. "

@@ -18,6 +18,7 @@ from pytest_tom.evals.tomato import release as rel
 from pytest_tom.evals.tomato.data import TABLE8, parse_big_five, pattern, read_file
 from pytest_tom.fetch import sha256_file
 from pytest_tom.framework.base import DataSource
+from pytest_tom.framework.pinned import git_blob
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 DATASET = FIXTURES / "tomato" / "dataset"
@@ -207,7 +208,7 @@ def test_a_local_file_without_a_sha256_pin_is_checked_by_its_git_blob_id(
     with pytest.raises(TomDataError, match=r"tomato_first.json: this file's git blob id is \w+, not the 0{40}"):
         load("first", partial=False)
     monkeypatch.setitem(rel.OFFICIAL_GIT_BLOBS, "tomato_first.json",  # type: ignore[index]
-                        rel.git_blob_id(DATASET / "tomato_first.json"))
+                        git_blob(DATASET / "tomato_first.json"))
     assert len(load("first", partial=False)) == 10
 
 
@@ -218,12 +219,6 @@ def test_missing_file_says_which_subsets_are_there(tmp_path: Path) -> None:
     text = str(exc.value)
     assert "no tomato.json (subset 'all')" in text and "choose it with --tom-set tomato.subset=fb" in text
     assert "--tom-download" in text
-
-
-def test_git_blob_id_is_gits(tmp_path: Path) -> None:
-    # `git hash-object` of "hello\n" is ce013625030ba8dba906f756967f9e9ca394464a
-    (tmp_path / "hello").write_bytes(b"hello\n")
-    assert rel.git_blob_id(tmp_path / "hello") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
 @pytest.fixture
@@ -240,7 +235,7 @@ def test_download_checks_the_git_blob_id_and_rechecks_the_cache(tmp_path: Path, 
     srv, url = server
     body = (DATASET / "tomato_first.json").read_bytes()
     srv.files["dataset/tomato_first.json"] = body
-    blob = rel.git_blob_id(DATASET / "tomato_first.json")
+    blob = git_blob(DATASET / "tomato_first.json")
     monkeypatch.setitem(rel.OFFICIAL_GIT_BLOBS, "tomato_first.json", blob)  # type: ignore[index]
     source = DataSource(None, True, tmp_path / "cache")
     path, verified = rel.locate(source, "first", url, {})
