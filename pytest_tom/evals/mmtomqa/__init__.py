@@ -56,7 +56,7 @@ class MMToMQA(Benchmark[MMToMExtra]):
     def load(self, source: DataSource) -> list[MMToMSample]:
         s = self.settings
         sha = parse_sha256(s["sha256"], "mmtomqa sha256") if s["sha256"] else ""
-        folder, verified = data.release(s["source_url"], sha).locate(source)
+        folder, verified = data.PIN.release(s["source_url"], sha).locate(source)
         return data.load(folder / data.FILE, sha256=sha, verified=verified, partial=s["partial"])
 
     def program(self, sample: MMToMSample) -> Program:

@@ -8,7 +8,6 @@ file whole (checksum, 600 records, the type counts). Errors name the file, the l
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import check_sha256, read_jsonl
-from pytest_tom.framework.release import Release, partial_advice
+from pytest_tom.framework.pinned import PinnedFile
+from pytest_tom.framework.pinned import git_blob as git_blob
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 FILE = "Benchmark/questions.json"
@@ -29,6 +29,7 @@ URL = f"https://raw.githubusercontent.com/chuanyangjin/MMToM-QA/{REVISION}/"
 SHA256 = "54a6b908f793f660554f31bc60ae04d58c289f057229f50f74ed696589c45ede"
 GIT_BLOB = "5dd480e848535aebbca775779c340258827e174b"
 """The file at REVISION (spec §2.1): its sha256 and the blob id the repository's tree names it by."""
+PIN = PinnedFile("mmtomqa", "MMToM-QA", FILE, "github.com/chuanyangjin/MMToM-QA", REVISION, SHA256, GIT_BLOB)
 TYPES = {"1.1": ("belief", "true_belief", 100), "1.2": ("belief", "false_belief", 100),
          "1.3": ("belief", "belief_tracking", 100), "2.1": ("goal", "goal_true_belief", 75),
          "2.2": ("goal", "goal_false_belief", 75), "2.3": ("goal", "goal_updated_belief", 75),
@@ -63,12 +64,6 @@ def render(sample: MMToMSample) -> str:
     """The record's `question` text, rebuilt from the sample's fields (the loader checks it equals the release's)."""
     a, b = (c.text for c in sample.choices)
     return f"{sample.context.render()}\nQuestion: {sample.question} (a) {a} (b) {b}{ASK}"
-
-
-def git_blob(path: Path) -> str:
-    r"""The id git names the file's bytes by (`git hash-object`): sha1 of ``blob <size>\0`` and the content."""
-    body = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
 
 
 def _options(qtype: str, sentence: str, a: str, b: str, gold: str) -> str | None:
@@ -160,32 +155,3 @@ def load(path: Path, *, sha256: str, verified: bool, partial: bool) -> list[MMTo
             check_whole(samples, path)
         check_sha256(path, sha256 or SHA256, benchmark="mmtomqa", given=bool(sha256), partial=False)
     return samples
-
-
-def download(url: str, folder: Path, sha256: str) -> None:
-    """The file fetched and checked (the pinned sha256 and git blob id, or the user's sha256); the manifest, last."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    got = fetch_files(url, folder, {FILE: sha256 or SHA256})[FILE]
-    if not sha256 and (blob := git_blob(folder / FILE)) != GIT_BLOB:
-        (folder / FILE).unlink()
-        raise TomDataError(f"git blob id {blob}, not the pinned {GIT_BLOB}; refusing to use it", path=folder / FILE)
-    write_manifest(folder / MANIFEST, {"source": url, "files": {FILE: got}})
-
-
-def check_download(folder: Path, sha256: str) -> None:
-    """A cached download, unchanged since it was verified against these pins."""
-    files = read_manifest(folder / MANIFEST, folder).get("files")
-    if not isinstance(files, dict) or files.get(FILE) != (sha256 or SHA256):
-        raise TomDataError(f"this download was not verified against sha256 {sha256 or SHA256}; delete it, or pass "
-                           "--tom-download to fetch a verified copy again", path=folder)
-    check_recorded(folder, files)
-
-
-def release(url: str, sha256: str) -> Release:
-    """`<data-dir>/mmtomqa/Benchmark/questions.json` (the repository's layout), `<data-dir>/Benchmark/...`, else the cache."""
-    return Release(
-        "mmtomqa", ("mmtomqa", ""), lambda f: (f / FILE).is_file(), sha256[:16] if sha256 else REVISION,
-        lambda c: (c / MANIFEST).is_file(), lambda c: check_download(c, sha256), lambda c: download(url, c, sha256),
-        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding mmtomqa/{FILE} from github.com/chuanyangjin/MMToM-QA"
-        f" (revision {REVISION[:12]}), or pass --tom-download to fetch it (checked against its sha256 and git blob id).",
-        label="MMToM-QA", file=FILE)
