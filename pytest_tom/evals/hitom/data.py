@@ -112,8 +112,7 @@ Chain = tuple[str, tuple[str, ...]]
 
 def chain(question: str) -> Chain | None:
     """(object, agents X1..Xk) of an order-k question, or None when it matches no template of spec §2.4."""
-    m = _QUESTION.fullmatch(question)
-    if m is None:
+    if (m := _QUESTION.fullmatch(question)) is None:
         return None
     return (m[1], ()) if m[1] else (m[3], (m[2],)) if m[2] else (m[6], (m[4], *m[5].split(" thinks ")[:-1]))
 
@@ -124,8 +123,7 @@ def check_chain(s: HiToMSample, seen: dict[tuple[str, int], Chain], path: Path) 
     if got is None or len(got[1]) != s.extra.order:
         raise TomDataError(f"not the order-{s.extra.order} question template", path=path, field="Question")
     if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
-        raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=path,
-                           field="Question")
+        raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=path, field="Question")
     seen[(s.facets["story"], s.extra.order)] = got
 
 
@@ -171,8 +169,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
         if style == "MC" and len(golds) == 2:
             differ += golds["MC"] != golds["CoT"]
             if replace(data[key], answer=None) != replace(data[pair["CoT"]], answer=None):
-                raise TomDataError("the MC and CoT data files differ in story, question or choices",
-                                   path=files[TREES[0], key])
+                raise TomDataError("the MC and CoT data files differ in story, question or choices", path=files[TREES[0], key])
         if prompt not in (STYLE[style], "both") or not (path := files[TREES[1], key]).is_file():
             continue
         parsed = parse(text := read_text(path), path, style=style, data=False)

@@ -52,8 +52,7 @@ def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:
     return [(r.passed, r.facets["story"]) for r in records if r.scored]
 
 
-def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *,
-                  orders: bool) -> list[Metric]:
+def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *, orders: bool) -> list[Metric]:
     """Accuracy and each order's accuracy, joint and chains left out; `name` ("": JSON only), `orders`: printed."""
     out = _rate((*prefix, "accuracy"), name and f"{name} accuracy", table, _items(records))
     for k in range(5):
