@@ -78,8 +78,7 @@ def rel(tell: str, style: str, length: int, sample: int, order: int) -> str:
     return f"{tell}/{style}/length_{length}/sample_{sample}/order_{order}"
 
 
-FILES = tuple(f"{rel(*k)}.txt" for k in LAYOUT)
-"""Every file of each tree, as the trees' pins list them."""
+FILES = tuple(f"{rel(*k)}.txt" for k in LAYOUT)  # each tree's files, as its pin's manifest names them
 
 
 def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
@@ -113,8 +112,7 @@ Chain = tuple[str, tuple[str, ...]]
 
 def chain(question: str) -> Chain | None:
     """(object, agents X1..Xk) of an order-k question, or None when it matches no template of spec §2.4."""
-    m = _QUESTION.fullmatch(question)
-    if m is None:
+    if (m := _QUESTION.fullmatch(question)) is None:
         return None
     return (m[1], ()) if m[1] else (m[3], (m[2],)) if m[2] else (m[6], (m[4], *m[5].split(" thinks ")[:-1]))
 
@@ -125,8 +123,7 @@ def check_chain(s: HiToMSample, seen: dict[tuple[str, int], Chain], path: Path) 
     if got is None or len(got[1]) != s.extra.order:
         raise TomDataError(f"not the order-{s.extra.order} question template", path=path, field="Question")
     if lower is not None and (lower[0] != got[0] or got[1][1:] != lower[1]):
-        raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=path,
-                           field="Question")
+        raise TomDataError(f"not the order-{s.extra.order - 1} question with one agent prepended", path=path, field="Question")
     seen[(s.facets["story"], s.extra.order)] = got
 
 
@@ -139,24 +136,22 @@ def render(sample: HiToMSample) -> str:
 
 RAW = f"https://raw.githubusercontent.com/ying-hui-he/Hi-ToM_dataset/{REVISION}"
 """Where --tom-download fetches each file of both trees (the release publishes no archive to pin)."""
-WANTED = ("Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset"
-          f" at {REVISION[:12]} (its Hi-ToM_data/ and Hi-ToM_prompts/), or pass --tom-download to fetch them (each "
-          "tree checked against its pinned digest).")
-
-
-def download(folder: Path, pins: Mapping[str, str]) -> None:
-    """Both trees fetched file by file and checked; the manifest, written last, marks the copy verified."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    fetch_files(RAW, folder, {f"{t}/{rel(*k)}.txt": None for t in TREES for k in LAYOUT}, workers=8)
-    check_trees(folder, FILES, pins, "the download is not the pinned release; refusing to use it")
-    write_manifest(folder / MANIFEST, {"source": RAW, "sha256": dict(pins)})
 
 
 def release(pins: Mapping[str, str]) -> Release:
     """`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`, else the download cache of these pins."""
+
+    def download(folder: Path) -> None:  # file by file, checked; the manifest, written last, marks the copy verified
+        (folder / MANIFEST).unlink(missing_ok=True)
+        fetch_files(RAW, folder, {f"{t}/{f}": None for t in TREES for f in FILES}, workers=8)
+        check_trees(folder, FILES, pins, "the download is not the pinned release; refusing to use it")
+        write_manifest(folder / MANIFEST, {"source": RAW, "sha256": dict(pins)})
     return Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES),
                    REVISION if dict(pins) == SHA256 else pins_key(pins), lambda c: (c / MANIFEST).is_file(),
-                   lambda c: check_trees(c, FILES, pins, REFETCH), lambda c: download(c, pins), WANTED, label="Hi-ToM")
+                   lambda c: check_trees(c, FILES, pins, REFETCH), download, "Point --tom-data-dir (or TOM_DATA_DIR) at "
+                   f"a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset at {REVISION[:12]} (its Hi-ToM_data/"
+                   " and Hi-ToM_prompts/), or pass --tom-download to fetch them (each tree checked against its pinned "
+                   "digest).", label="Hi-ToM")
 
 
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
@@ -174,8 +169,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
         if style == "MC" and len(golds) == 2:
             differ += golds["MC"] != golds["CoT"]
             if replace(data[key], answer=None) != replace(data[pair["CoT"]], answer=None):
-                raise TomDataError("the MC and CoT data files differ in story, question or choices",
-                                   path=files[TREES[0], key])
+                raise TomDataError("the MC and CoT data files differ in story, question or choices", path=files[TREES[0], key])
         if prompt not in (STYLE[style], "both") or not (path := files[TREES[1], key]).is_file():
             continue
         parsed = parse(text := read_text(path), path, style=style, data=False)

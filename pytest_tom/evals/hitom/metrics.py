@@ -52,8 +52,7 @@ def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:
     return [(r.passed, r.facets["story"]) for r in records if r.scored]
 
 
-def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *,
-                  orders: bool) -> list[Metric]:
+def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Sequence[Record], *, orders: bool) -> list[Metric]:
     """Accuracy and each order's accuracy, joint and chains left out; `name` ("": JSON only), `orders`: printed."""
     out = _rate((*prefix, "accuracy"), name and f"{name} accuracy", table, _items(records))
     for k in range(5):
@@ -89,13 +88,10 @@ def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
                    {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
            for (t, st, n), mine in sorted(groups(samples, CELL).items())]
     ends, high = [s for s in samples if s.extra.order in (0, 4)], [s for s in samples if s.extra.order > 0]
-    if {s.extra.order for s in ends} == {0, 4}:
-        out.append(Derived("hitom", "order_4_vs_0", DECLINE, tuple(s.id for s in ends), ("hitom", DECLINE),
-                           params={"max_gap": max_gap}))
-    if {s.facets["deception"] for s in high} == {"tell", "no_tell"}:
-        out.append(Derived("hitom", "orders_1_4", DECEPTION, tuple(s.id for s in high), ("hitom", DECEPTION),
-                           params={"max_gap": max_gap}))
-    return out
+    return out + [Derived("hitom", name, kind, tuple(s.id for s in mine), ("hitom", kind), params={"max_gap": max_gap})
+                  for kind, name, mine, facet in ((DECLINE, "order_4_vs_0", ends, "order"),
+                                                  (DECEPTION, "orders_1_4", high, "deception"))
+                  if len({s.facets[facet] for s in mine}) == 2]  # a gap needs both its sides
 
 
 def invariants_rule(derived: Derived, members: Sequence[Record]) -> Judgement:

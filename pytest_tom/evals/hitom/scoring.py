@@ -16,8 +16,7 @@ from pytest_tom.request import GenerationSettings, Message, Request
 
 STRICT = re.compile(r"([A-O])\.\s+([A-Za-z_]+)")
 LETTER = re.compile(r"\(?([A-O])\)?[.:)]?")
-AUTHORS_MAX_TOKENS = 2000
-"""`max_tokens` of the authors' GPT-4 script (spec §3.3)."""
+AUTHORS_MAX_TOKENS = 2000  # `max_tokens` of the authors' GPT-4 script (spec §3.3)
 
 
 def first_line(text: str | None) -> str:
@@ -26,14 +25,10 @@ def first_line(text: str | None) -> str:
 
 def extract(response: str | None, choices: dict[str, str]) -> str | None:
     """The predicted container, or None when the first non-blank line is no answer; `choices`: letter -> container."""
-    line = first_line(response)
-    if line.startswith("Answer:"):
-        line = line[len("Answer:"):].strip()
+    line = first_line(response).removeprefix("Answer:").strip()
     if m := STRICT.match(line):
         return m.group(2).lower()
-    if m := LETTER.fullmatch(line):
-        return choices[m.group(1)]
-    return None
+    return choices[m.group(1)] if (m := LETTER.fullmatch(line)) else None
 
 
 def request(sample: HiToMSample, max_new_tokens: int) -> Request:
@@ -50,12 +45,9 @@ def solve(sample: HiToMSample, max_new_tokens: int, gold: str) -> Program:
 
 def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Record:
     """Correct iff the extracted container is the gold's; unparseable counts as not correct in the metrics."""
-    choices = {c.label: c.text for c in sample.choices}
-    want = choices[sample.gold_label]
-    got = extract(text, choices)
-    outcome = Outcome.judge(got, want)
-    x = sample.extra
-    message = ""
+    choices, x = {c.label: c.text for c in sample.choices}, sample.extra
+    want, got = choices[sample.gold_label], extract(text, choices)
+    outcome, message = Outcome.judge(got, want), ""
     if outcome is not Outcome.CORRECT:
         differ = (f"; the MC and CoT data files disagree (MC {x.gold_mc}, CoT {x.gold_cot}), gold={gold} reads "
                   f"{'the ' + x.style + ' file' if gold == 'own' else gold.upper()}") if x.gold_mc != x.gold_cot else ""

@@ -1,9 +1,8 @@
 """MMToM-QA (Jin et al., ACL 2024): 600 two-option questions on a person's belief and goal, text-only version.
 
-A person searches an apartment for an object; the text describes the scene and their actions, and the question asks
-what they believe (types 1.1-1.3) or want (2.1-2.4). Modules: `data` (the release file to checked samples), `shots`
-(the official few-shot examples), `scoring` (the official prompt and first-character rule), `metrics`. Spec:
-docs/benchmarks/mmtomqa.md.
+A person searches an apartment for an object; the text describes the scene and their actions, the question asks what
+they believe (types 1.1-1.3) or want (2.1-2.4). Modules: `data` (the release file to checked samples), `shots` (the
+official few-shot examples), `scoring` (the official prompt, first-character rule), `metrics`. Spec: docs/benchmarks/mmtomqa.md.
 """
 
 from __future__ import annotations
@@ -56,7 +55,7 @@ class MMToMQA(Benchmark[MMToMExtra]):
     def load(self, source: DataSource) -> list[MMToMSample]:
         s = self.settings
         sha = parse_sha256(s["sha256"], "mmtomqa sha256") if s["sha256"] else ""
-        folder, verified = data.release(s["source_url"], sha).locate(source)
+        folder, verified = data.PIN.release(s["source_url"], sha).locate(source)
         return data.load(folder / data.FILE, sha256=sha, verified=verified, partial=s["partial"])
 
     def program(self, sample: MMToMSample) -> Program:

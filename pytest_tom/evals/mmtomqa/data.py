@@ -8,19 +8,20 @@ file whole (checksum, 600 records, the type counts). Errors name the file, the l
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import check_sha256, read_jsonl
-from pytest_tom.framework.release import Release, partial_advice
+from pytest_tom.framework.pinned import PinnedFile
+from pytest_tom.framework.pinned import git_blob as git_blob  # re-exported: its tests import it from here
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 FILE = "Benchmark/questions.json"
@@ -29,6 +30,7 @@ URL = f"https://raw.githubusercontent.com/chuanyangjin/MMToM-QA/{REVISION}/"
 SHA256 = "54a6b908f793f660554f31bc60ae04d58c289f057229f50f74ed696589c45ede"
 GIT_BLOB = "5dd480e848535aebbca775779c340258827e174b"
 """The file at REVISION (spec §2.1): its sha256 and the blob id the repository's tree names it by."""
+PIN = PinnedFile("mmtomqa", "MMToM-QA", FILE, "github.com/chuanyangjin/MMToM-QA", REVISION, SHA256, GIT_BLOB)
 TYPES = {"1.1": ("belief", "true_belief", 100), "1.2": ("belief", "false_belief", 100),
          "1.3": ("belief", "belief_tracking", 100), "2.1": ("goal", "goal_true_belief", 75),
          "2.2": ("goal", "goal_false_belief", 75), "2.3": ("goal", "goal_updated_belief", 75),
@@ -65,12 +67,6 @@ def render(sample: MMToMSample) -> str:
     return f"{sample.context.render()}\nQuestion: {sample.question} (a) {a} (b) {b}{ASK}"
 
 
-def git_blob(path: Path) -> str:
-    r"""The id git names the file's bytes by (`git hash-object`): sha1 of ``blob <size>\0`` and the content."""
-    body = path.read_bytes()
-    return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
-
-
 def _options(qtype: str, sentence: str, a: str, b: str, gold: str) -> str | None:
     """Why the options break the type's form or gold invariant (spec §5.1: 5, 6), or None when they hold."""
     if TYPES[qtype][0] == "belief":
@@ -84,41 +80,37 @@ def _options(qtype: str, sentence: str, a: str, b: str, gold: str) -> str | None
         return "expected two options '<N> has been trying to get a <O>.' with different objects"
     if (premise is not None) != (qtype == "2.1"):
         return "only type 2.1 asks 'If <N> think there isn't a <O> inside the <C>, which ...'"
-    if premise is not None and (premise[2] not in (ga[2], gb[2]) or (ga if gold == "a" else gb)[2] == premise[2]):
-        return "type 2.1's gold must be the option whose object is not the premise's"
-    return None
+    wrong = premise is not None and (premise[2] not in (ga[2], gb[2]) or (ga if gold == "a" else gb)[2] == premise[2])
+    return "type 2.1's gold must be the option whose object is not the premise's" if wrong else None
 
 
 def parse(rec: Mapping[str, Any], path: Path, line: int) -> MMToMSample:
     """One record as a sample, after the checks of spec §5.1 (3-6) that hold record by record."""
     where = f"line {line}"
-
-    def bad(why: str, key: str | None) -> TomDataError:
-        return TomDataError(why, path=path, record=where, field=key)
-
+    bad = partial(TomDataError, path=path, record=where)
     if (keys := sorted(rec)) != sorted(KEYS):
-        raise bad(f"expected exactly the keys {', '.join(KEYS)}; got {', '.join(keys)}", None)
+        raise bad(f"expected exactly the keys {', '.join(KEYS)}; got {', '.join(keys)}")
     text = fields.text(rec, "question", path, where)
     gold = fields.one_of(rec, "answer", path, where, ("a", "b"))
     kind = rec["question_type"]
     qtype = f"{kind:.1f}" if isinstance(kind, float | int) and not isinstance(kind, bool) else ""
     if qtype not in TYPES or float(qtype) != kind:  # 1.15 is no type, though it prints as 1.1
-        raise bad(f"expected one of {', '.join(TYPES)}, got {fields.shown(kind)}", "question_type")
+        raise bad(f"expected one of {', '.join(TYPES)}, got {fields.shown(kind)}", field="question_type")
     for key, want in (("test", ["init_graph", "actions"]), ("answer_list", ["a", "b"])):
         if rec[key] != want:
-            raise bad(f"expected {want}, got {fields.shown(rec[key])}", key)
+            raise bad(f"expected {want}, got {fields.shown(rec[key])}", field=key)
     episode, start, end = (fields.integer(rec, k, path, where) for k in ("episode", "start_time", "end_time"))
     if not 0 <= start <= end:
-        raise bad(f"expected 0 <= start_time <= end_time, got {start} and {end}", "end_time")
+        raise bad(f"expected 0 <= start_time <= end_time, got {start} and {end}", field="end_time")
     context, _, tail = text.partition("\nQuestion: ")
     name = re.search(r"\nActions taken by (\w+): ", context)
     shape = _TAIL.fullmatch(tail)
     if (not text.startswith("What's inside the apartment: ") or not shape or name is None or "\nQuestion: " in tail
             or context.count("\nActions taken by ") != 1):
         raise bad("not the release's text shape: 'What's inside the apartment: ...', one '\\nActions taken by <N>: ', "
-                  "one '\\nQuestion: ', then '(a) ... (b) ... Please respond with either a or b.'", "question")
+                  "one '\\nQuestion: ', then '(a) ... (b) ... Please respond with either a or b.'", field="question")
     if why := _options(qtype, shape[1], shape[2], shape[3], gold):
-        raise bad(why, "question")
+        raise bad(why, field="question")
     family, mark, _ = TYPES[qtype]
     sample = Sample(
         benchmark="mmtomqa", id=f"{qtype}-e{episode}-t{end}", context=Story(context), question=shape[1],
@@ -127,21 +119,8 @@ def parse(rec: Mapping[str, Any], path: Path, line: int) -> MMToMSample:
         marks=("mmtomqa", family, mark, *((TERM[qtype],) if qtype in TERM else ())), source=f"{FILE} line {line}",
         extra=MMToMExtra(qtype, line, episode, start, end))
     if render(sample) != text:
-        raise bad("the text does not render back byte for byte (spec §2.3)", "question")
+        raise bad("the text does not render back byte for byte (spec §2.3)", field="question")
     return sample
-
-
-def check_whole(samples: list[MMToMSample], path: Path) -> None:
-    """Counts of spec §5.1 (2, 3): a copy cut short or reordered is named with what differs."""
-    counts = Counter(s.extra.qtype for s in samples)
-    wrong = [f"type {t}: {counts[t]} of {n}" for t, (_, _, n) in TYPES.items() if counts[t] != n]
-    wrong += [f"line {s.extra.line} is type {s.extra.qtype}" for s in samples
-              if (s.extra.line <= 300) != (TYPES[s.extra.qtype][0] == "belief")][:1]
-    if (episodes := len({s.extra.episode for s in samples})) != EPISODES:
-        wrong.append(f"{episodes} episodes, not {EPISODES}")
-    if wrong:
-        raise TomDataError(f"not the whole MMToM-QA release ({len(samples)} records; {'; '.join(wrong)}): {ADVICE}",
-                           path=path)
 
 
 def load(path: Path, *, sha256: str, verified: bool, partial: bool) -> list[MMToMSample]:
@@ -155,37 +134,15 @@ def load(path: Path, *, sha256: str, verified: bool, partial: bool) -> list[MMTo
         samples.append(s)
     if not samples:
         raise TomDataError("no MMToM-QA records in this file", path=path)
+    counts = Counter(s.extra.qtype for s in samples)  # spec §5.1 (2, 3): what differs in a copy cut short or reordered
+    wrong = [f"type {t}: {counts[t]} of {n}" for t, (_, _, n) in TYPES.items() if counts[t] != n]
+    wrong += [f"line {s.extra.line} is type {s.extra.qtype}" for s in samples
+              if (s.extra.line <= 300) != (TYPES[s.extra.qtype][0] == "belief")][:1]
+    if (episodes := len({s.extra.episode for s in samples})) != EPISODES:
+        wrong.append(f"{episodes} episodes, not {EPISODES}")
     if not (verified or partial):  # a user's sha256 pins another revision: its counts may differ, its checksum not
-        if not sha256:
-            check_whole(samples, path)
+        if wrong and not sha256:
+            raise TomDataError(f"not the whole MMToM-QA release ({len(samples)} records; {'; '.join(wrong)}): {ADVICE}",
+                               path=path)
         check_sha256(path, sha256 or SHA256, benchmark="mmtomqa", given=bool(sha256), partial=False)
     return samples
-
-
-def download(url: str, folder: Path, sha256: str) -> None:
-    """The file fetched and checked (the pinned sha256 and git blob id, or the user's sha256); the manifest, last."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    got = fetch_files(url, folder, {FILE: sha256 or SHA256})[FILE]
-    if not sha256 and (blob := git_blob(folder / FILE)) != GIT_BLOB:
-        (folder / FILE).unlink()
-        raise TomDataError(f"git blob id {blob}, not the pinned {GIT_BLOB}; refusing to use it", path=folder / FILE)
-    write_manifest(folder / MANIFEST, {"source": url, "files": {FILE: got}})
-
-
-def check_download(folder: Path, sha256: str) -> None:
-    """A cached download, unchanged since it was verified against these pins."""
-    files = read_manifest(folder / MANIFEST, folder).get("files")
-    if not isinstance(files, dict) or files.get(FILE) != (sha256 or SHA256):
-        raise TomDataError(f"this download was not verified against sha256 {sha256 or SHA256}; delete it, or pass "
-                           "--tom-download to fetch a verified copy again", path=folder)
-    check_recorded(folder, files)
-
-
-def release(url: str, sha256: str) -> Release:
-    """`<data-dir>/mmtomqa/Benchmark/questions.json` (the repository's layout), `<data-dir>/Benchmark/...`, else the cache."""
-    return Release(
-        "mmtomqa", ("mmtomqa", ""), lambda f: (f / FILE).is_file(), sha256[:16] if sha256 else REVISION,
-        lambda c: (c / MANIFEST).is_file(), lambda c: check_download(c, sha256), lambda c: download(url, c, sha256),
-        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding mmtomqa/{FILE} from github.com/chuanyangjin/MMToM-QA"
-        f" (revision {REVISION[:12]}), or pass --tom-download to fetch it (checked against its sha256 and git blob id).",
-        label="MMToM-QA", file=FILE)

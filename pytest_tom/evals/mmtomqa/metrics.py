@@ -58,10 +58,8 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
 def checks(samples: Sequence[MMToMSample], max_gap: float) -> list[Derived]:
     """The true-versus-false-belief gap check (spec §5.2.1), when both types are loaded."""
     both = [s for s in samples if s.extra.qtype in ("1.1", "1.2")]
-    if {s.extra.qtype for s in both} != {"1.1", "1.2"}:
-        return []
     return [Derived("mmtomqa", "types_1_1_vs_1_2", GAP, tuple(s.id for s in both), ("mmtomqa", GAP, "belief"),
-                    params={"max_gap": max_gap})]
+                    params={"max_gap": max_gap})] if {s.extra.qtype for s in both} == {"1.1", "1.2"} else []
 
 
 RULES = {GAP: gap_rule("type", "1.1", "1.2", "episode", lambda d, g, tol: (

@@ -16,11 +16,8 @@ from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
 from pytest_tom.request import GenerationSettings, Message, Request
 
-SYSTEM = "You are a helpful assistant."
-"""The chat path's system message (spec §3.2)."""
+SYSTEM = "You are a helpful assistant."  # the chat path's system message (spec §3.2)
 SUFFIX = "\nAnswer: "
-MAX_TOKENS = 5
-"""The official `max_tokens` of every call; greedy (temperature 0), one try (spec §3.6)."""
 _LETTER = re.compile(r"[ab](?![a-z])", re.I)
 
 
@@ -32,21 +29,15 @@ def official(response: str | None) -> str | None:
 
 def word_letter(response: str | None) -> bool:
     """The official letter is a or b but only as a word's first letter ("Based ...", "Answer: b"), not a standalone one."""
-    text = (response or "").strip("\n").strip(" ")
-    return official(response) in ("a", "b") and _LETTER.match(text) is None
-
-
-def prompt(sample: MMToMSample, shots: int, context: str) -> str:
-    r"""The official prompt: the few-shot prefix, the record's text (or from `\nQuestion:` on), then "\nAnswer: "."""
-    body = render(sample)
-    if context == "question":  # the official video-only cut (spec §3.4): a no-context ablation for a text model
-        body = "\nQuestion:" + body.split("\nQuestion:")[-1]
-    return SHOTS[shots] + body + SUFFIX
+    return official(response) in ("a", "b") and _LETTER.match((response or "").strip("\n").strip(" ")) is None
 
 
 def request(sample: MMToMSample, shots: int, system: str, context: str, max_new_tokens: int) -> Request:
-    """One greedy call; `system` helpful: the official chat messages, none: the prompt alone as the user message."""
-    user = Message("user", prompt(sample, shots, context))
+    r"""The official prompt (shots, the text or from `\nQuestion:` on, "\nAnswer: "), greedy; system none: no system message."""
+    body = render(sample)
+    if context == "question":  # the official video-only cut (spec §3.4): a no-context ablation for a text model
+        body = "\nQuestion:" + body.split("\nQuestion:")[-1]
+    user = Message("user", SHOTS[shots] + body + SUFFIX)
     messages = (Message("system", SYSTEM), user) if system == "helpful" else (user,)
     return Request(messages=messages, settings=GenerationSettings(max_new_tokens=max_new_tokens),
                    answer_labels=("a", "b"))
@@ -59,18 +50,17 @@ def solve(sample: MMToMSample, shots: int, system: str, context: str, max_new_to
 
 def score(sample: MMToMSample, text: str | None, key: str = "") -> Record:
     """Correct iff the official letter is the gold; no letter a or b is unparseable (not correct, in the denominator)."""
-    letter = official(text)
+    letter, gold = official(text), sample.gold_label
     got = letter if letter in ("a", "b") else None
-    outcome, word = Outcome.judge(got, sample.gold_label), word_letter(text)
+    outcome, word = Outcome.judge(got, gold), word_letter(text)
     message = ""
     if outcome is not Outcome.CORRECT:
-        x, gold = sample.extra, sample.gold_label
         read = (f"{letter!r}" if letter else "nothing (empty answer)") + (", a letter a or b is needed" if got is None else "")
         message = "\n".join([
-            f"MMToM-QA {sample.id} (type {x.qtype}, {sample.source}): {outcome.value}",
+            f"MMToM-QA {sample.id} (type {sample.extra.qtype}, {sample.source}): {outcome.value}",
             f"question: {sample.question}", f"gold: ({gold}) {sample.choice(gold).text}",
             f"answer: {(text or '')[:200]!r}; official first character: {read}"
             + ("; read off the first letter of a word" if word else ""),
         ])
-    return Record.of(sample, outcome, parsed=got, gold=sample.gold_label, responses=(text,),
+    return Record.of(sample, outcome, parsed=got, gold=gold, responses=(text,),
                      request_keys=(key,) if key else (), details={"letter": letter, "word_letter": word}, message=message)
