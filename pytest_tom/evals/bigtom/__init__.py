@@ -1,10 +1,6 @@
-"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions.
-
-An agent perceives an object, a causal event changes it, and the agent does or does not perceive the change; the
-two-option question asks what they believe or will do (forward belief, forward action) or, from their action, what they
-believe (backward belief). Modules: `data` (the release CSV to the 25 condition files, checked), `prompts` (the eight
-official methods, verbatim), `scoring` (the official substring rule, deterministic), `metrics`. Spec:
-docs/benchmarks/bigtom.md.
+"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. Modules: `data`
+(the release CSV to the 25 condition files, checked), `prompts` (the eight official methods, verbatim), `scoring` (the
+official substring rule, deterministic), `metrics`. Spec: docs/benchmarks/bigtom.md.
 """
 
 from __future__ import annotations
@@ -39,7 +35,7 @@ class BigToM(Benchmark[BigToMExtra]):
         BenchmarkOption("max_new_tokens", "0", "Tokens per call; 0: the official 25, 220 for chat CoT, 200 for the "
                         "completion CoT thought (its answer call: 30).", kind=int, bounds=(0, None)),
         *release_options(data.URL, f"{data.FILE} (github.com/cicl-stanford/procedural-evals-tom at {data.REVISION[:12]})",
-                         f"sha256 of another bigtom.csv; empty: the pinned {data.SHA256[:12]}...",
+                         f"sha256 of another bigtom.csv; empty: the pinned {data.PIN.sha256[:12]}...",
                          "partial or changed copy; by default a local copy must be the whole pinned release."),
     )
     facets = (

@@ -33,30 +33,26 @@ def read(sample: BigToMSample, response: str | None, *, cut: bool, extraction: s
     """
     r = (response or "").strip()
     low = (parse_chat_response(r) if cut else r).lower()
-    gold = sample.gold_label
-    other = "b" if gold == "a" else "a"
     both = "a)" in low and "b)" in low
     if extraction == "first" and both:
-        return min(("a", "b"), key=lambda x: low.find(f"{x})")), "key", both
-    for letter in (gold, other):
+        return min("ab", key=lambda x: low.find(f"{x})")), "key", both
+    for letter in sorted("ab", key=lambda x: x != sample.gold_label):  # the gold key first
         if f"{letter})" in low:
             return letter, "key", both
-    text = _norm(low)
-    hits = [c.label for c in sample.choices if _norm(c.text) in text]
+    hits = [c.label for c in sample.choices if _norm(c.text) in _norm(low)]
     return (hits[0], "text", both) if len(hits) == 1 else (None, "none", both)
 
 
 def solve(sample: BigToMSample, method: str, fmt: str, tokens: int, extraction: str) -> Program:
-    req = first(sample, method, fmt, tokens)
-    (response,) = yield [req]
-    keys, texts = [req.key], [response.text]
+    reqs = [first(sample, method, fmt, tokens)]
+    (response,) = yield [reqs[0]]
+    texts = [response.text]
     if fmt == "completion" and method.endswith("cot"):
-        second = answer_call(req, response.text or "")
-        (response,) = yield [second]
-        keys.append(second.key)
+        reqs.append(answer_call(reqs[0], response.text or ""))
+        (response,) = yield [reqs[1]]
         texts.append(response.text)
     cut = (fmt, method) == ("chat", "0shot-cot")
-    record = score(sample, response.text, cut=cut, extraction=extraction, keys=tuple(keys), texts=tuple(texts))
+    record = score(sample, response.text, cut=cut, extraction=extraction, keys=tuple(r.key for r in reqs), texts=tuple(texts))
     if record.details["via"] == "none":  # where the official code asks its grader: the judged step (--tom-judge)
         r = (response.text or "").strip()
         (said,) = yield [ask(grade(sample, parse_chat_response(r) if cut else r), GRADER, ("True", "False"))]
@@ -69,14 +65,10 @@ def score(sample: BigToMSample, text: str | None, *, cut: bool = False, extracti
           keys: tuple[str, ...] = (), texts: tuple[str | None, ...] | None = None) -> Record:
     """Correct iff the letter read is the gold; nothing read is unparseable (not correct, in the denominator)."""
     letter, via, both = read(sample, text, cut=cut, extraction=extraction)
-    outcome = Outcome.judge(letter, sample.gold_label)
-    message = ""
-    if outcome is not Outcome.CORRECT:
-        gold = sample.gold_label
-        message = "\n".join([
-            f"BigToM {sample.id} ({sample.source}): {outcome.value}", f"question: {sample.question}",
-            f"gold: {gold}){sample.choice(gold).text}",
-            f"answer: {(text or '')[:300]!r}; read: " + (f"{letter}) via its {via}" if letter else
-                                                         "neither key a)/b) nor exactly one option's text")])
-    return Record.of(sample, outcome, parsed=letter, gold=sample.gold_label, responses=texts if texts is not None else (text,),
+    outcome, gold = Outcome.judge(letter, sample.gold_label), sample.gold_label
+    read_as = f"{letter}) via its {via}" if letter else "neither key a)/b) nor exactly one option's text"
+    message = "" if outcome is Outcome.CORRECT else (
+        f"BigToM {sample.id} ({sample.source}): {outcome.value}\nquestion: {sample.question}\n"
+        f"gold: {gold}){sample.choice(gold).text}\nanswer: {(text or '')[:300]!r}; read: {read_as}")
+    return Record.of(sample, outcome, parsed=letter, gold=gold, responses=texts if texts is not None else (text,),
                      request_keys=keys, details={"via": via, "both_keys": both}, message=message)
