@@ -41,9 +41,8 @@ class BigToM(Benchmark[BigToMExtra]):
     facets = (
         Facet("variable", {v: f"BigToM {v.replace('_', ' ')} item." for v in (*VARIABLES, "percept_to_belief")},
               tables=((),), gate=True),
-        Facet("condition", {**{c: f"BigToM {c.replace('_', ' ')} condition." for c in CONDITIONS},
-                            "control": "BigToM control condition (true or false control)."}, tables=((), ("variable",)),
-              gate=True),
+        Facet("condition", {**{c: f"BigToM {c.replace('_', ' ')} condition." for c in CONDITIONS}, "control":
+                            "BigToM control condition (true or false control)."}, tables=((), ("variable",)), gate=True),
         Facet("init", {"initial_belief_shown": "BigToM item whose story states the initial belief (1_).",
                        "initial_belief_hidden": "BigToM item without the initial-belief sentence (0_)."}, gate=True),
         Facet("kind", {"pair": "BigToM derived item: the TB and FB (or two control) items of one story both correct."}),
@@ -59,8 +58,7 @@ class BigToM(Benchmark[BigToMExtra]):
         return data.load(folder / data.FILE, conditions=s["conditions"], sha256=sha, verified=verified, partial=s["partial"])
 
     def program(self, sample: BigToMSample) -> Program:
-        s = self.settings
-        return scoring.solve(sample, s["prompt"], s["format"], s["max_new_tokens"], s["extraction"])
+        return scoring.solve(sample, *(self.settings[k] for k in ("prompt", "format", "max_new_tokens", "extraction")))
 
     def derived(self, samples: Sequence[BigToMSample]) -> list[Derived]:
         return metrics.derived(samples)

@@ -1,8 +1,7 @@
 """BigToM's release (`data/bigtom/bigtom.csv`: 200 stories, 19 `;`-separated fields) built into its 25 condition files.
 
-The official evaluator reads `data/conditions/<init>_<variable>_<condition>/stories.csv`, which the authors'
-`generate_conditions.py` builds from the CSV and the repository does not ship; so this module rebuilds them in memory
-with the same `split(".")` arithmetic (spec §2.2), and checks them against a `data/conditions/` copy when one lies beside
+The official evaluator reads `data/conditions/<folder>/stories.csv`, which `generate_conditions.py` builds and the
+repository does not ship: rebuilt here with the same `split(".")` arithmetic (spec §2.2), checked against a copy beside
 the CSV. Option order is the official `random.seed(0)` shuffle, drawn over the whole file before any selection (§3.1).
 """
 
@@ -44,12 +43,10 @@ LAST = {("forward", "true_belief"): AWARE, ("forward", "false_belief"): NOT_AWAR
 
 @dataclass(frozen=True, slots=True)
 class BigToMExtra:
-    """The condition folder, the 1-based CSV line (= row of every condition file) and the keyed and other answer."""
+    """The condition folder and the 1-based CSV line (= row of every condition file)."""
 
     folder: str
     line: int
-    true_answer: str
-    wrong_answer: str
 
 
 BigToMSample = Sample[BigToMExtra]
@@ -72,7 +69,7 @@ def rows(row: list[str], folder: str) -> tuple[str, str, str, str]:
     """One condition file's row (story, question, true answer, wrong answer) from a CSV line: `generate_conditions.py`."""
     p = row[STORY].split(".")
     if folder == PERCEPT:
-        return p[0] + "." + p[1] + "." + p[2] + ".", row[BELIEF_Q], row[BELIEF_A], row[BELIEF_N]
+        return ".".join(p[:3]) + ".", row[BELIEF_Q], row[BELIEF_A], row[BELIEF_N]
     init, variable, condition = PARTS[folder]
     base = ".".join(p[:3] + p[4:5]) + "." if init == "0" else ".".join(p[:5]) + "."
     ctrl = ".".join(p[:3 + int(init)] + [" " + row[RANDOM]])
@@ -126,7 +123,7 @@ def samples(lines: list[list[str]], conditions: str) -> list[BigToMSample]:
                         "story": str(i + 1), "gold": gold[i], "folder": folder},
                 marks=("bigtom", variable, condition, *(("control",) if kind == "control" else ()),
                        "initial_belief_shown" if init == "1" else "initial_belief_hidden"),
-                source=f"{FILE} line {i + 1} ({folder})", extra=BigToMExtra(folder, i + 1, true, wrong)))
+                source=f"{FILE} line {i + 1} ({folder})", extra=BigToMExtra(folder, i + 1)))
     return out
 
 

@@ -1,10 +1,9 @@
 """BigToM's numbers as the authors' analysis reads them (spec §4): accuracy per condition file, and the paired score.
 
-The figures pair the true and false item of one (init, variable, kind) by story and plot the TB accuracy beside
-TB AND FB (`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were run and
-answered; its four-way split (both, tb_only, fb_only, neither) says which answer text a model held to. The micro
-averages (per variable, init, condition type, all) are this harness's summaries: the paper reports no overall mean.
-Unparseable answers are not correct and stay in every denominator. Intervals resample stories.
+The figures pair the true and false item of one (init, variable, kind) by story and plot TB beside TB AND FB
+(`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were answered; the split
+(both, tb_only, fb_only, neither) says which answer text a model held to. The micro averages are this harness's
+summaries: the paper reports no overall mean. Unparseable answers stay in every denominator; intervals resample stories.
 """
 
 from __future__ import annotations
@@ -18,16 +17,14 @@ from pytest_tom.metrics import group_by
 from pytest_tom.record import Record
 from pytest_tom.stats import estimate_rate
 
-TABLE = "Accuracy per condition (the official per-file accuracy)"
 PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot them"
 SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
 DIAGNOSTICS = "Answers read by the official substring rule"
 JUDGED = "With the official LLM-grader fallback, answered by --tom-judge (beside, never instead of, the rule)"
-SPLIT = ("both", "tb_only", "fb_only", "neither")
+SPLIT = {"both": (1, 1), "tb_only": (1, 0), "fb_only": (0, 1), "neither": (0, 0)}
 PAIR = {"belief": ("true_belief", "false_belief"), "control": ("true_control", "false_control")}
-
-
-COUNTS = (("unparseable", "unparseable: no key a)/b) and no single option text (where the official code asks its LLM "
+COUNTS = (("n", "items answered", lambda r: True),
+          ("unparseable", "unparseable: no key a)/b) and no single option text (where the official code asks its LLM "
                             "grader)", lambda r: r.parsed is None),
           ("via_text", "read from an option's text, not a key (the official grader's cases)",
            lambda r: r.details.get("via") == "text"),
@@ -68,24 +65,20 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
     """Every BigToM metric of one suite's records."""
     scored = [r for r in records if r.scored]
     by, core = group_by(scored, "folder"), [r for r in scored if r.facets["folder"] != PERCEPT]
-    out = [m for f in folders("all") for m in _acc(("condition", f, "accuracy"), f"{f} accuracy", TABLE, by.get(f, []))]
+    out = [m for f in folders("all") for m in _acc(("condition", f, "accuracy"), f"{f} accuracy",
+                                   "Accuracy per condition (the official per-file accuracy)", by.get(f, []))]
     for name, group in pairs(scored).items():
-        stories = list(group)
-        tb, fb = ([float(p[i].passed) for p in group.values()] for i in (0, 1))
-        key = ("pair", *name.split("."))
-        both = [t * f for t, f in zip(tb, fb, strict=True)]
-        for part, label, values in (("true", "TB accuracy (paired stories)", tb), ("false", "FB accuracy (paired stories)", fb),
-                                    ("true_and_false", "TB AND FB (the paper's second bar)", both)):
-            out += _rate((*key, part), f"{name} {label}", PAIRS, values, stories)
-        out += [Metric((*key, split), sum((t, f) == want for t, f in zip(tb, fb, strict=True)),
-                       f"{name} stories {split}", "count", PAIRS)
-                for split, want in zip(SPLIT, ((1, 1), (1, 0), (0, 1), (0, 0)), strict=True)]
+        key, tf = ("pair", *name.split(".")), [(float(t.passed), float(f.passed)) for t, f in group.values()]
+        for part, label, values in (("true", "TB accuracy (paired stories)", [t for t, _ in tf]),
+                                    ("false", "FB accuracy (paired stories)", [f for _, f in tf]),
+                                    ("true_and_false", "TB AND FB (the paper's second bar)", [t * f for t, f in tf])):
+            out += _rate((*key, part), f"{name} {label}", PAIRS, values, list(group))
+        out += [Metric((*key, split), tf.count(want), f"{name} stories {split}", "count", PAIRS) for split, want in SPLIT.items()]
     for facet in ("variable", "init", "condition"):
         for value, members in sorted(group_by(core, facet).items()):
             out += _acc((facet, value, "accuracy"), f"{facet} {value} accuracy", SUMMARY, members)
     out += _acc(("accuracy",), "accuracy, core conditions (micro)", SUMMARY, core)
-    out += [Metric(("n",), len(scored), "items answered", "count", DIAGNOSTICS),
-            *(Metric((k,), sum(map(counts, scored)), label, "count", DIAGNOSTICS) for k, label, counts in COUNTS)]
+    out += [Metric((k,), sum(map(counts, scored)), label, "count", DIAGNOSTICS) for k, label, counts in COUNTS]
     if not (asked := [r for r in scored if "judge" in r.details]):
         return out
     out += [Metric(("judge", "verdicts"), len(asked), "unparseable items the judge graded", "count", JUDGED),

@@ -1,8 +1,6 @@
-r"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3), verbatim: the instruction files and the exemplar.
-
-`format` chooses the authors' completion path (one text, stop strings) or their chat path (a system message holding the
-instruction, user/assistant turns); `prompt` chooses 0-/1-shot, with or without chain of thought. Two official quirks are
-kept on purpose: completion `1shot-cot` sends no exemplar (it is `0shot-cot`), and the chat CoT methods read
+r"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3), verbatim: `format` (completion: one text with stop
+strings; chat: the instruction as system message) times `prompt` (0-/1-shot, with or without chain of thought). Official
+quirks kept on purpose: completion `1shot-cot` sends no exemplar (it is `0shot-cot`), and the chat CoT methods read
 `evaluate_cot_chat.txt`, which the release lacks: its `evaluate_cot_chat_model.txt` is used (an inference, reported).
 """
 

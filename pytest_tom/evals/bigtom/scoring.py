@@ -1,10 +1,8 @@
 r"""From a response to a record: the official substring rule of `evaluate_conditions.py` (spec §3.5), deterministically.
 
 The gold key (`a)` / `b)`) anywhere in the lower-cased answer is correct, else the other key is wrong: gold first, so an
-answer holding both keys is correct, as officially (flagged `both_keys`). Where the official code would call its LLM
-grader, the answer's text is matched against the two option texts; failing that it is `unparseable`, scored not correct
-and kept in the denominator (the grader's "False" and a non-answer are wrong officially too). `chat` + `0shot-cot` cuts
-the answer 8 characters after `Answer:` first (`parse_chat_response`, the official quirk of that method only).
+answer holding both is correct, as officially (`both_keys`). Where the official code calls its LLM grader, the answer is
+matched against the option texts, else it is `unparseable`: not correct, in the denominator (as a grader "False" is).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from pytest_tom.record import Outcome, Record
 
 
 def parse_chat_response(response: str) -> str:
-    """The official cut: from 8 characters after the first `Answer:` (7 characters in when there is none)."""
+    """The official cut (chat 0shot-cot only): from 8 characters after the first `Answer:` (7 in when there is none)."""
     return response[response.find("Answer:") + 8:].strip()
 
 
@@ -28,8 +26,8 @@ def _norm(text: str) -> str:
 
 
 def read(sample: BigToMSample, response: str | None, *, cut: bool, extraction: str = "official") -> tuple[str | None, str, bool]:
-    """(letter, via, both_keys): the letter the official rule reads (`via` "key"), or the one option whose text the answer
-    holds (`via` "text"), or None (`via` "none"); `extraction` "first" reads the earlier key instead of the gold first.
+    """(letter, via, both_keys): by the official rule (`via` "key"), else the one option whose text the answer holds
+    ("text"), else None ("none"); `cut`: chat 0shot-cot's quirk; `extraction` "first": the earlier key, not the gold first.
     """
     r = (response or "").strip()
     low = (parse_chat_response(r) if cut else r).lower()
