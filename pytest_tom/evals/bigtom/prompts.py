@@ -78,8 +78,7 @@ def first(sample: BigToMSample, method: str, fmt: str, tokens: int) -> Request:
 
 def grade(sample: BigToMSample, predicted: str) -> str:
     """The official grader prompt (`method='eval'`): the bare question, both answers as `<key>) <text>`, the answer."""
-    gold = sample.gold_label
-    other = "b" if gold == "a" else "a"
+    gold, other = sorted("ab", key=lambda x: x != sample.gold_label)
     return (f"{GRADE}\n\nHere is the question:\n{sample.question}\nHere is the true answer:\n{gold}) "
             f"{sample.choice(gold).text}\nHere is the false answer:\n{other}) {sample.choice(other).text}\nHere is the "
             f"predicted answer:\n{predicted}\nIs the predicted answer close to the true answer compared to the false "
