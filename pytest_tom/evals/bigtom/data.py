@@ -85,18 +85,6 @@ def read_csv(path: Path) -> list[list[str]]:
     return list(csv.reader(io.StringIO(read_text(path), newline=""), delimiter=";"))
 
 
-def check_lines(lines: list[list[str]], path: Path) -> None:
-    """Each line has 19 fields and the five periods the sentence split relies on (spec §2.1), else names the line."""
-    for n, row in enumerate(lines, 1):
-        if len(row) != FIELDS:
-            raise TomDataError(f"expected {FIELDS} ';'-separated fields, got {len(row)}", path=path, record=f"line {n}")
-        if row[STORY].count(".") != 5 or not row[STORY].endswith("."):
-            raise TomDataError("the story must hold exactly five '.' and end with one: the official split('.') builds "
-                               "the conditions from its five sentences", path=path, record=f"line {n}", field="Story")
-    if not lines:
-        raise TomDataError("no BigToM stories in this file", path=path)
-
-
 def check_conditions(lines: list[list[str]], root: Path) -> None:
     """Every condition file present under `root` (`data/conditions/`) equals what the official generator builds."""
     for folder in folders("all"):
@@ -128,8 +116,15 @@ def samples(lines: list[list[str]], conditions: str) -> list[BigToMSample]:
 
 
 def load(path: Path, *, conditions: str, sha256: str, verified: bool, partial: bool) -> list[BigToMSample]:
-    """The items of a checked release; a local copy that is not `partial` must be the whole pinned file."""
-    check_lines(lines := read_csv(path), path)
+    """The items of a checked release (§2.1: every line whole); a copy that is not `partial` must be the pinned file whole."""
+    for n, row in enumerate(lines := read_csv(path), 1):
+        if len(row) != FIELDS:
+            raise TomDataError(f"expected {FIELDS} ';'-separated fields, got {len(row)}", path=path, record=f"line {n}")
+        if row[STORY].count(".") != 5 or not row[STORY].endswith("."):
+            raise TomDataError("the story must hold exactly five '.' and end with one: the official split('.') builds "
+                               "the conditions from its five sentences", path=path, record=f"line {n}", field="Story")
+    if not lines:
+        raise TomDataError("no BigToM stories in this file", path=path)
     if not (verified or partial):
         if not sha256 and len(lines) != LINES:
             raise TomDataError(f"not the whole BigToM release ({len(lines)} of {LINES} stories): "

@@ -21,7 +21,7 @@ PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot t
 SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
 DIAGNOSTICS = "Answers read by the official substring rule"
 JUDGED = "With the official LLM-grader fallback, answered by --tom-judge (beside, never instead of, the rule)"
-SPLIT = {"both": (1, 1), "tb_only": (1, 0), "fb_only": (0, 1), "neither": (0, 0)}
+SPLIT = {"both": (True, True), "tb_only": (True, False), "fb_only": (False, True), "neither": (False, False)}
 PAIR = {"belief": ("true_belief", "false_belief"), "control": ("true_control", "false_control")}
 COUNTS = (("n", "items answered", lambda r: True),
           ("unparseable", "unparseable: no key a)/b) and no single option text (where the official code asks its LLM "
@@ -52,26 +52,21 @@ def partner(sample_id: str, facets: Mapping[str, str]) -> str | None:
     return sample_id.replace(f"_{t}-", f"_{f}-") if facets["condition"] == t and facets["folder"] != PERCEPT else None
 
 
-def pairs(records: Sequence[Record]) -> dict[str, dict[str, tuple[Record, Record]]]:
-    """`<init>_<variable>.<kind>` -> story -> (true item, false item), for stories with both items answered."""
-    by, out = {r.sample_id: r for r in records}, dict[str, dict[str, tuple[Record, Record]]]()
-    for r in records:
-        if (p := partner(r.sample_id, f := r.facets)) is not None and p in by:
-            out.setdefault(f"{f['init']}_{f['variable']}.{f['kind']}", {})[f["story"]] = (r, by[p])
-    return out
-
-
 def aggregate(records: Sequence[Record]) -> list[Metric]:
     """Every BigToM metric of one suite's records."""
     scored = [r for r in records if r.scored]
     by, core = group_by(scored, "folder"), [r for r in scored if r.facets["folder"] != PERCEPT]
     out = [m for f in folders("all") for m in _acc(("condition", f, "accuracy"), f"{f} accuracy",
                                    "Accuracy per condition (the official per-file accuracy)", by.get(f, []))]
-    for name, group in pairs(scored).items():
-        key, tf = ("pair", *name.split(".")), [(float(t.passed), float(f.passed)) for t, f in group.values()]
-        for part, label, values in (("true", "TB accuracy (paired stories)", [t for t, _ in tf]),
-                                    ("false", "FB accuracy (paired stories)", [f for _, f in tf]),
-                                    ("true_and_false", "TB AND FB (the paper's second bar)", [t * f for t, f in tf])):
+    ids, paired = {r.sample_id: r for r in scored}, dict[str, dict[str, tuple[bool, bool]]]()
+    for r in scored:  # `<init>_<variable>.<kind>` -> story -> (TB, FB) passed, for stories with both items answered
+        if (p := partner(r.sample_id, g := r.facets)) is not None and p in ids:
+            paired.setdefault(f"{g['init']}_{g['variable']}.{g['kind']}", {})[g["story"]] = (r.passed, ids[p].passed)
+    for name, group in paired.items():
+        key, tf = ("pair", *name.split(".")), list(group.values())
+        for part, label, values in (("true", "TB accuracy (paired stories)", [float(t) for t, _ in tf]),
+                                    ("false", "FB accuracy (paired stories)", [float(f) for _, f in tf]),
+                                    ("true_and_false", "TB AND FB (the paper's second bar)", [float(t and f) for t, f in tf])):
             out += _rate((*key, part), f"{name} {label}", PAIRS, values, list(group))
         out += [Metric((*key, split), tf.count(want), f"{name} stories {split}", "count", PAIRS) for split, want in SPLIT.items()]
     for facet in ("variable", "init", "condition"):

@@ -7,8 +7,6 @@ matched against the option texts, else it is `unparseable`: not correct, in the 
 
 from __future__ import annotations
 
-import re
-
 from pytest_tom.evals.bigtom.data import BigToMSample
 from pytest_tom.evals.bigtom.prompts import GRADER, answer_call, first, grade
 from pytest_tom.framework.base import Program
@@ -19,10 +17,6 @@ from pytest_tom.record import Outcome, Record
 def parse_chat_response(response: str) -> str:
     """The official cut (chat 0shot-cot only): from 8 characters after the first `Answer:` (7 in when there is none)."""
     return response[response.find("Answer:") + 8:].strip()
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text.lower()).strip().removesuffix(".")
 
 
 def read(sample: BigToMSample, response: str | None, *, cut: bool, extraction: str = "official") -> tuple[str | None, str, bool]:
@@ -37,7 +31,8 @@ def read(sample: BigToMSample, response: str | None, *, cut: bool, extraction: s
     for letter in sorted("ab", key=lambda x: x != sample.gold_label):  # the gold key first
         if f"{letter})" in low:
             return letter, "key", both
-    hits = [c.label for c in sample.choices if _norm(c.text) in _norm(low)]
+    text = " ".join(low.split()).removesuffix(".")  # options and answer: whitespace collapsed, a final "." dropped
+    hits = [c.label for c in sample.choices if " ".join(c.text.lower().split()).removesuffix(".") in text]
     return (hits[0], "text", both) if len(hits) == 1 else (None, "none", both)
 
 
