@@ -5,15 +5,11 @@ official substring rule, deterministic), `metrics`. Spec: docs/benchmarks/bigtom
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from pytest_tom.derived import Derived
-from pytest_tom.evals.bigtom import data, metrics, scoring
+from pytest_tom.evals.bigtom import data, scoring
+from pytest_tom.evals.bigtom import metrics as _metrics
 from pytest_tom.evals.bigtom.data import CONDITIONS, VARIABLES, BigToMExtra, BigToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
-from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.release import parse_sha256, release_options
-from pytest_tom.record import Record
 
 __all__ = ["BigToM", "BigToMExtra", "BigToMSample"]
 
@@ -60,8 +56,5 @@ class BigToM(Benchmark[BigToMExtra]):
     def program(self, sample: BigToMSample) -> Program:
         return scoring.solve(sample, *(self.settings[k] for k in ("prompt", "format", "max_new_tokens", "extraction")))
 
-    def derived(self, samples: Sequence[BigToMSample]) -> list[Derived]:
-        return metrics.derived(samples)
-
-    def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return metrics.aggregate(records)
+    derived = staticmethod(_metrics.derived)
+    metrics = staticmethod(_metrics.aggregate)

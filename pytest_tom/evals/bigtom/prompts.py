@@ -53,27 +53,23 @@ def _request(n: int, stop: tuple[str, ...], *messages: Message, answer: str = " 
                    answer_format=answer)
 
 
-def user(sample: BigToMSample) -> str:
-    """The test turn; its question with options is `--mcq`'s (spec §3.2): no space after `a)`/`b)`, no trailing newline."""
-    a, b = (c.text for c in sample.choices)
-    return f"Story: {sample.context.render()}\nQuestion: {sample.question}\nChoose one of the following:\na){a}\nb){b}"
-
-
 def first(sample: BigToMSample, method: str, fmt: str, tokens: int) -> Request:
     """The one request of a method, or the first (thought) call of a completion CoT method."""
-    cot = method.endswith("cot")
+    cot, (a, b) = method.endswith("cot"), (c.text for c in sample.choices)
     n = tokens or TOKENS[fmt + ("-cot" if cot else "")]
+    # the question with options is `--mcq`'s (spec §3.2): no space after `a)`/`b)`, no trailing newline
+    user = f"Story: {sample.context.render()}\nQuestion: {sample.question}\nChoose one of the following:\na){a}\nb){b}"
     if fmt == "chat":
         shot: tuple[Message, ...] = ()
         if method.startswith("1shot"):
             said = f"Thought: {SHOT_THOUGHT}\nAnswer: {SHOT_ANSWER}" if cot else f"Answer: {SHOT_ANSWER}"
             shot = (Message("user", f"Story: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}"), Message("assistant", said))
-        return _request(n, (), Message("system", COT_CHAT if cot else EVALUATE), *shot, Message("user", user(sample)),
+        return _request(n, (), Message("system", COT_CHAT if cot else EVALUATE), *shot, Message("user", user),
                         answer="Answer: {})")
     if cot:
-        return _request(n, STOP_COT, Message("user", f"{EVALUATE_COT}\n\n{user(sample)}\nThought: Let's think step by step:"))
+        return _request(n, STOP_COT, Message("user", f"{EVALUATE_COT}\n\n{user}\nThought: Let's think step by step:"))
     shot_text = f"\nStory: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}\nAnswer: {SHOT_ANSWER}\n" if method == "1shot" else ""
-    return _request(n, STOP, Message("user", f"{EVALUATE}{shot_text}\n\n{user(sample)}\nAnswer:"))
+    return _request(n, STOP, Message("user", f"{EVALUATE}{shot_text}\n\n{user}\nAnswer:"))
 
 
 def grade(sample: BigToMSample, predicted: str) -> str:
