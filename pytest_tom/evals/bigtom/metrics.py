@@ -30,7 +30,6 @@ COUNTS = (("n", "items answered", lambda r: True),
            lambda r: r.details.get("via") == "text"),
           ("both_keys", "answers holding both a) and b) (officially: the gold key wins)",
            lambda r: bool(r.details.get("both_keys"))))
-"""The diagnostic counts: key, label, which records count."""
 
 
 def _rate(key: tuple[str, ...], label: str, table: str, values: Sequence[float], stories: Sequence[str]) -> list[Metric]:
