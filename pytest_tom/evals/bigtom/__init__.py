@@ -1,23 +1,15 @@
-"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions.
-
-An agent perceives an object, a causal event changes it, and the agent does or does not perceive the change; the
-two-option question asks what they believe or will do (forward belief, forward action) or, from their action, what they
-believe (backward belief). Modules: `data` (the release CSV to the 25 condition files, checked), `prompts` (the eight
-official methods, verbatim), `scoring` (the official substring rule, deterministic), `metrics`. Spec:
-docs/benchmarks/bigtom.md.
+"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. Modules: `data`
+(the release CSV to the 25 condition files, checked), `prompts` (the eight official methods, verbatim), `scoring` (the
+official substring rule, deterministic), `metrics`. Spec: docs/benchmarks/bigtom.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from pytest_tom.derived import Derived
-from pytest_tom.evals.bigtom import data, metrics, scoring
+from pytest_tom.evals.bigtom import data, scoring
+from pytest_tom.evals.bigtom import metrics as _metrics
 from pytest_tom.evals.bigtom.data import CONDITIONS, VARIABLES, BigToMExtra, BigToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
-from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.release import parse_sha256, release_options
-from pytest_tom.record import Record
 
 __all__ = ["BigToM", "BigToMExtra", "BigToMSample"]
 
@@ -39,15 +31,14 @@ class BigToM(Benchmark[BigToMExtra]):
         BenchmarkOption("max_new_tokens", "0", "Tokens per call; 0: the official 25, 220 for chat CoT, 200 for the "
                         "completion CoT thought (its answer call: 30).", kind=int, bounds=(0, None)),
         *release_options(data.URL, f"{data.FILE} (github.com/cicl-stanford/procedural-evals-tom at {data.REVISION[:12]})",
-                         f"sha256 of another bigtom.csv; empty: the pinned {data.SHA256[:12]}...",
+                         f"sha256 of another bigtom.csv; empty: the pinned {data.PIN.sha256[:12]}...",
                          "partial or changed copy; by default a local copy must be the whole pinned release."),
     )
     facets = (
         Facet("variable", {v: f"BigToM {v.replace('_', ' ')} item." for v in (*VARIABLES, "percept_to_belief")},
               tables=((),), gate=True),
-        Facet("condition", {**{c: f"BigToM {c.replace('_', ' ')} condition." for c in CONDITIONS},
-                            "control": "BigToM control condition (true or false control)."}, tables=((), ("variable",)),
-              gate=True),
+        Facet("condition", {**{c: f"BigToM {c.replace('_', ' ')} condition." for c in CONDITIONS}, "control":
+                            "BigToM control condition (true or false control)."}, tables=((), ("variable",)), gate=True),
         Facet("init", {"initial_belief_shown": "BigToM item whose story states the initial belief (1_).",
                        "initial_belief_hidden": "BigToM item without the initial-belief sentence (0_)."}, gate=True),
         Facet("kind", {"pair": "BigToM derived item: the TB and FB (or two control) items of one story both correct."}),
@@ -63,11 +54,7 @@ class BigToM(Benchmark[BigToMExtra]):
         return data.load(folder / data.FILE, conditions=s["conditions"], sha256=sha, verified=verified, partial=s["partial"])
 
     def program(self, sample: BigToMSample) -> Program:
-        s = self.settings
-        return scoring.solve(sample, s["prompt"], s["format"], s["max_new_tokens"], s["extraction"])
+        return scoring.solve(sample, *(self.settings[k] for k in ("prompt", "format", "max_new_tokens", "extraction")))
 
-    def derived(self, samples: Sequence[BigToMSample]) -> list[Derived]:
-        return metrics.derived(samples)
-
-    def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return metrics.aggregate(records)
+    derived = staticmethod(_metrics.derived)
+    metrics = staticmethod(_metrics.aggregate)

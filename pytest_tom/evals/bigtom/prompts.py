@@ -1,8 +1,6 @@
-r"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3), verbatim: the instruction files and the exemplar.
-
-`format` chooses the authors' completion path (one text, stop strings) or their chat path (a system message holding the
-instruction, user/assistant turns); `prompt` chooses 0-/1-shot, with or without chain of thought. Two official quirks are
-kept on purpose: completion `1shot-cot` sends no exemplar (it is `0shot-cot`), and the chat CoT methods read
+r"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3), verbatim: `format` (completion: one text with stop
+strings; chat: the instruction as system message) times `prompt` (0-/1-shot, with or without chain of thought). Official
+quirks kept on purpose: completion `1shot-cot` sends no exemplar (it is `0shot-cot`), and the chat CoT methods read
 `evaluate_cot_chat.txt`, which the release lacks: its `evaluate_cot_chat_model.txt` is used (an inference, reported).
 """
 
@@ -36,12 +34,9 @@ SHOT_THOUGHT = ("Let's think step by step:\n1) Kofi repaired his fishing net las
 """`ONE_SHOT` of `evaluate_llm.py`: line 4 of the release under 0_forward_belief_false_belief (a test item, spec §2.4)."""
 EXEMPLAR_ITEM = "0_forward_belief_false_belief-004"
 STOP = ("Story:", "Question:")
-STOP_COT = ("Story:", "Question:", "Answer:")
-THINK = "\nThought: Let's think step by step:"
-WRITE = "\nWrite the answer as <option>) <answer>\nAnswer:"
+STOP_COT = (*STOP, "Answer:")
 TOKENS = {"completion": 25, "chat": 25, "completion-cot": 200, "chat-cot": 220}
 """max_new_tokens when the setting is 0 (spec §3.4); the completion CoT answer call always gets 30."""
-ANSWER_TOKENS = 30
 GRADE = ("You are an expert comparing predicted answers with true answers. \nYou are given a question, the predicted answer, "
          "and the true answer.\nYou are asked to score the predicted answer as either True or False based on its similarity "
          "to the true answer.\nWe only care about semantic similarity, ignore whitespace, typos, punctuation, etc. and focus "
@@ -53,40 +48,33 @@ GRADER = GenerationSettings(max_new_tokens=10, stop=("Predicted Answer:", "True 
 """The grader's call: text-davinci-003 at temperature 0, `max_tokens=10`, these stops (spec §3.5)."""
 
 
-def question(sample: BigToMSample) -> str:
-    """The question with its options, `--mcq` (spec §3.2): no space after `a)`/`b)`, no trailing newline."""
-    a, b = (c.text for c in sample.choices)
-    return f"{sample.question}\nChoose one of the following:\na){a}\nb){b}"
-
-
-def user(sample: BigToMSample) -> str:
-    return f"Story: {sample.context.render()}\nQuestion: {question(sample)}"
+def _request(n: int, stop: tuple[str, ...], *messages: Message, answer: str = " {})") -> Request:
+    return Request(messages=messages, settings=GenerationSettings(max_new_tokens=n, stop=stop), answer_labels=("a", "b"),
+                   answer_format=answer)
 
 
 def first(sample: BigToMSample, method: str, fmt: str, tokens: int) -> Request:
     """The one request of a method, or the first (thought) call of a completion CoT method."""
-    cot = method.endswith("cot")
+    cot, (a, b) = method.endswith("cot"), (c.text for c in sample.choices)
     n = tokens or TOKENS[fmt + ("-cot" if cot else "")]
+    # the question with options is `--mcq`'s (spec §3.2): no space after `a)`/`b)`, no trailing newline
+    user = f"Story: {sample.context.render()}\nQuestion: {sample.question}\nChoose one of the following:\na){a}\nb){b}"
     if fmt == "chat":
         shot: tuple[Message, ...] = ()
         if method.startswith("1shot"):
             said = f"Thought: {SHOT_THOUGHT}\nAnswer: {SHOT_ANSWER}" if cot else f"Answer: {SHOT_ANSWER}"
             shot = (Message("user", f"Story: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}"), Message("assistant", said))
-        return Request(messages=(Message("system", COT_CHAT if cot else EVALUATE), *shot, Message("user", user(sample))),
-                       settings=GenerationSettings(max_new_tokens=n), answer_labels=("a", "b"), answer_format="Answer: {})")
+        return _request(n, (), Message("system", COT_CHAT if cot else EVALUATE), *shot, Message("user", user),
+                        answer="Answer: {})")
     if cot:
-        return Request(messages=(Message("user", f"{EVALUATE_COT}\n\n{user(sample)}{THINK}"),),
-                       settings=GenerationSettings(max_new_tokens=n, stop=STOP_COT), answer_labels=("a", "b"),
-                       answer_format=" {})")
+        return _request(n, STOP_COT, Message("user", f"{EVALUATE_COT}\n\n{user}\nThought: Let's think step by step:"))
     shot_text = f"\nStory: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}\nAnswer: {SHOT_ANSWER}\n" if method == "1shot" else ""
-    return Request(messages=(Message("user", f"{EVALUATE}{shot_text}\n\n{user(sample)}\nAnswer:"),),
-                   settings=GenerationSettings(max_new_tokens=n, stop=STOP), answer_labels=("a", "b"), answer_format=" {})")
+    return _request(n, STOP, Message("user", f"{EVALUATE}{shot_text}\n\n{user}\nAnswer:"))
 
 
 def grade(sample: BigToMSample, predicted: str) -> str:
     """The official grader prompt (`method='eval'`): the bare question, both answers as `<key>) <text>`, the answer."""
-    gold = sample.gold_label
-    other = "b" if gold == "a" else "a"
+    gold, other = sorted("ab", key=lambda x: x != sample.gold_label)
     return (f"{GRADE}\n\nHere is the question:\n{sample.question}\nHere is the true answer:\n{gold}) "
             f"{sample.choice(gold).text}\nHere is the false answer:\n{other}) {sample.choice(other).text}\nHere is the "
             f"predicted answer:\n{predicted}\nIs the predicted answer close to the true answer compared to the false "
@@ -95,6 +83,5 @@ def grade(sample: BigToMSample, predicted: str) -> str:
 
 def answer_call(thought_request: Request, thought: str) -> Request:
     """The completion CoT second call: the first prompt, the thought as generated, then the answer cue (30 tokens)."""
-    text = thought_request.messages[0].content + thought + WRITE
-    return Request(messages=(Message("user", text),), settings=GenerationSettings(max_new_tokens=ANSWER_TOKENS,
-                   stop=STOP_COT), answer_labels=("a", "b"), answer_format=" {})")
+    cue = "\nWrite the answer as <option>) <answer>\nAnswer:"
+    return _request(30, STOP_COT, Message("user", thought_request.messages[0].content + thought + cue))
