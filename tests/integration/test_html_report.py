@@ -21,6 +21,11 @@ from helpers.html_cells import read_block
 
 pytest.importorskip("matplotlib")
 
+# Imported at collection, so the modules stay in sys.modules across pytester's in-process runs (each run drops the
+# modules it imported itself; a patch by dotted name could then land on a stale module object the run never uses).
+from pytest_tom.output import html as html_output  # noqa: E402
+from pytest_tom.output.html import charts  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -167,7 +172,7 @@ def test_pytest_html_gets_the_metrics_table(pytester: pytest.Pytester, tom_args:
 
 def test_without_matplotlib_tom_html_is_a_usage_error_before_any_model_request(
         pytester: pytest.Pytester, tom_args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pytest_tom.output.html.charts.available", lambda: False)
+    monkeypatch.setattr(charts, "available", lambda: False)
     result = pytester.runpytest(*tom_args, "--tom-model=random", "--tom-html=page.html")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--tom-html=page.html: matplotlib is not installed*pip install 'pytest-tom[[]html[]]'*"])
@@ -181,7 +186,7 @@ def test_a_page_that_cannot_be_written_is_one_error_line_and_a_failed_run(
     def full(path: Path, report: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("pytest_tom.output.html.write_html", full)
+    monkeypatch.setattr(html_output, "write_html", full)
     result = pytester.runpytest(*tom_args, "--tom-model=random", "--tom-threshold=tombench.accuracy>=0", "--tom-html=page.html",
                                 "--tom-report=report.json")
     result.stdout.fnmatch_lines(["pytest-tom: ERROR: the HTML report was not written to *page.html: No space left on device"])
