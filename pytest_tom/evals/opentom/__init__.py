@@ -77,7 +77,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
         s = self.settings
         if s["protocol"] == "paper" and s["narratives"] == "long":
             raise TomConfigError("opentom: protocol=paper is implemented for the normal narratives only")
-        folder, verified = data.release(s["source_url"]).locate(source)
+        folder, verified = data.PINS.release(s["source_url"]).locate(source)
         samples = data.load(folder, release=s["release"], long=s["narratives"] == "long", verified=verified,
                             partial=s["partial"])
         skip = {"both": "", "coarse": "loc_fine", "fine": "loc_coarse"}[s["granularity"]]
