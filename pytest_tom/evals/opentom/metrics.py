@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from pytest_tom.framework.metric import Metric
+from pytest_tom.metrics import group_by
 from pytest_tom.record import MetricData, Record
 from pytest_tom.stats import macro_f1
 
@@ -46,38 +47,33 @@ def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
     return out
 
 
-UNITS = {"n": "count", "n_scored": "count", "unparseable": "count", "no_gold": "count"}
-LABELS = {"macro_f1": "macro-F1", "accuracy": "accuracy", "accuracy_strict": "accuracy, unparseable counted wrong",
-          "unparseable": "unparseable answers", "no_gold": "items without a scorable gold",
-          "corrupted_rate": "corrupted rate (official)", "n": "questions", "n_scored": "questions scored (official)"}
+COUNTS = ("n", "n_scored", "unparseable", "no_gold")
+PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+"""The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
+
+
+def _label(cell: str, name: str, end: str = "") -> str:
+    return f"{cell} {PRINTED[name]}{end}" if name in PRINTED else ""
 
 
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
     """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
     out: list[Metric] = []
     for cell in CELLS:
-        recs = members(cell, records)
-        if not recs:
+        if not (recs := members(cell, records)):
             continue
-        key, table = tuple(cell.split("/")), TABLE
+        key = tuple(cell.split("/"))
         if not batched:
-            for name, value in stats(cell, recs).items():
-                unit = UNITS.get(name, "rate")
-                out.append(Metric((*key, name), int(value) if unit == "count" else value,
-                                  f"{cell} {LABELS[name]}" if name in ("macro_f1", "accuracy") else "",
-                                  unit, table, n=len(recs)))  # type: ignore[arg-type]
+            out += [Metric((*key, name), int(v) if name in COUNTS else v, _label(cell, name),
+                           "count" if name in COUNTS else "rate", TABLE, n=len(recs)) for name, v in stats(cell, recs).items()]
             continue
-        by: dict[str, list[Record]] = defaultdict(list)
-        for r in recs:
-            by[r.facets["batch"]].append(r)
-        per = [stats(cell, by[b]) for b in sorted(by, key=int)]
+        per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
         for name in per[0]:
-            vals = [p[name] for p in per]
-            mean, std = statistics.fmean(vals), statistics.pstdev(vals)
-            shown = f"{cell} {LABELS[name]} (mean over {len(vals)} batches)" if name in ("macro_f1", "accuracy") else ""
-            out += [Metric((*key, name, "mean"), mean, shown, "score", TABLE, n=len(recs), std=std),
+            vals = tuple(p[name] for p in per)
+            std, shown = statistics.pstdev(vals), _label(cell, name, f" (mean over {len(vals)} batches)")
+            out += [Metric((*key, name, "mean"), statistics.fmean(vals), shown, "score", TABLE, n=len(recs), std=std),
                     Metric((*key, name, "std"), std, "", "score", TABLE),
-                    Metric((*key, name, "per_batch"), tuple(vals), "", "list", TABLE)]
+                    Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
     return out + diagnostics(records)
 
 
