@@ -1,9 +1,6 @@
-"""OpenToM (Xu et al., ACL 2024): 13,708 questions on 596 narratives of two characters and one moved object.
-
-Location (coarse yes/no and fine "where"), multihop (a container's fullness, the object's accessibility) and the
-observer's attitude, first and second order, scored by the official rule-based label mapping and macro-F1. Modules:
-`data` (the release files to checked samples, the official batches), `scoring` (prompts and label mapping), `metrics`.
-Spec: docs/benchmarks/opentom.md.
+"""OpenToM (Xu et al., ACL 2024): 13,708 questions on 596 narratives of two characters and one moved object: location
+(coarse yes/no, fine "where"), multihop (a container's fullness, the object's accessibility) and the observer's attitude,
+first and second order, scored by the official rule-based label mapping and macro-F1. Spec: docs/benchmarks/opentom.md.
 """
 
 from __future__ import annotations

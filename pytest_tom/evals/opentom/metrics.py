@@ -1,10 +1,7 @@
-"""OpenToM's metrics as the official `evaluate.py` computes them (spec §3.7), typed, and its diagnostics (§6).
-
-Per cell (location coarse/fine, multihop pooled with the shared integer labels, fullness, accessibility, attitude; first
-and second order): macro-F1 and accuracy over the pairs whose answer was parsed and whose gold exists (the official
-metrics drop unparseable answers), beside the unparseable and no-gold counts, the corrupted rate and a strict accuracy
-that counts unparseable answers wrong. With `protocol=paper` each is the mean and population std over the 5 official
-batches, with the per-batch values.
+"""OpenToM's metrics as the official `evaluate.py` computes them (spec §3.7), typed, and its diagnostics (§6). Per cell
+(multihop pools fullness and accessibility, which share integer labels): macro-F1 and accuracy over the answers parsed
+against an existing gold, as the official metrics drop unparseable answers; beside them the counts, the corrupted rate
+and a strict accuracy counting unparseable answers wrong. `protocol=paper`: mean and population std over the 5 batches.
 """
 
 from __future__ import annotations

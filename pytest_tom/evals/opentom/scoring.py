@@ -68,27 +68,23 @@ def simtom_character(x: OpenToMExtra, q: str) -> str:
     return min(named, key=lambda n: tokens.index(n) if n in tokens else len(tokens)) if named else "the narrator"
 
 
-def messages(system: bool, *rest: Message) -> tuple[Message, ...]:
-    return ((Message("system", SYSTEM),) if system else ()) + rest
-
-
 def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: GenerationSettings) -> Program:
     """One request (vanilla, cot, selfask), or SimToM's two stages (the first shared by every question of the character)."""
-    x, q = s.extra, question(s.extra, s.question)
+    x, q, preface = s.extra, question(s.extra, s.question), (Message("system", SYSTEM),) if system else ()
     ask = partial(Request, settings=settings, answer_labels=LABELS.get(x.kind, (x.original_place, x.move_to_place)))
     if method != "simtom":
-        (r,) = yield [req := ask(messages=messages(system, Message("user", prompt(s, method, layout))))]
+        (r,) = yield [req := ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
         return score(s, r.text, req.key, cot=method == "cot")
     coi, narrative = simtom_character(x, s.question), s.context.render()
     if coi == "the narrator":
         (r,) = yield [req := ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
         return score(s, r.text, req.key)
     first = Message("user", SIMTOM.replace("{narrative}", narrative).replace("{c}", coi))
-    (know,) = yield [k := Request(messages=messages(system, first), settings=settings)]
+    (know,) = yield [k := Request(messages=(*preface, first), settings=settings)]
     if know.text is None:
         return Record.of(s, Outcome.ERROR, responses=(None,), request_keys=(k.key,),
                          message=f"OpenToM {s.id}: SimToM's first stage got no answer")
-    (r,) = yield [req := ask(messages=messages(system, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
+    (r,) = yield [req := ask(messages=(*preface, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
     return score(s, r.text, req.key).replace(responses=(know.text, r.text), request_keys=(k.key, req.key))
 
 
