@@ -7,11 +7,10 @@ and a strict accuracy counting unparseable answers wrong. `protocol=paper`: mean
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 
 from pytest_tom.framework.metric import Metric
-from pytest_tom.metrics import group_by
+from pytest_tom.metrics import group_by, groups
 from pytest_tom.record import MetricData, Record
 from pytest_tom.stats import macro_f1
 
@@ -77,13 +76,12 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
     """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
     out: list[Metric] = []
-    twins: dict[tuple[str, ...], dict[str, Record]] = defaultdict(dict)
-    for r in records:
-        f = r.facets
-        if r.scored and f["genre"] in ("loc_coarse", "loc_fine") and f["perspective"] != "narrator":
-            twins[(f["narrative"], f["order"], f["perspective"], f.get("length", ""))][f["genre"]] = r
+    loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
+           and r.facets["perspective"] != "narrator"]
+    twins = groups(loc, ("order", "narrative", "perspective", "length"))  # a coarse and a fine question of one character
     for order in ("fo", "so"):
-        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for k, p in twins.items() if k[1] == order and len(p) == 2]
+        both = [{r.facets["genre"]: r for r in rs} for k, rs in twins.items() if k[0] == order]
+        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
         read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
         if pairs:
             out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
