@@ -1,6 +1,6 @@
-"""A release that is several files of a git repository, each pinned by its sha256, possibly at several revisions
-(OpenToM's question files, and its paper-era files at an older commit kept under `paper_era/`): the many-file sibling
-of `pinned.PinnedFile`, found and cached the same way. A download fetches each revision's files into its folder of the
+"""A release that is several files of a git repository, each pinned by its sha256, possibly at several revisions (the
+files at one commit and older versions of some at another, kept under a folder of their own): the many-file sibling of
+`pinned.PinnedFile`, found and cached the same way. A download fetches each revision's files into its folder of the
 copy, checked against their sha256s before anything reads them, and records them in a manifest written last; a cached
 copy is used only if that manifest records exactly the pins, and is re-checked against it before every use.
 """
