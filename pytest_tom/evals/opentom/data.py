@@ -1,10 +1,8 @@
 """OpenToM's release (`data/opentom_data/*.json`, one object keyed by narrative) read into checked samples, one per question.
 
-The seven question files hold, per narrative, lists in a fixed order (spec §2.3); a sample is one (narrative, file, index)
-and carries the names it is scored against, bound by name from `plot_info` (the official code unpacks it positionally,
-which binds the wrong fields: spec §5.1). Fine location comes in two releases (spec §2.7): 2025 (`*_new.json`, default)
-and the paper-era files. A copy that is not `partial` must be the pinned files whole (checksums, 596 narratives, 13,708
-questions). `sample_official` rebuilds the official 5 x 50 batches and their fullness drops (spec §3.7, Appendix A).
+A sample is one (narrative, file, index) of the seven question files, whose lists come in a fixed order (spec §2.3). It is
+scored against names bound by name from `plot_info`: the official code unpacks it positionally, which binds the wrong
+fields (spec §5.1). A copy not declared `partial` must be the pinned files whole (checksums, 596 narratives, 13,708 questions).
 """
 
 from __future__ import annotations
