@@ -1,9 +1,6 @@
-"""OpenToM (Xu et al., ACL 2024): 13,708 questions on 596 narratives of two characters and one moved object.
-
-Location (coarse yes/no and fine "where"), multihop (a container's fullness, the object's accessibility) and the
-observer's attitude, first and second order, scored by the official rule-based label mapping and macro-F1. Modules:
-`data` (the release files to checked samples, the official batches), `scoring` (prompts and label mapping), `metrics`.
-Spec: docs/benchmarks/opentom.md.
+"""OpenToM (Xu et al., ACL 2024): 13,708 questions on 596 narratives of two characters and one moved object: location
+(coarse yes/no, fine "where"), multihop (a container's fullness, the object's accessibility) and the observer's attitude,
+first and second order, scored by the official rule-based label mapping and macro-F1. Spec: docs/benchmarks/opentom.md.
 """
 
 from __future__ import annotations
@@ -18,7 +15,7 @@ from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.release import partial_option
-from pytest_tom.record import MetricData, Record
+from pytest_tom.record import Record
 from pytest_tom.request import GenerationSettings
 
 __all__ = ["OpenToM", "OpenToMExtra", "OpenToMSample"]
@@ -77,18 +74,17 @@ class OpenToM(Benchmark[OpenToMExtra]):
         s = self.settings
         if s["protocol"] == "paper" and s["narratives"] == "long":
             raise TomConfigError("opentom: protocol=paper is implemented for the normal narratives only")
-        folder, verified = data.release(s["source_url"]).locate(source)
+        folder, verified = data.PINS.release(s["source_url"]).locate(source)
         samples = data.load(folder, release=s["release"], long=s["narratives"] == "long", verified=verified,
                             partial=s["partial"])
         skip = {"both": "", "coarse": "loc_fine", "fine": "loc_coarse"}[s["granularity"]]
         samples = [x for x in samples if x.extra.kind != skip]
         if s["protocol"] == "full":
             return samples
-        keys = list(dict.fromkeys(x.extra.key for x in samples))
-        batch, drop = {}, {}
-        for b, chunk in enumerate(data.sample_official(keys), 1):
-            for key, fo, so in chunk:
-                batch[key], drop[(key, "multihop_fo")], drop[(key, "multihop_so")] = str(b), fo, so
+        chunks = data.sample_official(list(dict.fromkeys(x.extra.key for x in samples)))
+        batch = {key: str(b) for b, chunk in enumerate(chunks, 1) for key, _, _ in chunk}
+        drop = {(key, stem): ix for chunk in chunks for key, fo, so in chunk
+                for stem, ix in (("multihop_fo", fo), ("multihop_so", so))}
         return [dataclasses.replace(x, facets={**x.facets, "batch": batch[x.extra.key]}) for x in samples
                 if x.extra.key in batch and x.extra.index not in drop.get((x.extra.key, x.extra.stem), ())]
 
@@ -98,8 +94,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
                                       stop=("\n",) if s["stop"] == "newline" else ())
         return scoring.solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", settings)
 
-    def gate_rates(self, records: Sequence[Record]) -> list[MetricData]:
-        return _metrics.gate_rates(records)
+    gate_rates = staticmethod(_metrics.gate_rates)
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         return _metrics.aggregate(records, self.settings["protocol"] == "paper")

@@ -1,10 +1,8 @@
 """OpenToM's release (`data/opentom_data/*.json`, one object keyed by narrative) read into checked samples, one per question.
 
-The seven question files hold, per narrative, lists in a fixed order (spec §2.3); a sample is one (narrative, file, index)
-and carries the names it is scored against, bound by name from `plot_info` (the official code unpacks it positionally,
-which binds the wrong fields: spec §5.1). Fine location comes in two releases (spec §2.7): 2025 (`*_new.json`, default)
-and the paper-era files. A copy that is not `partial` must be the pinned files whole (checksums, 596 narratives, 13,708
-questions). `sample_official` rebuilds the official 5 x 50 batches and their fullness drops (spec §3.7, Appendix A).
+A sample is one (narrative, file, index) of the seven question files, whose lists come in a fixed order (spec §2.3). It is
+scored against names bound by name from `plot_info`: the official code unpacks it positionally, which binds the wrong
+fields (spec §5.1). A copy not declared `partial` must be the pinned files whole (checksums, 596 narratives, 13,708 questions).
 """
 
 from __future__ import annotations
@@ -16,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import check_sha256, read_json
-from pytest_tom.framework.release import Release, partial_advice
+from pytest_tom.framework.pinned_files import PinnedFiles
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Sample, Story
 
 REVISION = "3f22b66276b2d7ca5fe573c28c79cc0d077aafc5"
@@ -27,24 +25,28 @@ PAPER_REVISION = "130286857434d7249f87f7ac3b311e29c17b11ab"
 URL = "https://raw.githubusercontent.com/seacowx/OpenToM/"
 DIR, PAPER_DIR = "data/opentom_data", "paper_era/data/opentom_data"
 SHA256 = {
-    "attitude.json": "8c1d0cdd68d60ea6534700ae3d67436fb9a5b6c9cfab84c0d70185c9222e4047",
-    "location_cg_fo.json": "4486b3a7dcc029c3e2c05a242d9e6f2e8175a08590253c4ebecc228fe4b394da",
-    "location_cg_so.json": "ef3a711096b660a3a23bf9103d1a2b9babf9b57ed516f233d46f65fd8079f2b3",
-    "location_fg_fo_new.json": "957b153a8dd55aa1495a82bda59397004bbf83c87c1039bd917ee6d02f7f29c2",
-    "location_fg_so_new.json": "cddb5437c2697be99ce3642240b96af513f69ee06be7fe975b5ce02f8bfcfeb8",
-    "meta_data.json": "db3a568059c665fcf924f67af00d77bcce8a6a587b034fa0476b954a66e259c8",
-    "meta_data_long.json": "6008fed8ef8f195a20a239356425278d50a7e2a54cab6b4685730c2140f199d4",
-    "multihop_fo.json": "fcd394c8aa4d080d0d5a8298dd62504dea7435935db7c7887792cd623f6dc121",
-    "multihop_so.json": "f7fdc822dc5cc806b07735013a89a2e1879484010661523defbdcd8ef13d9561",
-    "paper/location_fg_fo.json": "ffa81c75d465133c10304457234d828db150fcb5d87579d45461a6523f5a7de9",
-    "paper/location_fg_so.json": "8e721d5d0b4423a408b38dc5eb24d7a667be64692d7ee8e51e1522b9a321920a",
+    f"{DIR}/attitude.json": "8c1d0cdd68d60ea6534700ae3d67436fb9a5b6c9cfab84c0d70185c9222e4047",
+    f"{DIR}/location_cg_fo.json": "4486b3a7dcc029c3e2c05a242d9e6f2e8175a08590253c4ebecc228fe4b394da",
+    f"{DIR}/location_cg_so.json": "ef3a711096b660a3a23bf9103d1a2b9babf9b57ed516f233d46f65fd8079f2b3",
+    f"{DIR}/location_fg_fo_new.json": "957b153a8dd55aa1495a82bda59397004bbf83c87c1039bd917ee6d02f7f29c2",
+    f"{DIR}/location_fg_so_new.json": "cddb5437c2697be99ce3642240b96af513f69ee06be7fe975b5ce02f8bfcfeb8",
+    f"{DIR}/meta_data.json": "db3a568059c665fcf924f67af00d77bcce8a6a587b034fa0476b954a66e259c8",
+    f"{DIR}/meta_data_long.json": "6008fed8ef8f195a20a239356425278d50a7e2a54cab6b4685730c2140f199d4",
+    f"{DIR}/multihop_fo.json": "fcd394c8aa4d080d0d5a8298dd62504dea7435935db7c7887792cd623f6dc121",
+    f"{DIR}/multihop_so.json": "f7fdc822dc5cc806b07735013a89a2e1879484010661523defbdcd8ef13d9561",
+    f"{PAPER_DIR}/location_fg_fo.json": "ffa81c75d465133c10304457234d828db150fcb5d87579d45461a6523f5a7de9",
+    f"{PAPER_DIR}/location_fg_so.json": "8e721d5d0b4423a408b38dc5eb24d7a667be64692d7ee8e51e1522b9a321920a",
 }
-"""sha256 of each file at REVISION (`paper/`: at PAPER_REVISION), as SOURCE.md lists them."""
+"""sha256 of each file by its path in a copy, at REVISION (`paper_era/`: at PAPER_REVISION), as SOURCE.md lists them."""
+PINS = PinnedFiles(
+    "opentom", "OpenToM", f"{DIR}/meta_data.json", {"": REVISION, "paper_era/": PAPER_REVISION}, SHA256,
+    f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding opentom/{DIR}/ from github.com/seacowx/OpenToM "
+    f"(commit {REVISION[:12]}; paper-era fine-location files under opentom/{PAPER_DIR}/ from {PAPER_REVISION[:12]}), "
+    "or pass --tom-download to fetch both, checked against their sha256s.")
 STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coarse", "so", 2),
          "location_fg_fo": ("loc_fine", "fo", 4), "location_fg_so": ("loc_fine", "so", 2),
          "multihop_fo": ("multihop", "fo", 6), "multihop_so": ("multihop", "so", 6), "attitude": ("attitude", "", 1)}
 """File stem -> (genre, order, questions per narrative) (spec §2.1)."""
-NARRATIVES, QUESTIONS = 596, 13_708
 PLOT = ("mover", "eoi", "original_place", "move_to_place", "observer")
 ADVICE = partial_advice("opentom")
 
@@ -68,12 +70,6 @@ class OpenToMExtra:
 
 
 OpenToMSample = Sample[OpenToMExtra]
-
-
-def kind_of(stem: str, index: int) -> str:
-    """The genre of question `index` of a `stem` list: multihop lists are 4 fullness then 2 accessibility (spec §2.3)."""
-    genre = STEMS[stem][0]
-    return ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre
 
 
 def strip_det(s: str) -> str:
@@ -103,13 +99,6 @@ def perspective(question: str, mover: str, observer: str) -> str:
                  if any(lead.startswith(name + end) for end in ("'s ", "' ", ","))), "narrator")
 
 
-def file_for(stem: str, release: str) -> str:
-    """Where a stem's file lies under the release root: fine location by release, the rest in `data/opentom_data/`."""
-    if stem.startswith("location_fg"):
-        return f"{PAPER_DIR}/{stem}.json" if release == "2024" else f"{DIR}/{stem}_new.json"
-    return f"{DIR}/{stem}.json"
-
-
 def _find(folder: Path, rel: str) -> Path:
     """A release file, also under the old (`location_fg_fo.json`) and Hugging Face (`metadata_long.json`) names."""
     for name in (rel, rel.replace("_new.json", ".json"), rel.replace("meta_data_long", "metadata_long")):
@@ -118,21 +107,17 @@ def _find(folder: Path, rel: str) -> Path:
     raise TomDataError("this OpenToM file is missing", path=folder / rel)
 
 
-def _pin(rel: str) -> str:
-    """The pinned sha256 of a file as the release names it (`rel` as asked for, whatever name it was found under)."""
-    return SHA256[("paper/" if rel.startswith(PAPER_DIR) else "") + rel.rsplit("/", 1)[1]]
-
-
 def load(folder: Path, *, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
-    """Every question of the release as samples (long: the 100 OpenToM-L narratives), in file and list order."""
-    wanted = [f"{DIR}/meta_data.json", *((f"{DIR}/meta_data_long.json",) if long else ())]
-    found = {rel: _find(folder, rel) for rel in [*wanted, *(file_for(stem, release) for stem in STEMS)]}
-    meta: dict[str, Any] = read_json(found[wanted[0]])
-    narr: dict[str, Any] = read_json(found[wanted[-1]]) if long else meta
-    files = {stem: found[file_for(stem, release)] for stem in STEMS}
+    """Every question as samples (long: the 100 OpenToM-L narratives), in file and list order; fine location by `release`."""
+    fine = f"{DIR}/{{}}_new.json" if release == "2025" else f"{PAPER_DIR}/{{}}.json"
+    rels = {stem: (fine if stem.startswith("location_fg") else f"{DIR}/{{}}.json").format(stem) for stem in STEMS}
+    metas = [f"{DIR}/meta_data.json", *((f"{DIR}/meta_data_long.json",) if long else ())]
+    found = {rel: _find(folder, rel) for rel in [*metas, *rels.values()]}
+    meta: dict[str, Any] = read_json(found[metas[0]])
+    narr: dict[str, Any] = read_json(found[metas[-1]]) if long else meta
     samples: list[OpenToMSample] = []
-    for stem, path in files.items():
-        lists: dict[str, Any] = read_json(path)
+    for stem, rel in rels.items():
+        lists: dict[str, Any] = read_json(path := found[rel])
         if not partial and list(lists) != list(meta):
             raise TomDataError(f"not the 596 narratives of meta_data.json in its order: {ADVICE}", path=path)
         for key, items in lists.items():
@@ -143,10 +128,10 @@ def load(folder: Path, *, release: str, long: bool, verified: bool, partial: boo
                                    path=path, record=key)
             samples += [parse(meta[key], narr[key], key, stem, i, q, path, long) for i, q in enumerate(items)]
     if not (verified or partial):
-        if len(samples) != (2_300 if long else QUESTIONS):
+        if len(samples) != (2_300 if long else 13_708):
             raise TomDataError(f"{len(samples)} questions, not the release's: {ADVICE}", path=folder)
         for rel, p in found.items():
-            check_sha256(p, _pin(rel), benchmark="opentom", given=False, partial=False)
+            check_sha256(p, SHA256[rel], benchmark="opentom", given=False, partial=False)
     return samples
 
 
@@ -161,18 +146,17 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     question, answer = fields.text(rec, "question", path, where), fields.text(rec, "answer", path, where)
     if question.count("?") != 1 or not question.endswith("?"):
         raise TomDataError("expected one '?', at the end of the question", path=path, record=where, field="question")
-    genre, order, _ = STEMS[stem]
-    kind, who = kind_of(stem, index), perspective(question, names["mover"], names["observer"])
     personality = fields.text(meta, "personality", path, key).rsplit(" ", 2)[-2]
     observed = meta.get("observed")
     if not isinstance(observed, bool):
         raise TomDataError(f"expected true or false, got {fields.shown(observed)}", path=path, record=key, field="observed")
-    marks = ["opentom", kind if kind in ("fullness", "accessibility", "attitude") else "location",
-             "psychological" if genre == "attitude" else "physical", who, "witnessed" if observed else "unwitnessed",
-             personality]
-    marks += {"loc_coarse": ["location_coarse"], "loc_fine": ["location_fine"]}.get(kind, [])
-    marks += ["multihop"] if genre == "multihop" else []
-    marks += [{"fo": "first_order", "so": "second_order"}[order]] if order else []
+    genre, order, _ = STEMS[stem]
+    kind = ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre  # 4, then 2 (spec §2.3)
+    who, seen = perspective(question, names["mover"], names["observer"]), "witnessed" if observed else "unwitnessed"
+    marks = ("opentom", kind if kind in ("fullness", "accessibility", "attitude") else "location",
+             "psychological" if genre == "attitude" else "physical", who, seen, personality,
+             *(("location_" + kind[4:],) if kind.startswith("loc_") else ()), *(("multihop",) if genre == "multihop" else ()),
+             *((f"{'first' if order == 'fo' else 'second'}_order",) if order else ()), *(("long_narrative",) if long else ()))
     text = fields.text(narr, "long_narrative" if long else "narrative", path, key)
     extra = OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"], names["eoi"],
                          names["original_place"], names["move_to_place"], answer)
@@ -181,9 +165,9 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
         benchmark="opentom", id=f"{'long-' if long else ''}{key}-{stem}-{index}", context=Story(text), question=question,
         choices=(), gold=answer, characters=(names["mover"], names["observer"]),
         facets={"genre": kind, "cell": f"{genre}/{order}" if order else genre, "order": order or "none",
-                "perspective": who, "observed": "witnessed" if observed else "unwitnessed", "personality": personality,
-                "narrative": key, "length": "long" if long else "normal", "scorable": "yes" if scorable else "no"},
-        marks=(*marks, *(("long_narrative",) if long else ())), source=f"{path.name} {where}", extra=extra,
+                "perspective": who, "observed": seen, "personality": personality, "narrative": key,
+                "length": "long" if long else "normal", "scorable": "yes" if scorable else "no"},
+        marks=marks, source=f"{path.name} {where}", extra=extra,
         defect="" if scorable else f"no scorable gold: the answer {answer!r} names neither place of plot_info")
 
 
@@ -193,40 +177,13 @@ def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[l
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 
-    rng, rs, order, out = random.Random(42), np.random.RandomState(42), list(keys), []
+    rng, rs, order = random.Random(42), np.random.RandomState(42), list(keys)
     chunks: list[list[str]] = []
     while len(chunks) < batches:
         rng.shuffle(order)
         chunks += [order[i:i + size] for i in range(0, len(order) - size + 1, size)]
-    for chunk in chunks[:batches]:
-        out.append([(k, *(sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False)) for _ in "fs"))
-                    for k in chunk])
-    return out  # type: ignore[return-value]
 
+    def drop() -> list[int]:
+        return sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))
 
-def download(base: str, folder: Path) -> None:
-    """The release and the paper-era files fetched at their pinned commits and checked; the manifest, last."""
-    (folder / MANIFEST).unlink(missing_ok=True)
-    got = fetch_files(f"{base.rstrip('/')}/{REVISION}/", folder, {f"{DIR}/{n}": s for n, s in SHA256.items() if "/" not in n})
-    old = fetch_files(f"{base.rstrip('/')}/{PAPER_REVISION}/", folder / "paper_era",
-                      {f"{DIR}/{n[6:]}": s for n, s in SHA256.items() if n.startswith("paper/")})
-    write_manifest(folder / MANIFEST, {"source": base, "files": got | {f"paper_era/{k}": v for k, v in old.items()}})
-
-
-def check_download(folder: Path) -> None:
-    """A cached download, unchanged since it was verified against the pins."""
-    files = read_manifest(folder / MANIFEST, folder).get("files")
-    if not isinstance(files, dict) or sorted(files.values()) != sorted(SHA256.values()):
-        raise TomDataError("this download was not verified against the pinned sha256s; delete it, or pass "
-                           "--tom-download to fetch a verified copy again", path=folder)
-    check_recorded(folder, files)
-
-
-def release(url: str) -> Release:
-    """`<data-dir>/opentom/data/opentom_data/` (the repository's layout), `<data-dir>/data/...`, else the cache."""
-    return Release(
-        "opentom", ("opentom", ""), lambda f: (f / DIR / "meta_data.json").is_file(), REVISION,
-        lambda c: (c / MANIFEST).is_file(), check_download, lambda c: download(url, c),
-        f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding opentom/{DIR}/ from github.com/seacowx/OpenToM "
-        f"(commit {REVISION[:12]}; paper-era fine-location files under opentom/{PAPER_DIR}/ from {PAPER_REVISION[:12]}),"
-        " or pass --tom-download to fetch both, checked against their sha256s.", label="OpenToM")
+    return [[(k, drop(), drop()) for k in chunk] for chunk in chunks[:batches]]

@@ -1,19 +1,16 @@
-"""OpenToM's metrics as the official `evaluate.py` computes them (spec §3.7), typed, and its diagnostics (§6).
-
-Per cell (location coarse/fine, multihop pooled with the shared integer labels, fullness, accessibility, attitude; first
-and second order): macro-F1 and accuracy over the pairs whose answer was parsed and whose gold exists (the official
-metrics drop unparseable answers), beside the unparseable and no-gold counts, the corrupted rate and a strict accuracy
-that counts unparseable answers wrong. With `protocol=paper` each is the mean and population std over the 5 official
-batches, with the per-batch values.
+"""OpenToM's metrics as the official `evaluate.py` computes them (spec §3.7), typed, and its diagnostics (§6). Per cell
+(multihop pools fullness and accessibility, which share integer labels): macro-F1 and accuracy over the answers parsed
+against an existing gold, as the official metrics drop unparseable answers; beside them the counts, the corrupted rate
+and a strict accuracy counting unparseable answers wrong. `protocol=paper`: mean and population std over the 5 batches.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
 from collections.abc import Sequence
 
 from pytest_tom.framework.metric import Metric
+from pytest_tom.metrics import group_by, groups
 from pytest_tom.record import MetricData, Record
 from pytest_tom.stats import macro_f1
 
@@ -46,51 +43,45 @@ def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
     return out
 
 
-UNITS = {"n": "count", "n_scored": "count", "unparseable": "count", "no_gold": "count"}
-LABELS = {"macro_f1": "macro-F1", "accuracy": "accuracy", "accuracy_strict": "accuracy, unparseable counted wrong",
-          "unparseable": "unparseable answers", "no_gold": "items without a scorable gold",
-          "corrupted_rate": "corrupted rate (official)", "n": "questions", "n_scored": "questions scored (official)"}
+COUNTS = ("n", "n_scored", "unparseable", "no_gold")
+PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+"""The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
+
+
+def _label(cell: str, name: str, end: str = "") -> str:
+    return f"{cell} {PRINTED[name]}{end}" if name in PRINTED else ""
 
 
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
     """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
     out: list[Metric] = []
     for cell in CELLS:
-        recs = members(cell, records)
-        if not recs:
+        if not (recs := members(cell, records)):
             continue
-        key, table = tuple(cell.split("/")), TABLE
+        key = tuple(cell.split("/"))
         if not batched:
-            for name, value in stats(cell, recs).items():
-                unit = UNITS.get(name, "rate")
-                out.append(Metric((*key, name), int(value) if unit == "count" else value,
-                                  f"{cell} {LABELS[name]}" if name in ("macro_f1", "accuracy") else "",
-                                  unit, table, n=len(recs)))  # type: ignore[arg-type]
+            out += [Metric((*key, name), int(v) if name in COUNTS else v, _label(cell, name),
+                           "count" if name in COUNTS else "rate", TABLE, n=len(recs)) for name, v in stats(cell, recs).items()]
             continue
-        by: dict[str, list[Record]] = defaultdict(list)
-        for r in recs:
-            by[r.facets["batch"]].append(r)
-        per = [stats(cell, by[b]) for b in sorted(by, key=int)]
+        per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
         for name in per[0]:
-            vals = [p[name] for p in per]
-            mean, std = statistics.fmean(vals), statistics.pstdev(vals)
-            shown = f"{cell} {LABELS[name]} (mean over {len(vals)} batches)" if name in ("macro_f1", "accuracy") else ""
-            out += [Metric((*key, name, "mean"), mean, shown, "score", TABLE, n=len(recs), std=std),
+            vals = tuple(p[name] for p in per)
+            std, shown = statistics.pstdev(vals), _label(cell, name, f" (mean over {len(vals)} batches)")
+            out += [Metric((*key, name, "mean"), statistics.fmean(vals), shown, "score", TABLE, n=len(recs), std=std),
                     Metric((*key, name, "std"), std, "", "score", TABLE),
-                    Metric((*key, name, "per_batch"), tuple(vals), "", "list", TABLE)]
+                    Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
     return out + diagnostics(records)
 
 
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
     """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
     out: list[Metric] = []
-    twins: dict[tuple[str, ...], dict[str, Record]] = defaultdict(dict)
-    for r in records:
-        f = r.facets
-        if r.scored and f["genre"] in ("loc_coarse", "loc_fine") and f["perspective"] != "narrator":
-            twins[(f["narrative"], f["order"], f["perspective"], f.get("length", ""))][f["genre"]] = r
+    loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
+           and r.facets["perspective"] != "narrator"]
+    twins = groups(loc, ("order", "narrative", "perspective", "length"))  # a coarse and a fine question of one character
     for order in ("fo", "so"):
-        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for k, p in twins.items() if k[1] == order and len(p) == 2]
+        both = [{r.facets["genre"]: r for r in rs} for k, rs in twins.items() if k[0] == order]
+        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
         read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
         if pairs:
             out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)

@@ -6,6 +6,8 @@ wrong answer; a gold of None (one narrator item, spec §3.5) is a known release 
 
 from __future__ import annotations
 
+from functools import partial
+
 from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample, gold, strip_det
 from pytest_tom.framework.base import Program
 from pytest_tom.record import Outcome, Record
@@ -30,29 +32,27 @@ SIMTOM_ASK = "Answer the following question without any explanation:\n"
 LABELS = {"loc_coarse": ("Yes", "No"), "fullness": ("more full", "equally full", "less full"),
           "accessibility": ("more accessible", "equally accessible", "less accessible"),
           "attitude": ("positive", "neutral", "negative")}
+WORDS = {"fullness": ((1, ("less full", "emptier", "more empty")), (2, ("more full", "fuller")), (3, ("equally full",))),
+         "accessibility": ((1, ("more accessible",)), (2, ("less accessible",)), (3, ("equally accessible",)))}
+"""The official multihop rule: the first label with a phrase in the answer (periods removed) wins."""
 
 
 def question(x: OpenToMExtra, q: str) -> str:
     """The question as the template receives it: as stored (location) or with the genre's answer instruction."""
-    if x.kind == "attitude":
-        return q.split("?")[0].strip() + ASK["attitude"]
-    return q + ASK[x.kind] if x.kind in ASK else q
+    return q.split("?")[0].strip() + ASK["attitude"] if x.kind == "attitude" else q + ASK.get(x.kind, "")
 
 
 def prompt(s: OpenToMSample, method: str = "vanilla", layout: str = "official") -> str:
     """The user prompt of `method` (vanilla, cot, selfask): the template filled narrative first, then the question."""
     x, q = s.extra, question(s.extra, s.question)
     head = HEAD.replace("{narrative}", s.context.render())
-    raw = (HEAD + TEMPLATES[x.kind]).replace("{narrative}", s.context.render()).replace("{question}", q)
-    if method == "vanilla":
-        return raw.strip() + (ATTITUDE_END if x.kind == "attitude" else "")
-    post = POSTFIX[method]
-    if x.kind == "attitude":
-        return raw.strip() + " " + post
+    raw = (head + TEMPLATES[x.kind]).replace("{question}", q)
+    post = ATTITUDE_END if method == "vanilla" else " " + POSTFIX[method]
+    if method == "vanilla" or x.kind == "attitude":
+        return raw.strip() + (post if x.kind == "attitude" else "")
     if x.kind == "loc_fine":  # official: the first '?' of the whole prompt, even one inside the story (spec §3.3)
-        cut = raw.split("?")[0] if layout == "official" else head + "Question: " + q[:-1]
-        return cut + "? " + post
-    return ".".join(raw.split(".")[:-2]) + ". " + post
+        return (raw.split("?")[0] if layout == "official" else head + "Question: " + q[:-1]) + "?" + post
+    return ".".join(raw.split(".")[:-2]) + "." + post
 
 
 def simtom_character(x: OpenToMExtra, q: str) -> str:
@@ -68,31 +68,23 @@ def simtom_character(x: OpenToMExtra, q: str) -> str:
     return min(named, key=lambda n: tokens.index(n) if n in tokens else len(tokens)) if named else "the narrator"
 
 
-def messages(system: bool, *rest: Message) -> tuple[Message, ...]:
-    return ((Message("system", SYSTEM),) if system else ()) + rest
-
-
 def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: GenerationSettings) -> Program:
     """One request (vanilla, cot, selfask), or SimToM's two stages (the first shared by every question of the character)."""
-    labels = LABELS.get(s.extra.kind, (s.extra.original_place, s.extra.move_to_place))
+    x, q, preface = s.extra, question(s.extra, s.question), (Message("system", SYSTEM),) if system else ()
+    ask = partial(Request, settings=settings, answer_labels=LABELS.get(x.kind, (x.original_place, x.move_to_place)))
     if method != "simtom":
-        (r,) = yield [req := Request(messages=messages(system, Message("user", prompt(s, method, layout))),
-                                     settings=settings, answer_labels=labels)]
+        (r,) = yield [req := ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
         return score(s, r.text, req.key, cot=method == "cot")
-    x, q = s.extra, question(s.extra, s.question)
     coi, narrative = simtom_character(x, s.question), s.context.render()
     if coi == "the narrator":
-        (r,) = yield [req := Request(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),), settings=settings,
-                                     answer_labels=labels)]
+        (r,) = yield [req := ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
         return score(s, r.text, req.key)
     first = Message("user", SIMTOM.replace("{narrative}", narrative).replace("{c}", coi))
-    (know,) = yield [k := Request(messages=messages(system, first), settings=settings)]
+    (know,) = yield [k := Request(messages=(*preface, first), settings=settings)]
     if know.text is None:
         return Record.of(s, Outcome.ERROR, responses=(None,), request_keys=(k.key,),
                          message=f"OpenToM {s.id}: SimToM's first stage got no answer")
-    (r,) = yield [req := Request(messages=messages(system, first, Message("system", know.text),
-                                                   Message("user", SIMTOM_ASK + q)), settings=settings,
-                                 answer_labels=labels)]
+    (r,) = yield [req := ask(messages=(*preface, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
     return score(s, r.text, req.key).replace(responses=(know.text, r.text), request_keys=(k.key, req.key))
 
 
@@ -111,30 +103,21 @@ def label(x: OpenToMExtra, text: str) -> int:
     if x.kind == "loc_fine":
         s1, s2 = overlap(text, strip_det(x.original_place)), overlap(text, strip_det(x.move_to_place))
         return 1 if s1 > s2 else 2 if s2 > s1 else 3
-    t = t.replace(".", "") if x.kind != "attitude" else t
-    if x.kind == "fullness":
-        return next((v for v, ws in ((1, ("less full", "emptier", "more empty")), (2, ("more full", "fuller")),
-                                     (3, ("equally full",))) if any(w in t for w in ws)), -1)
-    if x.kind == "accessibility":
-        return next((v for v, w in ((1, "more accessible"), (2, "less accessible"), (3, "equally accessible")) if w in t),
-                    -1)
+    if x.kind in WORDS:
+        return next((v for v, ws in WORDS[x.kind] if any(w in t.replace(".", "") for w in ws)), -1)
     t = t.split("\n\n")[-1].split(":")[-1].split(".")[0].strip()
-    if t in ("a", "b", "c"):
-        return {"a": 1, "b": 3, "c": 2}[t]
     found = [v for v, w in ((1, "positive"), (2, "negative"), (3, "neutral")) if w in t]
-    return found[0] if len(found) == 1 else -1
-
-
-def last_line(text: str) -> str:
-    """CoT's extra step: the last line of a multi-line answer, else the text after the last `Therefore`."""
-    return text.split("\n")[-1] if "\n" in text else text.split("Therefore")[-1]
+    return {"a": 1, "b": 3, "c": 2}.get(t, found[0] if len(found) == 1 else -1)
 
 
 def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = False) -> Record:
-    """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is."""
+    """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is. CoT's extra step reads
+    the last line of a multi-line answer, else the text after the last `Therefore`.
+    """
     x, g = s.extra, gold(s.extra)
     read = (text or "").strip()
-    got = label(x, last_line(read).strip() if cot else read)
+    last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
+    got = label(x, last if cot else read)
     outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
     message = ""
     if outcome is not Outcome.CORRECT:
