@@ -1,18 +1,23 @@
-"""A release that is one file of a git repository at a pinned revision (BigToM's CSV; MMToM-QA's file has the same
-shape): a local copy under the data root, else the download cache, else, with --tom-download, a fetch checked against
-the file's sha256 and the git blob id the repository's tree names it by, before anything reads it. The verified copy
-keeps a manifest and is re-checked against it before every later use. A user's `sha256=` pins another copy instead
-(the blob id is then not asked: it names the pinned bytes only).
+"""Releases that are files of a git repository at pinned revisions: a local copy under the data root, else the
+download cache, else, with --tom-download, a fetch checked against the pins before anything reads it. The verified
+copy keeps a manifest, written last, and is used only if it records exactly the pins; it is re-checked against them
+before every later use.
+
+`PinnedFile`: one file (BigToM's CSV, MMToM-QA's JSON), also checked against the git blob id the repository's tree
+names it by; a user's `sha256=` pins another copy instead (the blob id then is not asked: it names the pinned bytes
+only). `PinnedFiles`: several files by sha256, possibly from several revisions (OpenToM's current files and its
+paper-era ones, kept under a folder of their own).
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, check_recorded, fetch_files, read_manifest, write_manifest
+from pytest_tom.fetch import MANIFEST, REFETCH, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.release import Release
 
 
@@ -20,6 +25,14 @@ def git_blob(path: Path) -> str:
     r"""The id git names the file's bytes by (`git hash-object`): sha1 of ``blob <size>\0`` and the content."""
     body = path.read_bytes()
     return hashlib.sha1(b"blob %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
+
+
+def check_cached(folder: Path, pins: Mapping[str, str], what: str) -> None:
+    """A cached download whose manifest records exactly `pins` (path -> sha256), its files unchanged since."""
+    files = read_manifest(folder / MANIFEST, folder).get("files")
+    if files != dict(pins):
+        raise TomDataError(f"this download was not verified against {what}; {REFETCH}", path=folder)
+    check_recorded(folder, files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,20 +56,50 @@ class PinnedFile:
             raise TomDataError(f"git blob id {blob}, not the pinned {self.blob}; refusing to use it", path=folder / self.file)
         write_manifest(folder / MANIFEST, {"source": url, "files": {self.file: got}})
 
-    def check_download(self, folder: Path, sha256: str) -> None:
-        """A cached download, unchanged since it was verified against these pins."""
-        files = read_manifest(folder / MANIFEST, folder).get("files")
-        if not isinstance(files, dict) or files.get(self.file) != (sha256 or self.sha256):
-            raise TomDataError(f"this download was not verified against sha256 {sha256 or self.sha256}; delete it, or "
-                               "pass --tom-download to fetch a verified copy again", path=folder)
-        check_recorded(folder, files)
-
     def release(self, url: str, sha256: str) -> Release:
         """`<data-dir>/<benchmark>/<file>` (the repository's layout), `<data-dir>/<file>`, else the download cache."""
         return Release(
             self.benchmark, (self.benchmark, ""), lambda f: (f / self.file).is_file(),
             sha256[:16] if sha256 else self.revision, lambda c: (c / MANIFEST).is_file(),
-            lambda c: self.check_download(c, sha256), lambda c: self.download(url, c, sha256),
+            lambda c: check_cached(c, {self.file: sha256 or self.sha256}, f"sha256 {sha256 or self.sha256}"),
+            lambda c: self.download(url, c, sha256),
             f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding {self.benchmark}/{self.file} from "
             f"{self.repository} (revision {self.revision[:12]}), or pass --tom-download to fetch it (checked against its "
             "sha256 and git blob id).", label=self.label, file=self.file)
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedFiles:
+    """`files`: each file's path in a copy -> its sha256. `revisions`: a folder of the copy (`""`: its root; others end
+    in `/`) -> the revision it holds, the first naming the cache folder; a file comes from the revision of the longest
+    folder its path is under, at its path less that folder. `marker`: the file whose presence makes a folder a local
+    copy. `wanted` ends the not-found message.
+    """
+
+    benchmark: str
+    label: str
+    marker: str
+    revisions: Mapping[str, str]
+    files: Mapping[str, str]
+    wanted: str
+
+    def tree(self, path: str) -> str:
+        """The folder of `revisions` a file's path is under (the longest that applies)."""
+        return max((t for t in self.revisions if path.startswith(t)), key=len)
+
+    def download(self, url: str, folder: Path) -> None:
+        """Every file fetched from `url`/<revision>/<path in the repository> and checked; the manifest, last."""
+        (folder / MANIFEST).unlink(missing_ok=True)
+        got: dict[str, str] = {}
+        for tree, revision in self.revisions.items():
+            want = {p.removeprefix(tree): s for p, s in self.files.items() if self.tree(p) == tree}
+            got |= {tree + p: s for p, s in fetch_files(f"{url.rstrip('/')}/{revision}/", folder / tree, want).items()}
+        write_manifest(folder / MANIFEST, {"source": url, "files": got})
+
+    def release(self, url: str) -> Release:
+        """`<data-dir>/<benchmark>/` (the repository's layout), `<data-dir>/`, else the download cache."""
+        return Release(
+            self.benchmark, (self.benchmark, ""), lambda f: (f / self.marker).is_file(), next(iter(self.revisions.values())),
+            lambda c: (c / MANIFEST).is_file(),
+            lambda c: check_cached(c, self.files, "the pinned sha256s"), lambda c: self.download(url, c), self.wanted,
+            label=self.label)

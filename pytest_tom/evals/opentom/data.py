@@ -16,7 +16,7 @@ from typing import Any
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import check_sha256, read_json
-from pytest_tom.framework.pinned_files import PinnedFiles
+from pytest_tom.framework.pinned import PinnedFiles
 from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Sample, Story
 
