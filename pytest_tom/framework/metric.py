@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from pytest_tom.stats import estimate_rate
+
 Unit = Literal["rate", "percent", "score", "count", "points", "text", "list", "group"]
 """rate: a share in [0, 1] (printed as a percentage); percent: a share already in percent (FANToM's
 upstream rounding); score: a mean of values that is not a share of items; count: an integer;
@@ -63,6 +65,17 @@ class Show:
         if len(key) != len(self.pattern) or not all(fnmatchcase(k, p) for k, p in zip(key, self.pattern, strict=True)):
             return None
         return tuple(k for k, p in zip(key, self.pattern, strict=True) if any(c in p for c in "*?["))
+
+
+def clustered_rate(key: tuple[str, ...], label: str, table: str, values: Sequence[float], clusters: Sequence[str],
+                   cluster: str) -> list[Metric]:
+    """The mean of per-item `values` with an interval resampling `clusters` (each item's story, episode...), named by
+    `cluster`; no metric at all for no items, because a rate of nothing is not 0 and must not be gated or printed as one.
+    """
+    if not values:
+        return []
+    est = estimate_rate(values, clusters)
+    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(values), cluster)]
 
 
 def from_tree(tree: Mapping[str, Any], shows: Sequence[Show] = ()) -> list[Metric]:
