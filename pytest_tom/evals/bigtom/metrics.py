@@ -12,10 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from pytest_tom.derived import Derived
 from pytest_tom.evals.bigtom.data import PERCEPT, BigToMSample, folders
-from pytest_tom.framework.metric import Metric
+from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.metrics import group_by
 from pytest_tom.record import Record
-from pytest_tom.stats import estimate_rate
 
 PAIRS = "Paired score per story: TB and TB AND FB, as the paper's figures plot them"
 SUMMARY = "Micro averages over the core conditions (this harness's summary, not a paper number)"
@@ -32,17 +31,10 @@ COUNTS = (("n", "items answered", lambda r: True),
            lambda r: bool(r.details.get("both_keys"))))
 
 
-def _rate(key: tuple[str, ...], label: str, table: str, values: Sequence[float], stories: Sequence[str]) -> list[Metric]:
-    if not values:
-        return []
-    est = estimate_rate(values, stories)
-    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(values), "story")]
-
-
 def _acc(key: tuple[str, ...], label: str, table: str, records: Sequence[Record], judge: bool = False) -> list[Metric]:
     """Accuracy over `records` with story intervals; with `judge`, a judge's exact "True" counts too (the official grader)."""
     values = [float(r.passed or (judge and bool(r.details.get("judge_correct")))) for r in records]
-    return _rate(key, label, table, values, [r.facets["story"] for r in records])
+    return clustered_rate(key, label, table, values, [r.facets["story"] for r in records], "story")
 
 
 def partner(sample_id: str, facets: Mapping[str, str]) -> str | None:
@@ -66,7 +58,7 @@ def aggregate(records: Sequence[Record]) -> list[Metric]:
         for part, label, values in (("true", "TB accuracy (paired stories)", [float(t) for t, _ in tf]),
                                     ("false", "FB accuracy (paired stories)", [float(f) for _, f in tf]),
                                     ("true_and_false", "TB AND FB (the paper's second bar)", [float(t and f) for t, f in tf])):
-            out += _rate((*key, part), f"{name} {label}", PAIRS, values, list(group))
+            out += clustered_rate((*key, part), f"{name} {label}", PAIRS, values, list(group), "story")
         out += [Metric((*key, split), tf.count(want), f"{name} stories {split}", "count", PAIRS) for split, want in SPLIT.items()]
     for facet in ("variable", "init", "condition"):
         for value, members in sorted(group_by(core, facet).items()):

@@ -13,10 +13,9 @@ from collections.abc import Iterable, Sequence
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom.data import HiToMSample
 from pytest_tom.framework.gaps import gap_rule
-from pytest_tom.framework.metric import Metric
+from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.metrics import groups
 from pytest_tom.record import Outcome, Record
-from pytest_tom.stats import estimate_rate
 
 INVARIANTS, DECLINE, DECEPTION = "joint_invariants", "order_decline", "deception_gap"
 CELLS = "Figures: length x order per deception x style"
@@ -41,11 +40,7 @@ def joint(records: Sequence[Record], k: int) -> tuple[list[tuple[bool, str]], in
 
 
 def _rate(key: tuple[str, ...], label: str, table: str, units: Sequence[tuple[bool, str]]) -> list[Metric]:
-    """The accuracy of `units` (right, story) with a story-clustered interval; none for no units."""
-    if not units:
-        return []
-    est = estimate_rate([float(v) for v, _ in units], [s for _, s in units])
-    return [Metric(key, est.point, label, "rate", table, (est.low, est.high), len(units), "story")]
+    return clustered_rate(key, label, table, [float(v) for v, _ in units], [s for _, s in units], "story")
 
 
 def _items(records: Iterable[Record]) -> list[tuple[bool, str]]:

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pytest_tom.derived import Derived
 from pytest_tom.evals.mmtomqa.data import TYPES, MMToMSample
 from pytest_tom.framework.gaps import gap_rule, split_gap
-from pytest_tom.framework.metric import Metric
+from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.record import Record
-from pytest_tom.stats import estimate_rate
 
 TABLE = "Text-only results: accuracy per question type"
 DIAGNOSTICS = "Answers read by the official first-character rule"
@@ -23,11 +22,9 @@ GAP = "true_false_belief_gap"
 
 
 def _rate(key: tuple[str, ...], label: str, records: Sequence[Record]) -> list[Metric]:
-    """The accuracy of `records` with an episode-clustered interval; none for no records."""
-    if not records:
-        return []
-    est = estimate_rate([float(r.passed) for r in records], [r.facets["episode"] for r in records])
-    return [Metric(key, est.point, label, "rate", TABLE, (est.low, est.high), len(records), "episode")]
+    """The accuracy of `records` with an episode-clustered interval."""
+    return clustered_rate(key, label, TABLE, [float(r.passed) for r in records], [r.facets["episode"] for r in records],
+                          "episode")
 
 
 def aggregate(records: Sequence[Record]) -> list[Metric]:
