@@ -62,7 +62,7 @@ def test_every_item_is_its_condition_file_row_and_the_instructions_are_the_files
     assert (code / "evaluate.txt").read_text() == scoring.EVALUATE
     assert (code / "evaluate_cot.txt").read_text() == scoring.EVALUATE_COT
     assert (code / "evaluate_cot_chat_model.txt").read_text() == scoring.COT_CHAT
-    exemplar = next(s for s in items if s.id == scoring.EXEMPLAR_ITEM)  # spec §2.4: the exemplar is a test item
+    exemplar = next(s for s in items if s.id == "0_forward_belief_false_belief-004")  # spec §2.4: the exemplar is a test item
     assert exemplar.context.render() == scoring.SHOT_STORY and exemplar.gold == "a"
 
 

@@ -1,12 +1,11 @@
-"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. Modules: `data`
-(the release CSV to the 25 condition files, checked), `scoring` (the eight official methods, verbatim, and the official
-substring rule, deterministic); the metrics are here. Spec: docs/benchmarks/bigtom.md.
-
-The numbers are the authors' analysis's (spec §4): accuracy per condition file, and the paired score. The figures pair the
-true and false item of one (init, variable, kind) by story and plot TB beside TB AND FB
+"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. `data` builds the
+release CSV into the 25 condition files, checked; `scoring` holds the eight official methods verbatim and the official
+substring rule; the metrics, here, are the authors' analysis's (spec §4): accuracy per condition file and the paired
+score. The figures pair the true and false item of one (init, variable, kind) by story and plot TB beside TB AND FB
 (`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were answered; the split
 (both, tb_only, fb_only, neither) says which answer text a model held to. The micro averages are this harness's
 summaries: the paper reports no overall mean. Unparseable answers stay in every denominator; intervals resample stories.
+Spec: docs/benchmarks/bigtom.md.
 """
 
 from __future__ import annotations
@@ -101,7 +100,6 @@ class BigToM(Benchmark[BigToMExtra]):
                 for s in samples if (p := partner(s.id, f := s.facets)) is not None and p in ids]
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        """Every BigToM metric of one suite's records."""
         scored = [r for r in records if r.scored]
         by, core = group_by(scored, "folder"), [r for r in scored if r.facets["folder"] != PERCEPT]
         out = [m for f in folders("all") for m in _acc(("condition", f, "accuracy"), f"{f} accuracy",

@@ -1,12 +1,10 @@
-"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3), verbatim, and the official substring rule of
-`evaluate_conditions.py` (§3.5), deterministically. `format` (completion: one text with stop strings; chat: the instruction
-as system message) times `prompt` (0-/1-shot, with or without chain of thought). Official quirks kept on purpose: completion
-`1shot-cot` sends no exemplar (it is `0shot-cot`), and the chat CoT methods read `evaluate_cot_chat.txt`, which the release
-lacks: its `evaluate_cot_chat_model.txt` is used (an inference, reported).
-
-The gold key (`a)` / `b)`) anywhere in the lower-cased answer is correct, else the other key is wrong: gold first, so an
-answer holding both is correct, as officially (`both_keys`). Where the official code calls its LLM grader, the answer is
-matched against the option texts, else it is `unparseable`: not correct, in the denominator (as a grader "False" is).
+"""BigToM's eight prompting methods (`evaluate_llm.py`, spec §3.3) verbatim, `format` x `prompt`, and the official substring
+rule of `evaluate_conditions.py` (§3.5), deterministically. Official quirks kept on purpose: completion `1shot-cot` sends no
+exemplar (it is `0shot-cot`), and the chat CoT methods read `evaluate_cot_chat.txt`, which the release lacks: its
+`evaluate_cot_chat_model.txt` is used (an inference, reported). The rule: the gold key (`a)` / `b)`) anywhere in the
+lower-cased answer is correct, else the other key is wrong: gold first, so an answer holding both is correct, as
+officially (`both_keys`). Where the official code calls its LLM grader, the answer is matched against the option texts,
+else it is `unparseable`: not correct, in the denominator (as a grader "False" is).
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ SHOT_THOUGHT = ("Let's think step by step:\n1) Kofi repaired his fishing net las
                 "stays the same. He thinks that it is fixed.\n4) Does Kofi believe his fishing net is in good condition or "
                 "torn apart?\n5) Kofi believes his fishing net is in good condition.")
 """`ONE_SHOT` of `evaluate_llm.py`: line 4 of the release under 0_forward_belief_false_belief (a test item, spec §2.4)."""
-EXEMPLAR_ITEM = "0_forward_belief_false_belief-004"
 STOP = ("Story:", "Question:")
 STOP_COT = (*STOP, "Answer:")
 TOKENS = {"completion": 25, "chat": 25, "completion-cot": 200, "chat-cot": 220}
@@ -68,12 +65,10 @@ def first(sample: BigToMSample, method: str, fmt: str, tokens: int) -> Request:
     # the question with options is `--mcq`'s (spec §3.2): no space after `a)`/`b)`, no trailing newline
     user = f"Story: {sample.context.render()}\nQuestion: {sample.question}\nChoose one of the following:\na){a}\nb){b}"
     if fmt == "chat":
-        shot: tuple[Message, ...] = ()
-        if method.startswith("1shot"):
-            said = f"Thought: {SHOT_THOUGHT}\nAnswer: {SHOT_ANSWER}" if cot else f"Answer: {SHOT_ANSWER}"
-            shot = (Message("user", f"Story: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}"), Message("assistant", said))
-        return _request(n, (), Message("system", COT_CHAT if cot else EVALUATE), *shot, Message("user", user),
-                        answer="Answer: {})")
+        said = f"Thought: {SHOT_THOUGHT}\nAnswer: {SHOT_ANSWER}" if cot else f"Answer: {SHOT_ANSWER}"
+        shot = (Message("user", f"Story: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}"), Message("assistant", said))
+        return _request(n, (), Message("system", COT_CHAT if cot else EVALUATE), *(shot if method.startswith("1shot") else ()),
+                        Message("user", user), answer="Answer: {})")
     if cot:
         return _request(n, STOP_COT, Message("user", f"{EVALUATE_COT}\n\n{user}\nThought: Let's think step by step:"))
     shot_text = f"\nStory: {SHOT_STORY}\nQuestion: {SHOT_QUESTION}\nAnswer: {SHOT_ANSWER}\n" if method == "1shot" else ""
@@ -119,16 +114,14 @@ def read(sample: BigToMSample, response: str | None, *, cut: bool, extraction: s
 
 def solve(sample: BigToMSample, method: str, fmt: str, tokens: int, extraction: str) -> Program:
     reqs = [first(sample, method, fmt, tokens)]
-    (response,) = yield [reqs[0]]
-    texts = [response.text]
-    if fmt == "completion" and method.endswith("cot"):
-        reqs.append(answer_call(reqs[0], response.text or ""))
-        (response,) = yield [reqs[1]]
-        texts.append(response.text)
+    texts = [(yield reqs[:1])[0].text]
+    if fmt == "completion" and method.endswith("cot"):  # the thought, then the answer call
+        reqs.append(answer_call(reqs[0], texts[0] or ""))
+        texts.append((yield reqs[1:])[0].text)
     cut = (fmt, method) == ("chat", "0shot-cot")
-    record = score(sample, response.text, cut=cut, extraction=extraction, keys=tuple(r.key for r in reqs), texts=tuple(texts))
+    record = score(sample, texts[-1], cut=cut, extraction=extraction, keys=tuple(r.key for r in reqs), texts=tuple(texts))
     if record.details["via"] == "none":  # where the official code asks its grader: the judged step (--tom-judge)
-        r = (response.text or "").strip()
+        r = (texts[-1] or "").strip()
         (said,) = yield [ask(grade(sample, parse_chat_response(r) if cut else r), GRADER, ("True", "False"))]
         if (judged := verdict(said)) is not None:
             record = record.replace(details={**record.details, "judge": judged, "judge_correct": judged == "True"})
