@@ -1,11 +1,10 @@
-"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. `data` builds the
-release CSV into the 25 condition files, checked; `scoring` holds the eight official methods verbatim and the official
-substring rule; the metrics, here, are the authors' analysis's (spec §4): accuracy per condition file and the paired
-score. The figures pair the true and false item of one (init, variable, kind) by story and plot TB beside TB AND FB
-(`plot_utils.get_contingency`'s `true_and_false`), so a story counts only when both its items were answered; the split
-(both, tb_only, fb_only, neither) says which answer text a model held to. The micro averages are this harness's
-summaries: the paper reports no overall mean. Unparseable answers stay in every denominator; intervals resample stories.
-Spec: docs/benchmarks/bigtom.md.
+"""BigToM (Gandhi et al., NeurIPS 2023): 200 procedurally written stories, each asked in 25 conditions. `data` builds the release
+CSV into the 25 condition files, checked; `scoring` holds the eight official methods verbatim and the official substring rule;
+the metrics, here, are the authors' analysis's (spec §4): accuracy per condition file and the paired score. The figures pair
+the true and false item of one (init, variable, kind) by story and plot TB beside TB AND FB (`plot_utils.get_contingency`'s
+`true_and_false`), so a story counts only when both its items were answered; the split (both, tb_only, fb_only, neither)
+says which answer text a model held to. The micro averages are this harness's summaries: the paper reports no overall
+mean. Unparseable answers stay in every denominator; intervals resample stories. Spec: docs/benchmarks/bigtom.md.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_tom.derived import Derived
 from pytest_tom.evals.bigtom import data, scoring
-from pytest_tom.evals.bigtom.data import CONDITIONS, PERCEPT, VARIABLES, BigToMExtra, BigToMSample, folders
+from pytest_tom.evals.bigtom.data import CONDITIONS, PARTS, PERCEPT, VARIABLES, BigToMExtra, BigToMSample
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.framework.release import parse_sha256, release_options
@@ -102,7 +101,7 @@ class BigToM(Benchmark[BigToMExtra]):
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
         scored = [r for r in records if r.scored]
         by, core = group_by(scored, "folder"), [r for r in scored if r.facets["folder"] != PERCEPT]
-        out = [m for f in folders("all") for m in _acc(("condition", f, "accuracy"), f"{f} accuracy",
+        out = [m for f in PARTS for m in _acc(("condition", f, "accuracy"), f"{f} accuracy",
                                        "Accuracy per condition (the official per-file accuracy)", by.get(f, []))]
         ids, paired = {r.sample_id: r for r in scored}, dict[str, dict[str, tuple[bool, bool]]]()
         for r in scored:  # `<init>_<variable>.<kind>` -> story -> (TB, FB) passed, for stories with both items answered
@@ -127,6 +126,6 @@ class BigToM(Benchmark[BigToMExtra]):
         out += [Metric(("judge", "verdicts"), len(asked), "unparseable items the judge graded", "count", JUDGED),
                 Metric(("judge", "true"), sum(bool(r.details["judge_correct"]) for r in asked),
                        "of them graded exactly 'True' (correct, officially)", "count", JUDGED)]
-        for f in folders("all"):
+        for f in PARTS:
             out += _acc(("judge", "condition", f, "accuracy"), f"{f} accuracy with the judge", JUDGED, by.get(f, []), True)
         return out + _acc(("judge", "accuracy"), "accuracy with the judge, core conditions (micro)", JUDGED, core, True)
