@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.engine import Engine
-from pytest_tom.evals.bigtom import BigToM, prompts
+from pytest_tom.evals.bigtom import BigToM, scoring
 from pytest_tom.framework.base import DataSource
 from pytest_tom.models.base import CallableModel
 from pytest_tom.models.random import RandomModel
@@ -59,11 +59,11 @@ def test_every_item_is_its_condition_file_row_and_the_instructions_are_the_files
         assert (s.context.render(), s.question, s.choices[0].text, s.choices[1].text) == (story, question, a, b)
         assert f"{s.gold})" == gold[s.extra.line - 1]
     code = root / "bigtom" / "code" / "prompt_instructions"
-    assert (code / "evaluate.txt").read_text() == prompts.EVALUATE
-    assert (code / "evaluate_cot.txt").read_text() == prompts.EVALUATE_COT
-    assert (code / "evaluate_cot_chat_model.txt").read_text() == prompts.COT_CHAT
-    exemplar = next(s for s in items if s.id == prompts.EXEMPLAR_ITEM)  # spec §2.4: the exemplar is a test item
-    assert exemplar.context.render() == prompts.SHOT_STORY and exemplar.gold == "a"
+    assert (code / "evaluate.txt").read_text() == scoring.EVALUATE
+    assert (code / "evaluate_cot.txt").read_text() == scoring.EVALUATE_COT
+    assert (code / "evaluate_cot_chat_model.txt").read_text() == scoring.COT_CHAT
+    exemplar = next(s for s in items if s.id == "0_forward_belief_false_belief-004")  # spec §2.4: the exemplar is a test item
+    assert exemplar.context.render() == scoring.SHOT_STORY and exemplar.gold == "a"
 
 
 def test_a_download_is_checked_against_the_pinned_sha256_and_git_blob(root: Path, tmp_path: Path) -> None:

@@ -23,9 +23,7 @@ from pytest_tom.sample import Choice, Sample, Story
 FILE, REVISION = "data/bigtom/bigtom.csv", "fe647d680bddb69f738519313bed625f9e93b549"
 URL = f"https://raw.githubusercontent.com/cicl-stanford/procedural-evals-tom/{REVISION}/"
 PIN = PinnedFile("bigtom", "BigToM", FILE, "github.com/cicl-stanford/procedural-evals-tom", REVISION,
-                 "a14884fbff5b61d3fa194ab166764b553ab795fcb1359e69d1282eadf3011a46",
-                 "2d1f9e7e0db71805fad5e110ac48e41ddd3e1456")
-"""Where --tom-download fetches the release from (`URL` + `FILE`), and its sha256 and git blob id."""
+                 "a14884fbff5b61d3fa194ab166764b553ab795fcb1359e69d1282eadf3011a46", "2d1f9e7e0db71805fad5e110ac48e41ddd3e1456")
 LINES, FIELDS = 200, 19
 VARIABLES = ("forward_belief", "forward_action", "backward_belief")
 CONDITIONS = ("true_belief", "false_belief", "true_control", "false_control")
@@ -50,11 +48,6 @@ class BigToMExtra:
 
 
 BigToMSample = Sample[BigToMExtra]
-
-
-def folders(conditions: str = "core") -> list[str]:
-    """The condition folders in the official naming; `all` adds percept_to_belief."""
-    return list(PARTS) if conditions == "all" else list(PARTS)[:-1]
 
 
 def gold_letters(n: int = LINES) -> str:
@@ -87,7 +80,7 @@ def read_csv(path: Path) -> list[list[str]]:
 
 def check_conditions(lines: list[list[str]], root: Path) -> None:
     """Every condition file present under `root` (`data/conditions/`) equals what the official generator builds."""
-    for folder in folders("all"):
+    for folder in PARTS:
         if (path := root / folder / "stories.csv").is_file():
             built = itertools.zip_longest(map(tuple, read_csv(path)), (rows(row, folder) for row in lines))
             if bad := next((i for i, (got, want) in enumerate(built, 1) if got != want), 0):
@@ -98,7 +91,7 @@ def check_conditions(lines: list[list[str]], root: Path) -> None:
 def samples(lines: list[list[str]], conditions: str) -> list[BigToMSample]:
     """Every item of the chosen conditions, with the official gold letter of its row."""
     gold, out = gold_letters(len(lines)), []
-    for folder in folders(conditions):
+    for folder in (f for f in PARTS if conditions == "all" or f != PERCEPT):
         init, variable, condition = PARTS[folder]
         kind = "control" if condition.endswith("control") else "belief"
         for i, row in enumerate(lines):

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.evals.bigtom import BigToM
-from pytest_tom.evals.bigtom.data import FILE, PERCEPT, folders, gold_letters, rows
+from pytest_tom.evals.bigtom.data import FILE, PARTS, PERCEPT, gold_letters, rows
 from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
@@ -114,4 +114,4 @@ def test_a_download_is_checked_against_the_given_sha256_and_cached(tmp_path: Pat
     assert len(BigToM({"sha256": sha}).load(DataSource(None, False, tmp_path / "cache"))) == 96
     with pytest.raises(TomDataError):  # the pinned release is not the fixture
         BigToM({"source_url": (tmp_path / "mirror").as_uri() + "/"}).load(DataSource(None, True, tmp_path / "c2"))
-    assert folders("all")[-1] == PERCEPT
+    assert list(PARTS)[-1] == PERCEPT

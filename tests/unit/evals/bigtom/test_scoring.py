@@ -9,7 +9,7 @@ import hashlib
 
 import pytest
 
-from pytest_tom.evals.bigtom import prompts
+from pytest_tom.evals.bigtom import scoring
 from pytest_tom.evals.bigtom.data import BigToMSample, samples
 from pytest_tom.evals.bigtom.scoring import parse_chat_response, read, score, solve
 from pytest_tom.record import Outcome
@@ -43,9 +43,9 @@ KOFI = ("Story: Kofi is a fisherman from a small village in Ghana. He wants to c
 
 
 def test_the_instructions_are_the_release_files_byte_for_byte() -> None:  # sha256 from the data's SOURCE.md
-    for text, sha in ((prompts.EVALUATE, "e147b4427db20c7b184bd5c9faa3fa93413e911f1dc66e0538afdd17a449df72"),
-                      (prompts.EVALUATE_COT, "43821184a29c187e0357fce8958e475571f14012540df8c2d00ea98ce8fb461e"),
-                      (prompts.COT_CHAT, "4c0a30cda6374181e6f0e825eb0156621c68f15c72c8cbfbba2319809ac4ffe9")):
+    for text, sha in ((scoring.EVALUATE, "e147b4427db20c7b184bd5c9faa3fa93413e911f1dc66e0538afdd17a449df72"),
+                      (scoring.EVALUATE_COT, "43821184a29c187e0357fce8958e475571f14012540df8c2d00ea98ce8fb461e"),
+                      (scoring.COT_CHAT, "4c0a30cda6374181e6f0e825eb0156621c68f15c72c8cbfbba2319809ac4ffe9")):
         assert hashlib.sha256(text.encode()).hexdigest() == sha
 
 
@@ -58,36 +58,36 @@ def test_the_spec_worked_example_story_and_control() -> None:
 
 
 def test_completion_prompts_match_the_spec_renders() -> None:
-    zero = prompts.first(FB, "0shot", "completion", 0)
-    assert zero.messages[0].content == f"{prompts.EVALUATE}\n\n{USER}\nAnswer:"
+    zero = scoring.first(FB, "0shot", "completion", 0)
+    assert zero.messages[0].content == f"{scoring.EVALUATE}\n\n{USER}\nAnswer:"
     assert zero.settings.stop == ("Story:", "Question:") and zero.settings.max_new_tokens == 25
-    one = prompts.first(FB, "1shot", "completion", 0).messages[0].content
-    assert one == f"{prompts.EVALUATE}\n{KOFI}\n\n\n{USER}\nAnswer:"
-    cot = prompts.first(FB, "1shot-cot", "completion", 0)  # the official quirk: no exemplar
-    assert cot == prompts.first(FB, "0shot-cot", "completion", 0) and cot.settings.max_new_tokens == 200
-    assert cot.messages[0].content == f"{prompts.EVALUATE_COT}\n\n{USER}\nThought: Let's think step by step:"
-    second = prompts.answer_call(cot, " think.")
+    one = scoring.first(FB, "1shot", "completion", 0).messages[0].content
+    assert one == f"{scoring.EVALUATE}\n{KOFI}\n\n\n{USER}\nAnswer:"
+    cot = scoring.first(FB, "1shot-cot", "completion", 0)  # the official quirk: no exemplar
+    assert cot == scoring.first(FB, "0shot-cot", "completion", 0) and cot.settings.max_new_tokens == 200
+    assert cot.messages[0].content == f"{scoring.EVALUATE_COT}\n\n{USER}\nThought: Let's think step by step:"
+    second = scoring.answer_call(cot, " think.")
     assert second.messages[0].content == cot.messages[0].content + " think.\nWrite the answer as <option>) <answer>\nAnswer:"
     assert second.settings.max_new_tokens == 30 and second.settings.stop == ("Story:", "Question:", "Answer:")
 
 
 def test_chat_prompts_match_the_spec_renders() -> None:
-    zero = prompts.first(FB, "0shot", "chat", 0)
-    assert [(m.role, m.content) for m in zero.messages] == [("system", prompts.EVALUATE), ("user", USER)]
+    zero = scoring.first(FB, "0shot", "chat", 0)
+    assert [(m.role, m.content) for m in zero.messages] == [("system", scoring.EVALUATE), ("user", USER)]
     assert zero.settings.stop == () and zero.settings.max_new_tokens == 25
-    one = prompts.first(FB, "1shot-cot", "chat", 0)
+    one = scoring.first(FB, "1shot-cot", "chat", 0)
     kofi_user, kofi_answer = KOFI.rsplit("\nAnswer: ", 1)
     assert [m.role for m in one.messages] == ["system", "user", "assistant", "user"]
-    assert one.messages[0].content == prompts.COT_CHAT and one.messages[1].content == kofi_user
+    assert one.messages[0].content == scoring.COT_CHAT and one.messages[1].content == kofi_user
     assert one.messages[2].content == (
         "Thought: Let's think step by step:\n1) Kofi repaired his fishing net last night. So last night he believes that "
         "his net is fixed.\n2) While Kofi is away from his boat, a group of monkeys comes and plays with the fishing net, "
         "tearing it apart.\n3) Kofi does not see the monkeys damaging his fishing net. So, his belief about his net stays "
         "the same. He thinks that it is fixed.\n4) Does Kofi believe his fishing net is in good condition or torn apart?\n"
         f"5) Kofi believes his fishing net is in good condition.\nAnswer: {kofi_answer}")
-    assert one.settings.max_new_tokens == 220 and prompts.first(FB, "1shot", "chat", 0).messages[2].content == (
+    assert one.settings.max_new_tokens == 220 and scoring.first(FB, "1shot", "chat", 0).messages[2].content == (
         f"Answer: {kofi_answer}")
-    assert prompts.first(FB, "0shot", "chat", 7).settings.max_new_tokens == 7
+    assert scoring.first(FB, "0shot", "chat", 7).settings.max_new_tokens == 7
 
 
 @pytest.mark.parametrize(("answer", "letter", "via", "both"), [
@@ -133,10 +133,10 @@ def test_programs_score_the_last_call_and_keep_every_response() -> None:
 
 
 def test_the_grader_prompt_is_the_official_template() -> None:  # grade.txt's sha256 from the data's SOURCE.md
-    assert hashlib.sha256(prompts.GRADE.encode()).hexdigest() == (
+    assert hashlib.sha256(scoring.GRADE.encode()).hexdigest() == (
         "404a7d15ad335f1ec94d9cb1f65640591925033aaaa06a61497b3d3750471fda")
-    assert prompts.grade(FB, "I am not sure") == (
-        f"{prompts.GRADE}\n\nHere is the question:\nDoes Noor believe the milk pitcher contains oat milk or almond milk?\n"
+    assert scoring.grade(FB, "I am not sure") == (
+        f"{scoring.GRADE}\n\nHere is the question:\nDoes Noor believe the milk pitcher contains oat milk or almond milk?\n"
         "Here is the true answer:\na) Noor believes the milk pitcher contains oat milk.\nHere is the false answer:\n"
         "b) Noor believes the milk pitcher contains almond milk.\nHere is the predicted answer:\nI am not sure\nIs the "
         "predicted answer close to the true answer compared to the false answer? Answer True or False.\nA:")
@@ -146,7 +146,7 @@ def test_only_an_unread_answer_asks_the_judge_and_its_verdict_stays_beside_the_o
     program = solve(FB, "0shot-cot", "chat", 0, "official")
     next(program)
     (judge,) = program.send([Response(text="Thought: hmm. Answer: unsure")])
-    assert judge.model == "judge" and judge.settings == prompts.GRADER
+    assert judge.model == "judge" and judge.settings == scoring.GRADER
     assert "Here is the predicted answer:\nunsure\nIs" in judge.messages[0].content  # the chat 0shot-cot cut, as official
     with pytest.raises(StopIteration) as stop:
         program.send([Response(text=" True")])
