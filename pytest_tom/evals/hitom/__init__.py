@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_tom.derived import Derived, Judgement, Rule
 from pytest_tom.evals.hitom import data
@@ -56,11 +56,6 @@ def request(sample: HiToMSample, max_new_tokens: int) -> Request:
     return Request(messages=(Message("user", render(sample)),),
                    settings=GenerationSettings(max_new_tokens=max_new_tokens or AUTHORS_MAX_TOKENS),
                    answer_labels=tuple(f"{c.label}. {c.text}" for c in sample.choices))
-
-
-def solve(sample: HiToMSample, max_new_tokens: int, gold: str) -> Program:
-    (response,) = yield [req := request(sample, max_new_tokens)]
-    return score(sample, response.text, gold, req.key)
 
 
 def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Record:
@@ -123,35 +118,6 @@ def slice_metrics(prefix: tuple[str, ...], name: str, table: str, records: Seque
     return out
 
 
-def aggregate(records: Sequence[Record], gold: str) -> list[Metric]:
-    """Every Hi-ToM metric of one suite's records; `gold` (the setting) says which answer key scored them."""
-    scored = [r for r in records if r.scored]
-    out = [Metric(("gold",), gold, "gold key (MC and CoT data files disagree on 138 questions)", "text", MARGINS),
-           Metric(("n",), len(scored), "items scored", "count", MARGINS),
-           Metric(("unparseable",), sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
-                  "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS),
-           *slice_metrics(("overall",), "all", MARGINS, records, orders=True)]
-    for facet in CELL:
-        for (value,), mine in sorted(groups(records, (facet,)).items()):
-            out += slice_metrics((facet, value), f"{facet} {value}", MARGINS, mine, orders=False)
-    for (tell, style, length), mine in sorted(groups(records, CELL).items()):
-        out += slice_metrics(("cells", tell, style, f"length_{length}"), "", CELLS, mine, orders=False)
-    return out
-
-
-def checks(samples: Sequence[HiToMSample], max_gap: float) -> list[Derived]:
-    """The checks the loaded samples support: one invariants check per cell; each gap check needs both its groups."""
-    out = [Derived("hitom", f"{t}-{st}-length_{n}", INVARIANTS, tuple(s.id for s in mine),
-                   ("hitom", INVARIANTS, f"length{n}", st, *(("deception",) if t == "tell" else ())),
-                   {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
-           for (t, st, n), mine in sorted(groups(samples, CELL).items())]
-    ends, high = [s for s in samples if s.extra.order in (0, 4)], [s for s in samples if s.extra.order > 0]
-    return out + [Derived("hitom", name, kind, tuple(s.id for s in mine), ("hitom", kind), params={"max_gap": max_gap})
-                  for kind, name, mine, facet in ((DECLINE, "order_4_vs_0", ends, "order"),
-                                                  (DECEPTION, "orders_1_4", high, "deception"))
-                  if len({s.facets[facet] for s in mine}) == 2]  # a gap needs both its sides
-
-
 def invariants_rule(derived: Derived, members: Sequence[Record]) -> Judgement:
     """Joint accuracy never exceeds accuracy and never rises with the order: a failure is a harness bug."""
     chained = chains(members)
@@ -173,15 +139,6 @@ def _gap_rule(facet: str, a: str, b: str, what: str, above: bool) -> Rule:
     return gap_rule(facet, a, b, "story", lambda d, g, tol: (
         f"Hi-ToM {d.kind}: {what} is {100 * g.point:+.1f} points (95% interval [{100 * g.low:+.1f}, "
         f"{100 * g.high:+.1f}], {g.n_a} vs {g.n_b} items), beyond the tolerance of {100 * tol:.1f} points"), above=above)
-
-
-RULES: dict[str, Rule] = {
-    INVARIANTS: invariants_rule,
-    DECLINE: _gap_rule("order", "4", "0", "order-4 minus order-0 accuracy", above=True),
-    DECEPTION: _gap_rule("deception", "no_tell", "tell", "No_Tell minus Tell accuracy", above=False),
-}
-"""Order-4 accuracy must not be above order-0 accuracy, nor Tell (deception) above No_Tell at orders 1-4,
-beyond max_gap with 95% confidence; the invariants must hold exactly."""
 
 
 class HiToM(Benchmark[HiToMExtra]):
@@ -214,7 +171,13 @@ class HiToM(Benchmark[HiToMExtra]):
                         DECLINE: "Hi-ToM check: order-4 accuracy is not above order-0 accuracy.",
                         DECEPTION: "Hi-ToM check: at orders 1-4, deception does not raise accuracy."}),
     )
-    rules = RULES
+    rules: ClassVar[Mapping[str, Rule]] = {
+        INVARIANTS: invariants_rule,
+        DECLINE: _gap_rule("order", "4", "0", "order-4 minus order-0 accuracy", above=True),
+        DECEPTION: _gap_rule("deception", "no_tell", "tell", "No_Tell minus Tell accuracy", above=False),
+    }
+    """Order-4 accuracy must not be above order-0 accuracy, nor Tell (deception) above No_Tell at orders 1-4,
+    beyond max_gap with 95% confidence; the invariants must hold exactly."""
 
     def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(settings)
@@ -225,10 +188,33 @@ class HiToM(Benchmark[HiToMExtra]):
         return data.load(folder, prompt=s["prompt"], gold=s["gold"], pins=self.pins, partial=s["partial"])
 
     def program(self, sample: HiToMSample) -> Program:
-        return solve(sample, self.settings["max_new_tokens"], self.settings["gold"])
+        (response,) = yield [req := request(sample, self.settings["max_new_tokens"])]
+        return score(sample, response.text, self.settings["gold"], req.key)
 
     def derived(self, samples: Sequence[HiToMSample]) -> list[Derived]:
-        return checks(samples, self.settings["max_gap"])
+        """The checks the loaded samples support: one invariants check per cell; each gap check needs both its groups."""
+        out = [Derived("hitom", f"{t}-{st}-length_{n}", INVARIANTS, tuple(s.id for s in mine),
+                       ("hitom", INVARIANTS, f"length{n}", st, *(("deception",) if t == "tell" else ())),
+                       {"deception": t, "style": st, "length": n}, {"chains": len({s.facets["chain"] for s in mine})})
+               for (t, st, n), mine in sorted(groups(samples, CELL).items())]
+        ends, high = [s for s in samples if s.extra.order in (0, 4)], [s for s in samples if s.extra.order > 0]
+        return out + [Derived("hitom", name, kind, tuple(s.id for s in mine), ("hitom", kind),
+                              params={"max_gap": self.settings["max_gap"]})
+                      for kind, name, mine, facet in ((DECLINE, "order_4_vs_0", ends, "order"),
+                                                      (DECEPTION, "orders_1_4", high, "deception"))
+                      if len({s.facets[facet] for s in mine}) == 2]  # a gap needs both its sides
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return aggregate(records, self.settings["gold"])
+        """Every metric of one suite's records, and the `gold` setting that scored them."""
+        scored, gold = [r for r in records if r.scored], self.settings["gold"]
+        out = [Metric(("gold",), gold, "gold key (MC and CoT data files disagree on 138 questions)", "text", MARGINS),
+               Metric(("n",), len(scored), "items scored", "count", MARGINS),
+               Metric(("unparseable",), sum(r.outcome is Outcome.UNPARSEABLE for r in scored),
+                      "answers with no '<L>. <container>' first line (not correct)", "count", MARGINS),
+               *slice_metrics(("overall",), "all", MARGINS, records, orders=True)]
+        for facet in CELL:
+            for (value,), mine in sorted(groups(records, (facet,)).items()):
+                out += slice_metrics((facet, value), f"{facet} {value}", MARGINS, mine, orders=False)
+        for (tell, style, length), mine in sorted(groups(records, CELL).items()):
+            out += slice_metrics(("cells", tell, style, f"length_{length}"), "", CELLS, mine, orders=False)
+        return out
