@@ -2,14 +2,13 @@
 
 120 generated stories asked at ToM orders 0-4 ("where does A think B thinks ... the object is?") in vanilla (MC) and
 chain-of-thought (CoT) prompting: 1,200 items of 15 options. `data` reads the release into checked samples and renders
-the prompt; here are the answer rule (spec §4), the metrics (§6), the checks (§8) and the class. Spec:
-docs/benchmarks/hitom.md.
+the prompt; here are the answer rule, the metrics, the checks (§8) and the class. Spec: docs/benchmarks/hitom.md.
 
-Answers: the first non-blank line decides, an `Answer:` token dropped: the container of `<L>. <container>` (lower-cased;
-the letter is ignored, as upstream; text may follow) or a bare letter read through the choices (§4.2's safe
-relaxations). The rest is never searched: a CoT explanation names many containers.
+Answers (§4): the first non-blank line decides, an `Answer:` token dropped: the container of `<L>. <container>`
+(lower-cased; the letter is ignored, as upstream; text may follow) or a bare letter read through the choices (§4.2's
+safe relaxations). The rest is never searched: a CoT explanation names many containers.
 
-Metrics, as the authors' notebooks compute them: an unreadable answer is not right; model errors leave every
+Metrics (§6), as the authors' notebooks compute them: an unreadable answer is not right; model errors leave every
 denominator. A chain (one style's 5 questions of a story) is jointly right at order k when its orders 0..k are all
 right; a chain asked at k without all of 0..k scored has no value there: it is counted, never guessed. Intervals
 resample whole stories. The terminal prints the paper's tables at a glance; every cell (deception x style x length x
@@ -36,7 +35,6 @@ __all__ = ["HiToM", "HiToMExtra", "HiToMSample"]
 
 STRICT = re.compile(r"([A-O])\.\s+([A-Za-z_]+)")
 LETTER = re.compile(r"\(?([A-O])\)?[.:)]?")
-AUTHORS_MAX_TOKENS = 2000  # `max_tokens` of the authors' GPT-4 script (spec §3.3)
 
 
 def first_line(text: str | None) -> str:
@@ -54,7 +52,7 @@ def extract(response: str | None, choices: dict[str, str]) -> str | None:
 def request(sample: HiToMSample, max_new_tokens: int) -> Request:
     """The prompt file as the only user message, greedy; the random model answers a well-formed '<L>. <container>'."""
     return Request(messages=(Message("user", render(sample)),),
-                   settings=GenerationSettings(max_new_tokens=max_new_tokens or AUTHORS_MAX_TOKENS),
+                   settings=GenerationSettings(max_new_tokens=max_new_tokens or 2000),  # the authors' GPT-4 max_tokens (§3.3)
                    answer_labels=tuple(f"{c.label}. {c.text}" for c in sample.choices))
 
 

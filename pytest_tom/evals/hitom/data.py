@@ -76,7 +76,6 @@ rel = "{}/{}/length_{}/sample_{}/order_{}".format  # (tell, style, length, sampl
 FILES = tuple(f"{rel(*k)}.txt" for k in LAYOUT)  # each tree's files, as its pin's manifest names them
 PINS = PinnedTrees("hitom", "Hi-ToM", "github.com/ying-hui-he/Hi-ToM_dataset", REVISION,
                    f"https://raw.githubusercontent.com/ying-hui-he/Hi-ToM_dataset/{REVISION}", FILES, SHA256)
-"""Where a copy is found; --tom-download fetches each file of both trees (the release publishes no archive to pin)."""
 
 
 def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
