@@ -14,9 +14,8 @@ from itertools import product
 from pathlib import Path
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.fetch import MANIFEST, REFETCH, fetch_files, write_manifest
 from pytest_tom.framework.checks import read_text
-from pytest_tom.framework.release import Release, check_trees, pins_key
+from pytest_tom.framework.pinned_trees import PinnedTrees
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
@@ -44,7 +43,6 @@ LETTERS = "ABCDEFGHIJKLMNO"
 _QUESTION = re.compile(r"Where (?:is the (\w+) really|does (\w+) really think the (\w+) is"
                        r"|does (\w+) think ((?:\w+ thinks )+)the (\w+) is)\?")
 _ENTER = re.compile(r"\d+ (.+) entered the \w+\.")
-ADVICE = "or pass --tom-set hitom.partial=true (suite keyword partial=True) to run a deliberately partial or changed copy"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,11 +72,10 @@ class Parsed:
     choices: tuple[str, ...]
 
 
-def rel(tell: str, style: str, length: int, sample: int, order: int) -> str:
-    return f"{tell}/{style}/length_{length}/sample_{sample}/order_{order}"
-
-
+rel = "{}/{}/length_{}/sample_{}/order_{}".format  # (tell, style, length, sample, order) -> a file's path, less .txt
 FILES = tuple(f"{rel(*k)}.txt" for k in LAYOUT)  # each tree's files, as its pin's manifest names them
+PINS = PinnedTrees("hitom", "Hi-ToM", "github.com/ying-hui-he/Hi-ToM_dataset", REVISION,
+                   f"https://raw.githubusercontent.com/ying-hui-he/Hi-ToM_dataset/{REVISION}", FILES, SHA256)
 
 
 def parse(text: str, path: Path, *, style: str, data: bool) -> Parsed:
@@ -134,31 +131,10 @@ def render(sample: HiToMSample) -> str:
             f"Choices: {choices}\n\n{NOTE}\n")
 
 
-RAW = f"https://raw.githubusercontent.com/ying-hui-he/Hi-ToM_dataset/{REVISION}"
-"""Where --tom-download fetches each file of both trees (the release publishes no archive to pin)."""
-
-
-def release(pins: Mapping[str, str]) -> Release:
-    """`<data-dir>/hitom/` (the release's layout), else `<data-dir>/`, else the download cache of these pins."""
-
-    def download(folder: Path) -> None:  # file by file, checked; the manifest, written last, marks the copy verified
-        (folder / MANIFEST).unlink(missing_ok=True)
-        fetch_files(RAW, folder, {f"{t}/{f}": None for t in TREES for f in FILES}, workers=8)
-        check_trees(folder, FILES, pins, "the download is not the pinned release; refusing to use it")
-        write_manifest(folder / MANIFEST, {"source": RAW, "sha256": dict(pins)})
-    return Release("hitom", ("hitom", ""), lambda f: all((f / t).is_dir() for t in TREES),
-                   REVISION if dict(pins) == SHA256 else pins_key(pins), lambda c: (c / MANIFEST).is_file(),
-                   lambda c: check_trees(c, FILES, pins, REFETCH), download, "Point --tom-data-dir (or TOM_DATA_DIR) at "
-                   f"a folder holding hitom/ from github.com/ying-hui-he/Hi-ToM_dataset at {REVISION[:12]} (its Hi-ToM_data/"
-                   " and Hi-ToM_prompts/), or pass --tom-download to fetch them (each tree checked against its pinned "
-                   "digest).", label="Hi-ToM")
-
-
 def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], partial: bool) -> list[HiToMSample]:
     """The items the `prompt` setting asks for, scored against the `gold` setting's key, after the checks of §8."""
     if not partial:
-        check_trees(folder, FILES, pins, "restore it, give --tom-set hitom.sha256={tree}=<sha256> for another revision, "
-                    + ADVICE)
+        PINS.check(folder, pins)
     files = {(t, k): folder / t / f"{rel(*k)}.txt" for t in TREES for k in LAYOUT}
     data = {k: parse(read_text(p), p, style=k[1], data=True) for k in LAYOUT if (p := files[TREES[0], k]).is_file()}
     samples, differ, seen = [], 0, dict[tuple[str, int], Chain]()
@@ -184,7 +160,7 @@ def load(folder: Path, *, prompt: str, gold: str, pins: Mapping[str, str], parti
         samples.append(item)
     if not partial and dict(pins) == SHA256 and differ != DISAGREEMENTS:
         raise TomDataError(f"MC and CoT golds differ in {differ} questions, not {DISAGREEMENTS}: another revision; "
-                           + ADVICE, path=folder / "Hi-ToM_data")
+                           + PINS.advice, path=folder / "Hi-ToM_data")
     return samples
 
 

@@ -8,14 +8,14 @@ could hide.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.hitom import HiToM, data
+from pytest_tom.evals.hitom import HiToM, data, extract, request, score
 from pytest_tom.evals.hitom.data import LAYOUT, chain, rel, render
-from pytest_tom.evals.hitom.scoring import extract, request, score
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.release import tree_digest
 from pytest_tom.record import Outcome
@@ -199,7 +199,7 @@ def test_download_fetches_both_trees_checks_their_digests_and_reuses_the_checked
         for tree in ("Hi-ToM_data", "Hi-ToM_prompts"):
             (mirror / tree / rel(*key)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(ROOT / tree / f"{rel('No_Tell', key[1], 1, 1, key[4])}.txt", mirror / tree / f"{rel(*key)}.txt")
-    monkeypatch.setattr(data, "RAW", mirror.as_uri())
+    monkeypatch.setattr(data, "PINS", replace(data.PINS, url=mirror.as_uri()))
     with pytest.raises(TomDataError, match="Hi-ToM_data: the files' digest .*the download is not the pinned release"):
         HiToM().load(DataSource(None, True, tmp_path / "cache"))
     pins = ",".join(f"{t}={tree_digest({f'{rel(*k)}.txt': mirror / t / f'{rel(*k)}.txt' for k in LAYOUT})}"

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.derived import Derived, evaluate
-from pytest_tom.evals.hitom import HiToM
-from pytest_tom.evals.hitom.metrics import DECEPTION, DECLINE, INVARIANTS, joint
-from pytest_tom.evals.hitom.scoring import score
+from pytest_tom.evals.hitom import DECEPTION, DECLINE, INVARIANTS, HiToM, joint, score
 from pytest_tom.framework.base import DataSource
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import Outcome, Record, Verdict, index
