@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_tom.errors import TomDataError
 from pytest_tom.framework.checks import read_text
-from pytest_tom.framework.pinned_trees import PinnedTrees
+from pytest_tom.framework.pinned import PinnedTrees
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 
 LAYOUT = tuple(product(("No_Tell", "Tell"), ("CoT", "MC"), (1, 2, 3), range(1, 21), range(5)))
