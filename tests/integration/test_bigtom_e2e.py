@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import pytest
+from helpers.records_hook import RECORDS_HOOK, read_records
 
 from pytest_tom.evals.bigtom import BigToM
 from pytest_tom.record import Record
@@ -45,17 +46,6 @@ def judge(conversations, settings):
     return ["True" if "I cannot tell." in c[-1]["content"] else "False" for c in conversations]
 '''
 
-RECORDS_HOOK = '''
-import json
-from pathlib import Path
-
-
-def pytest_tom_results_ready(session, results):
-    with open(Path(__file__).with_name("records.jsonl"), "a") as f:
-        for r in results.values():
-            f.write(json.dumps(r.to_dict()) + "\\n")
-'''
-
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(agent_model=AGENT_MODEL, judge_model=JUDGE)
@@ -66,7 +56,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def records(pytester: pytest.Pytester) -> list[Record]:
-    return [Record.from_dict(json.loads(line)) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
+    return read_records(pytester)
 
 
 def expected() -> dict[str, str]:

@@ -7,14 +7,13 @@ hide behind it). The records reach the test through the public `pytest_tom_resul
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.records_hook import RECORDS_HOOK, read_records
 
 from pytest_tom.evals.hitom import HiToM
-from pytest_tom.record import Record
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 QUIET = ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--strict-markers")
@@ -45,17 +44,6 @@ def model(conversations, settings):
     return [answer(c[-1]["content"]) for c in conversations]
 '''
 
-RECORDS_HOOK = '''
-import json
-from pathlib import Path
-
-
-def pytest_tom_results_ready(session, results):
-    with open(Path(__file__).with_name("records.jsonl"), "a") as f:
-        for r in results.values():
-            f.write(json.dumps(r.to_dict()) + "\\n")
-'''
-
 # questions of the fixture by story and order; each style's string is that chain's plan (R right, W wrong, U unread)
 QUESTIONS = {
     "No_Tell": ["Where is the plum really?", "Where does Leo really think the plum is?",
@@ -82,17 +70,12 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
                               "--tom-set=hitom.partial=true", *args)
 
 
-def records(pytester: pytest.Pytester) -> list[Record]:
-    lines = (pytester.path / "records.jsonl").read_text().splitlines()
-    return [Record.from_dict(json.loads(line)) for line in lines]
-
-
 def test_a_python_model_scores_as_the_hand_computation_with_its_messages(pytester: pytest.Pytester) -> None:
     setup(pytester)
     result = run(pytester, "--tom-model=python:hitom_table:model", "--tom-detail=full")
     # 16 of 20 right; the 6 checks (4 joint invariants, order decline, deception gap) pass
     result.assert_outcomes(passed=16 + 6, failed=4)
-    recs = records(pytester)
+    recs = read_records(pytester)
     assert Counter(r.outcome.value for r in recs) == {"correct": 16, "incorrect": 3, "unparseable": 1}
     m = {x.name: x.value for x in HiToM().metrics(recs)}
     assert [m[f"overall.order.{k}.joint"] for k in range(5)] == [3 / 4, 2 / 4, 1 / 4, 1 / 4, 0]
@@ -124,7 +107,7 @@ def test_the_random_model_answers_well_formed_lines(pytester: pytest.Pytester) -
     result = run(pytester, "--tom-model=random:3")
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 26 and "error" not in outcomes
-    recs = records(pytester)
+    recs = read_records(pytester)
     assert len(recs) == 20 and all(r.outcome.value in ("correct", "incorrect") for r in recs)
     assert all(r.parsed in [c for c in r.responses[0].split() if "_" in c] for r in recs)
 
@@ -143,7 +126,7 @@ def test_a_sample_keeps_whole_stories_and_joint_accuracy_is_over_them(pytester: 
     result = run(pytester, "--tom-model=python:hitom_table:model", "--tom-sample=10", "--tom-seed=2")
     result.stdout.fnmatch_lines(["*hitom: sample=10 keeps 10 of 20 questions (1 of 2 whole story clusters, stratified"
                                  " by deception, length; seed 2); 10 questions deselected*"])
-    recs = records(pytester)
+    recs = read_records(pytester)
     (story,) = {r.facets["story"] for r in recs}
     assert sorted((r.facets["style"], r.facets["order"]) for r in recs) == sorted(
         (s, str(k)) for s in ("cot", "vanilla") for k in range(5))  # both chains of the story, every order
@@ -156,7 +139,7 @@ def test_a_sample_keeps_whole_stories_and_joint_accuracy_is_over_them(pytester: 
 def test_joint_accuracy_of_orders_run_alone_is_left_out_with_its_reason(pytester: pytest.Pytester) -> None:
     setup(pytester)
     result = run(pytester, "--tom-model=python:hitom_table:model", "-m", "order3")
-    m = {x.name: x.value for x in HiToM().metrics(records(pytester))}
+    m = {x.name: x.value for x in HiToM().metrics(read_records(pytester))}
     assert "overall.order.3.joint" not in m and m["overall.order.3.joint_left_out"] == 4
     result.stdout.fnmatch_lines(["*all order 3 joint accuracy not computed: chains without orders 0..3 all run and "
                                  "scored 4*"])

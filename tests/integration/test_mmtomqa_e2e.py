@@ -8,11 +8,11 @@ through the public `pytest_tom_results_ready` hook.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.records_hook import RECORDS_HOOK, read_records
 
 from pytest_tom.evals.mmtomqa import MMToMQA
 from pytest_tom.record import Record
@@ -43,17 +43,6 @@ def model(conversations, settings):
     return [answer(c[-1]["content"]) for c in conversations]
 '''
 
-RECORDS_HOOK = '''
-import json
-from pathlib import Path
-
-
-def pytest_tom_results_ready(session, results):
-    with open(Path(__file__).with_name("records.jsonl"), "a") as f:
-        for r in results.values():
-            f.write(json.dumps(r.to_dict()) + "\\n")
-'''
-
 
 def setup(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(mmtomqa_table=TABLE_MODEL.replace("__ROOT__", repr(str(FIXTURES / "mmtomqa" / "Benchmark" /
@@ -68,7 +57,7 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def records(pytester: pytest.Pytester) -> list[Record]:
-    return [Record.from_dict(json.loads(line)) for line in (pytester.path / "records.jsonl").read_text().splitlines()]
+    return read_records(pytester)
 
 
 @pytest.mark.parametrize("shots", [0, 1, 2])
