@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_tom.evals.opentom.metrics import aggregate
+from pytest_tom.evals.opentom.scoring import aggregate
 from pytest_tom.record import Outcome, Record
 from pytest_tom.stats import macro_f1
 

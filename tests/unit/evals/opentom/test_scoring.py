@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.evals.opentom import OpenToM, scoring
-from pytest_tom.evals.opentom.data import OpenToMSample
+from pytest_tom.evals.opentom.scoring import OpenToMSample
 from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome
 
