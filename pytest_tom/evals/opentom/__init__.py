@@ -76,7 +76,7 @@ def _find(folder: Path, rel: str) -> Path:
     raise TomDataError("this OpenToM file is missing", path=folder / rel)
 
 
-def read_release(folder: Path, *, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
+def read_release(folder: Path, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
     """Every question as samples (long: the 100 OpenToM-L narratives), in file and list order; fine location by `release`."""
     fine = f"{DIR}/{{}}_new.json" if release == "2025" else f"{PAPER_DIR}/{{}}.json"
     rels = {stem: (fine if stem.startswith("location_fg") else f"{DIR}/{{}}.json").format(stem) for stem in STEMS}
@@ -169,29 +169,27 @@ class OpenToM(Benchmark[OpenToMExtra]):
     options = (
         BenchmarkOption("granularity", "both", "Which location files: coarse (yes/no), fine (where) or both.",
                         choices=("both", "coarse", "fine")),
-        BenchmarkOption("narratives", "normal", "normal: the 596 narratives; long: the 100 OpenToM-L ones "
-                        "(`long_narrative`, the same questions).", choices=("normal", "long")),
-        BenchmarkOption("release", "2025", "Fine-location gold: 2025 (`*_new.json`, agrees with coarse) or 2024 (the "
-                        "paper-era files the paper's numbers were computed on).", choices=("2025", "2024")),
-        BenchmarkOption("protocol", "full", "full: every question once; paper: the official 5 x 50 batches (seed 42, "
-                        "2 of 4 fullness questions per list), metrics as mean and std over batches.",
-                        choices=("full", "paper")),
+        BenchmarkOption("narratives", "normal", "normal: the 596 narratives; long: the 100 OpenToM-L ones (`long_narrative`, "
+                        "the same questions).", choices=("normal", "long")),
+        BenchmarkOption("release", "2025", "Fine-location gold: 2025 (`*_new.json`, agrees with coarse) or 2024 (the paper-era "
+                        "files the paper's numbers were computed on).", choices=("2025", "2024")),
+        BenchmarkOption("protocol", "full", "full: every question once; paper: the official 5 x 50 batches (seed 42, 2 of 4 "
+                        "fullness questions per list), metrics as mean and std over batches.", choices=("full", "paper")),
         BenchmarkOption("prompt", "vanilla", "Official prompting: vanilla, cot, simtom (two stages) or selfask.",
                         choices=("vanilla", "cot", "simtom", "selfask")),
-        BenchmarkOption("cot_layout", "official", "official: fine-location CoT prompts cut at the first '?' of the "
-                        "prompt, even inside the story (73 prompts lose their question); fixed: at the question's.",
+        BenchmarkOption("cot_layout", "official", "official: fine-location CoT prompts cut at the first '?' of the prompt, "
+                        "even inside the story (73 prompts lose their question); fixed: at the question's.",
                         choices=("official", "fixed")),
-        BenchmarkOption("system_prompt", "system", "system: the official system message; none: omitted (the "
-                        "official Mixtral path).", choices=("system", "none")),
+        BenchmarkOption("system_prompt", "system", "system: the official system message; none: omitted (the official Mixtral "
+                        "path).", choices=("system", "none")),
         BenchmarkOption("temperature", "0", "Sampling temperature; the official 0.", kind=float, bounds=(0, None)),
         BenchmarkOption("top_p", "1", "Nucleus sampling share (the official API call used 0.95 at temperature 0).",
                         kind=float, bounds=(0, 1.0001)),
-        BenchmarkOption("max_new_tokens", "1024", "Token budget per answer; the official 1024.", kind=int,
-                        bounds=(1, None)),
+        BenchmarkOption("max_new_tokens", "1024", "Token budget per answer; the official 1024.", kind=int, bounds=(1, None)),
         BenchmarkOption("stop", "none", "none, or newline: stop at the first line break (the local-model path).",
                         choices=("none", "newline")),
-        BenchmarkOption("source_url", URL, "Where --tom-download fetches the release (github.com/seacowx/OpenToM"
-                        f" at {REVISION[:12]}, the paper-era files at {PAPER_REVISION[:12]})."),
+        BenchmarkOption("source_url", URL, "Where --tom-download fetches the release (github.com/seacowx/OpenToM at "
+                        f"{REVISION[:12]}, the paper-era files at {PAPER_REVISION[:12]})."),
         partial_option("partial or changed copy; by default a local copy must be the whole pinned release."),
     )
     facets = (
@@ -212,10 +210,9 @@ class OpenToM(Benchmark[OpenToMExtra]):
         if s["protocol"] == "paper" and s["narratives"] == "long":
             raise TomConfigError("opentom: protocol=paper is implemented for the normal narratives only")
         folder, verified = PINS.release(s["source_url"]).locate(source)
-        samples = read_release(folder, release=s["release"], long=s["narratives"] == "long", verified=verified,
-                            partial=s["partial"])
         skip = {"both": "", "coarse": "loc_fine", "fine": "loc_coarse"}[s["granularity"]]
-        samples = [x for x in samples if x.extra.kind != skip]
+        samples = [x for x in read_release(folder, s["release"], s["narratives"] == "long", verified, s["partial"])
+                   if x.extra.kind != skip]
         if s["protocol"] == "full":
             return samples
         chunks = sample_official(list(dict.fromkeys(x.extra.key for x in samples)))
