@@ -1,4 +1,6 @@
-"""OpenToM's loader on the fixture: ids, facets, gold labels, releases, long narratives and the whole-release check."""
+"""OpenToM's loader on the fixture: ids, facets, gold labels, releases, long narratives, the whole-release check and the
+official 5 x 50 sample.
+"""
 
 from __future__ import annotations
 
