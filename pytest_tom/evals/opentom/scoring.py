@@ -195,12 +195,11 @@ def members(cell: str, records: Sequence[Record]) -> list[Record]:
 
 
 def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
-    """One cell's official numbers (spec §3.7) and pytest-tom's counts."""
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts (integers)."""
     pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
     gold_n = sum(r.gold is not None for r in recs)
-    out = {"n": float(len(recs)), "n_scored": float(len(pairs)), "unparseable": float(sum(r.parsed is None for r in recs)),
-           "no_gold": float(len(recs) - gold_n),
-           "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0,
+    out = {"n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
+           "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0,
            "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else 0.0,
            "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else 0.0,
            "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else 0.0}
@@ -215,26 +214,22 @@ PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 """The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
 
 
-def _label(cell: str, name: str, end: str = "") -> str:
-    return f"{cell} {PRINTED[name]}{end}" if name in PRINTED else ""
-
-
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
     """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
     out: list[Metric] = []
     for cell in CELLS:
         if not (recs := members(cell, records)):
             continue
-        key = tuple(cell.split("/"))
+        key, shown = tuple(cell.split("/")), {name: f"{cell} {text}" for name, text in PRINTED.items()}
         if not batched:
-            out += [Metric((*key, name), int(v) if name in COUNTS else v, _label(cell, name),
-                           "count" if name in COUNTS else "rate", TABLE, n=len(recs)) for name, v in stats(cell, recs).items()]
+            out += [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", TABLE, n=len(recs))
+                    for name, v in stats(cell, recs).items()]
             continue
         per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
         for name in per[0]:
-            vals = tuple(p[name] for p in per)
-            std, shown = statistics.pstdev(vals), _label(cell, name, f" (mean over {len(vals)} batches)")
-            out += [Metric((*key, name, "mean"), statistics.fmean(vals), shown, "score", TABLE, n=len(recs), std=std),
+            std = statistics.pstdev(vals := tuple(float(p[name]) for p in per))
+            label = f"{shown[name]} (mean over {len(vals)} batches)" if name in shown else ""
+            out += [Metric((*key, name, "mean"), statistics.fmean(vals), label, "score", TABLE, n=len(recs), std=std),
                     Metric((*key, name, "std"), std, "", "score", TABLE),
                     Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
     return out + diagnostics(records)
