@@ -246,11 +246,10 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
         pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
         read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
         if pairs:
-            out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
-                           if read else 0.0, f"coarse-fine agreement, {order} (Yes = original place)", "rate",
-                           DIAGNOSTICS, n=len(read)),
-                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count",
-                           DIAGNOSTICS)]
+            agree = sum((c == 1) == (f == 1) for c, f in read) / len(read) if read else 0.0
+            out += [Metric(("coarse_fine_agreement", order), agree, f"coarse-fine agreement, {order} (Yes = original place)",
+                           "rate", DIAGNOSTICS, n=len(read)),
+                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count", DIAGNOSTICS)]
     narrator = [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]
     if narrator:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
