@@ -19,7 +19,8 @@ import pytest
 
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.opentom import OpenToM, data
+from pytest_tom.evals import opentom
+from pytest_tom.evals.opentom import OpenToM
 from pytest_tom.framework.base import DataSource
 from pytest_tom.models.base import CallableModel
 from pytest_tom.models.random import RandomModel
@@ -46,7 +47,7 @@ def test_the_whole_release_loads_with_the_official_sample(root: Path, tmp_path: 
     items = OpenToM().load(DataSource(root, False, tmp_path))
     assert len(items) == 13_708 and len({s.id for s in items}) == 13_708
     meta = json.loads((root / DIR / "meta_data.json").read_text())
-    batches = data.sample_official(list(meta))
+    batches = opentom.sample_official(list(meta))
     assert hashlib.sha256(json.dumps(batches).encode()).hexdigest() == (
         "ccb74be8337c341aee3605777ac5e771fb1501b005e76babbb87844af44c6215")
     paper = OpenToM({"protocol": "paper"}).load(DataSource(root, False, tmp_path))
@@ -57,8 +58,8 @@ def test_the_whole_release_loads_with_the_official_sample(root: Path, tmp_path: 
 
 def test_a_download_is_checked_against_the_pinned_sha256s(root: Path, tmp_path: Path) -> None:
     mirror = tmp_path / "mirror"
-    shutil.copytree(root / "opentom" / "data", mirror / data.REVISION / "data")
-    shutil.copytree(root / "opentom" / "paper_era" / "data", mirror / data.PAPER_REVISION / "data")
+    shutil.copytree(root / "opentom" / "data", mirror / opentom.REVISION / "data")
+    shutil.copytree(root / "opentom" / "paper_era" / "data", mirror / opentom.PAPER_REVISION / "data")
     bench = OpenToM({"source_url": mirror.as_uri(), "release": "2024"})
     assert len(bench.load(DataSource(None, True, tmp_path / "cache"))) == 13_708
     assert len(OpenToM().load(DataSource(None, False, tmp_path / "cache"))) == 13_708  # the cache, re-checked
@@ -184,7 +185,7 @@ def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     said = {r.sample_id: r.responses[0] or "" for r in records}
     per_batch = []
-    for chunk in data.sample_official(list(meta)):
+    for chunk in opentom.sample_official(list(meta)):
         keys = {k for k, _, _ in chunk}
         drop = {(k, "multihop_fo", i) for k, fo, _ in chunk for i in fo} | {(k, "multihop_so", i) for k, _, so in chunk
                                                                             for i in so}

@@ -1,17 +1,68 @@
-"""OpenToM's prompts (vanilla, CoT, Self-Ask, SimToM) and its rule-based label mapping, as the official code builds and
-reads them (spec §3.2-§3.5), as pure functions. Labels are the official integers; -1 is unparseable ("corrupted"),
-which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a fine-location tie (3) is a
-wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never scored.
+"""OpenToM's scoring as the official code does it (spec §3.2-§3.7), as pure functions: the prompts (vanilla, CoT,
+Self-Ask, SimToM), the rule-based label mapping and `evaluate.py`'s metrics. Labels are the official integers; -1 is
+unparseable ("corrupted"), which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a
+fine-location tie (3) is a wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never
+scored. Per cell (multihop pools fullness and accessibility, which share integer labels): macro-F1 and accuracy over the
+answers parsed against an existing gold; beside them the counts, the corrupted rate and a strict accuracy counting
+unparseable answers wrong. `protocol=paper`: mean and population std over the 5 batches.
 """
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
-from pytest_tom.evals.opentom.data import OpenToMExtra, OpenToMSample, gold, strip_det
 from pytest_tom.framework.base import Program
-from pytest_tom.record import Outcome, Record
+from pytest_tom.framework.metric import Metric
+from pytest_tom.metrics import group_by, groups
+from pytest_tom.record import MetricData, Outcome, Record
 from pytest_tom.request import GenerationSettings, Message, Request
+from pytest_tom.sample import KEEP, Sample
+from pytest_tom.stats import macro_f1
+
+
+@dataclass(frozen=True, slots=True)
+class OpenToMExtra:
+    """The question's place in the release and the plot names it is read against (bound by name, spec §5.1)."""
+
+    key: str = field(metadata=KEEP)
+    stem: str = field(metadata=KEEP)
+    index: int
+    kind: str
+    """loc_coarse, loc_fine, fullness, accessibility or attitude: the prompt template and the answer rule."""
+    mover: str
+    observer: str
+    eoi: str
+    original_place: str
+    move_to_place: str
+    answer: str
+    """The release's answer text; the gold label is read from it by the official rule."""
+
+
+OpenToMSample = Sample[OpenToMExtra]
+
+
+def strip_det(s: str) -> str:
+    """The official determiner strip: character prefixes, case-sensitive, `a` tested before `an` (spec §3.5)."""
+    return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
+
+
+def gold(x: OpenToMExtra) -> int | None:
+    """The official gold label of the release's answer; None where it names neither place (fine location)."""
+    a = x.answer.lower()
+    if x.kind == "loc_coarse":
+        return 0 if "no" in a else 1 if "yes" in a else None
+    if x.kind == "loc_fine":
+        g = strip_det(x.answer)
+        return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
+    if x.kind == "fullness":
+        return {"less full": 1, "more full": 2, "equally full": 3}.get(a)
+    if x.kind == "accessibility":
+        return {"more accessible": 1, "less accessible": 2}.get(a, 3)
+    return {"positive": 1, "negative": 2}.get(a, 3)
+
 
 SYSTEM = "You are an expert in modeling other's mental state."
 HEAD = "Read and comprehend the following short story. Then, answer the question that follows.\n\n{narrative}\n\n"
@@ -128,3 +179,96 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
                    f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})")
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
                      request_keys=(key,) if key else (), details={"label": got}, message=message)
+
+
+TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
+DIAGNOSTICS = "Answers the official rule could not read, and self-consistency"
+CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multihop/fo", "multihop/so", "fullness/fo",
+         "fullness/so", "accessibility/fo", "accessibility/so", "attitude")
+
+
+def members(cell: str, records: Sequence[Record]) -> list[Record]:
+    """The scored records of a cell: multihop pools fullness and accessibility; the others are one genre and order."""
+    genre, _, order = cell.partition("/")
+    return [r for r in records if r.scored and (r.facets["cell"] == cell if genre in ("multihop", "attitude") else
+                                                r.facets["genre"] == genre and r.facets["order"] == order)]
+
+
+def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts (integers)."""
+    pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
+    gold_n = sum(r.gold is not None for r in recs)
+    out = {"n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
+           "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0,
+           "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else 0.0,
+           "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else 0.0,
+           "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else 0.0}
+    if cell.startswith("multihop/"):  # the official multihop rate is the mean of its two parts' rates
+        parts = [stats(f"{k}/{cell[9:]}", [r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
+        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] for p in parts if p["n"]])
+    return out
+
+
+COUNTS = ("n", "n_scored", "unparseable", "no_gold")
+PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
+"""The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
+
+
+def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
+    """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
+    out: list[Metric] = []
+    for cell in CELLS:
+        if not (recs := members(cell, records)):
+            continue
+        key, shown = tuple(cell.split("/")), {name: f"{cell} {text}" for name, text in PRINTED.items()}
+        if not batched:
+            out += [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", TABLE, n=len(recs))
+                    for name, v in stats(cell, recs).items()]
+            continue
+        per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
+        for name in per[0]:
+            std = statistics.pstdev(vals := tuple(float(p[name]) for p in per))
+            label = f"{shown[name]} (mean over {len(vals)} batches)" if name in shown else ""
+            out += [Metric((*key, name, "mean"), statistics.fmean(vals), label, "score", TABLE, n=len(recs), std=std),
+                    Metric((*key, name, "std"), std, "", "score", TABLE),
+                    Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
+    return out + diagnostics(records)
+
+
+def diagnostics(records: Sequence[Record]) -> list[Metric]:
+    """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
+    out: list[Metric] = []
+    loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
+           and r.facets["perspective"] != "narrator"]
+    twins = groups(loc, ("order", "narrative", "perspective", "length"))  # a coarse and a fine question of one character
+    for order in ("fo", "so"):
+        both = [{r.facets["genre"]: r for r in rs} for k, rs in twins.items() if k[0] == order]
+        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
+        read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
+        if pairs:
+            agree = sum((c == 1) == (f == 1) for c, f in read) / len(read) if read else 0.0
+            out += [Metric(("coarse_fine_agreement", order), agree, f"coarse-fine agreement, {order} (Yes = original place)",
+                           "rate", DIAGNOSTICS, n=len(read)),
+                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count", DIAGNOSTICS)]
+    narrator = [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]
+    if narrator:
+        out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
+                          "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
+                          n=len(narrator)))
+    return out
+
+
+def gate_rates(records: Sequence[Record]) -> list[MetricData]:
+    """`macro_f1.<cell>` per cell, gateable: each scorable question a unit in its narrative, with (gold, prediction) so a
+    comparison bootstraps the F1 difference; an unparseable answer is the prediction -1 (a wrong class of its own), as
+    gates count unparseable answers wrong, unlike the official metrics which drop them.
+    """
+    out = []
+    for cell in CELLS:
+        recs = [r for r in members(cell, records) if r.facets.get("scorable") != "no"]
+        if recs:
+            out.append(MetricData(f"macro_f1.{cell.replace('/', '_')}", tuple(r.sample_id for r in recs),
+                                  tuple(float(r.passed) for r in recs), tuple(r.facets["narrative"] for r in recs),
+                                  f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)", True,
+                                  tuple((r.gold, -1 if r.parsed is None else r.parsed) for r in recs)))
+    return out

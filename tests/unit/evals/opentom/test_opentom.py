@@ -1,4 +1,6 @@
-"""OpenToM's loader on the fixture: ids, facets, gold labels, releases, long narratives and the whole-release check."""
+"""OpenToM's loader on the fixture: ids, facets, gold labels, releases, long narratives, the whole-release check and the
+official 5 x 50 sample.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_tom.errors import TomDataError
-from pytest_tom.evals.opentom import OpenToM, data, scoring
+from pytest_tom.evals import opentom
+from pytest_tom.evals.opentom import OpenToM, scoring
 from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
@@ -50,13 +53,13 @@ def test_a_copy_not_declared_partial_must_be_the_whole_release(tmp_path: Path) -
 
 def test_the_old_file_names_are_found(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "opentom", tmp_path / "opentom")
-    d = tmp_path / "opentom" / data.DIR
+    d = tmp_path / "opentom" / opentom.DIR
     for name in ("location_fg_fo", "location_fg_so"):
         (d / f"{name}_new.json").rename(d / f"{name}.json")
     assert len(OpenToM({"partial": "true"}).load(DataSource(tmp_path, False, tmp_path / "c"))) == 46
 
 
 def test_the_official_sample_cycles_shuffles_when_keys_run_out() -> None:
-    batches = data.sample_official([str(i) for i in range(100)])
+    batches = opentom.sample_official([str(i) for i in range(100)])
     assert [len(b) for b in batches] == [50] * 5 and len({k for b in batches[:2] for k, _, _ in b}) == 100
     assert all(len(fo) == 2 and fo == sorted(fo) and set(fo) <= {0, 1, 2, 3} for b in batches for _, fo, _ in b)
