@@ -215,7 +215,10 @@ class OpenToM(Benchmark[OpenToMExtra]):
                    if x.extra.kind != skip]
         if s["protocol"] == "full":
             return samples
-        chunks = sample_official(list(dict.fromkeys(x.extra.key for x in samples)))
+        if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # no batch of 50 could ever be cut
+            raise TomConfigError(f"opentom: protocol=paper draws batches of 50 narratives; the copy in {folder} has "
+                                 f"{len(keys)} (use protocol=full on a partial copy)")
+        chunks = sample_official(keys)
         batch = {key: str(b) for b, chunk in enumerate(chunks, 1) for key, _, _ in chunk}
         drop = {(key, stem): ix for chunk in chunks for key, fo, so in chunk
                 for stem, ix in (("multihop_fo", fo), ("multihop_so", so))}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tom.errors import TomDataError
+from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import opentom
 from pytest_tom.evals.opentom import OpenToM, scoring
 from pytest_tom.framework.base import DataSource
@@ -57,6 +57,11 @@ def test_the_old_file_names_are_found(tmp_path: Path) -> None:
     for name in ("location_fg_fo", "location_fg_so"):
         (d / f"{name}_new.json").rename(d / f"{name}.json")
     assert len(OpenToM({"partial": "true"}).load(DataSource(tmp_path, False, tmp_path / "c"))) == 46
+
+
+def test_the_paper_protocol_on_a_copy_too_small_for_one_batch_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TomConfigError, match="protocol=paper draws batches of 50 narratives; the copy in .* has 2"):
+        load(tmp_path, protocol="paper")
 
 
 def test_the_official_sample_cycles_shuffles_when_keys_run_out() -> None:
