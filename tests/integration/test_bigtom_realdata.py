@@ -75,8 +75,9 @@ def test_a_download_is_checked_against_the_pinned_sha256_and_git_blob(root: Path
     assert len(BigToM().load(DataSource(None, False, tmp_path / "cache"))) == 4800
 
 
-def hand(root: Path, answers: dict[str, str]) -> dict[str, float]:
-    """Per-condition accuracy, TB AND FB per (init, variable, kind), and the core micro accuracy, from the raw files."""
+def hand(root: Path, answers: dict[str, str], items: dict[str, bool] | None = None) -> dict[str, float]:
+    """Per-condition accuracy, TB AND FB per (init, variable, kind), and the core micro accuracy, from the raw files;
+    `items` receives each item's verdict."""
     gold = official_gold(200)
     right: dict[str, list[bool]] = {}
     for init in "01":
@@ -86,6 +87,8 @@ def hand(root: Path, answers: dict[str, str]) -> dict[str, float]:
                 for i, _row in enumerate(condition(root, folder)):
                     low = answers[f"{folder}-{i + 1:03d}"].strip().lower()
                     ok = gold[i] in low  # the gold key first, anywhere: the model's answers always hold a key
+                    if items is not None:
+                        items[f"{folder}-{i + 1:03d}"] = ok
                     right.setdefault(f"condition.{folder}.accuracy", []).append(ok)
                     right.setdefault("accuracy", []).append(ok)
             for kind, (t, f) in {"belief": ("true_belief", "false_belief"),
@@ -112,8 +115,10 @@ def test_all_4800_run_and_the_metrics_equal_a_hand_computation(root: Path, tmp_p
     model = RandomModel(0) if which == "random" else CallableModel(longer)
     records = list(Engine(model).run({s.id: (s, bench.program(s)) for s in items}).values())
     got = {m.name: m.value for m in bench.metrics(records)}
-    want = hand(root, {r.sample_id: r.responses[-1] or "" for r in records})
+    per_item: dict[str, bool] = {}
+    want = hand(root, {r.sample_id: r.responses[-1] or "" for r in records}, per_item)
     assert {k: got[k] for k in want} == pytest.approx(want) and got["n"] == 4800 and got["unparseable"] == 0
+    assert {r.sample_id: r.passed for r in records} == per_item  # item by item
     by = {r.sample_id: r for r in records}  # the two backward-belief control files are one prompt set: one answer
     assert all(by[f"{i}_backward_belief_true_control-{n:03d}"].responses == by[f"{i}_backward_belief_false_control-"
                f"{n:03d}"].responses for i in "01" for n in range(1, 201))
