@@ -194,18 +194,21 @@ def members(cell: str, records: Sequence[Record]) -> list[Record]:
                                                 r.facets["genre"] == genre and r.facets["order"] == order)]
 
 
-def stats(cell: str, recs: Sequence[Record]) -> dict[str, float]:
-    """One cell's official numbers (spec §3.7) and pytest-tom's counts (integers)."""
+def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts (integers). A rate with an empty denominator
+    (every answer unparseable, no scorable gold) is None (null), never 0: nothing was read, so nothing was wrong.
+    """
     pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
     gold_n = sum(r.gold is not None for r in recs)
-    out = {"n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
-           "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else 0.0,
-           "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else 0.0,
-           "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else 0.0,
-           "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else 0.0}
+    out: dict[str, float | None] = {
+        "n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
+        "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else None,
+        "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else None,
+        "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else None,
+        "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else None}
     if cell.startswith("multihop/"):  # the official multihop rate is the mean of its two parts' rates
         parts = [stats(f"{k}/{cell[9:]}", [r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
-        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] for p in parts if p["n"]])
+        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] or 0.0 for p in parts if p["n"]])
     return out
 
 
@@ -222,14 +225,17 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
             continue
         key, shown = tuple(cell.split("/")), {name: f"{cell} {text}" for name, text in PRINTED.items()}
         if not batched:
-            out += [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", TABLE, n=len(recs))
-                    for name, v in stats(cell, recs).items()]
+            cs = stats(cell, recs)  # accuracy and macro-F1 are over the answers read: that is their n
+            out += [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", TABLE,
+                           n=int(cs["n_scored"] or 0) if name in PRINTED else len(recs)) for name, v in cs.items()]
             continue
         per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
         for name in per[0]:
-            std = statistics.pstdev(vals := tuple(float(p[name]) for p in per))
+            vals = tuple(p[name] for p in per)
+            nums = [float(v) for v in vals if v is not None]  # a batch with nothing read leaves the mean undefined
+            mean, std = (statistics.fmean(nums), statistics.pstdev(nums)) if len(nums) == len(vals) else (None, None)
             label = f"{shown[name]} (mean over {len(vals)} batches)" if name in shown else ""
-            out += [Metric((*key, name, "mean"), statistics.fmean(vals), label, "score", TABLE, n=len(recs), std=std),
+            out += [Metric((*key, name, "mean"), mean, label, "score", TABLE, n=len(recs), std=std),
                     Metric((*key, name, "std"), std, "", "score", TABLE),
                     Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
     return out + diagnostics(records)
@@ -246,7 +252,7 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
         pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
         read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
         if pairs:
-            agree = sum((c == 1) == (f == 1) for c, f in read) / len(read) if read else 0.0
+            agree = sum((c == 1) == (f == 1) for c, f in read) / len(read) if read else None
             out += [Metric(("coarse_fine_agreement", order), agree, f"coarse-fine agreement, {order} (Yes = original place)",
                            "rate", DIAGNOSTICS, n=len(read)),
                     Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count", DIAGNOSTICS)]

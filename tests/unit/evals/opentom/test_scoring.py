@@ -143,3 +143,25 @@ def test_paper_protocol_reports_mean_and_population_std_over_batches() -> None:
     m = {x.name: x for x in scoring.aggregate(recs, batched=True)}
     assert m["attitude.accuracy.per_batch"].value == (1.0, 0.5)
     assert m["attitude.accuracy.mean"].value == 0.75 and m["attitude.accuracy.std"].value == 0.25
+
+
+def test_a_cell_with_nothing_read_has_no_rate_never_zero() -> None:
+    recs = [rec("attitude", "attitude", 1, None), rec("attitude", "attitude", 2, None)]
+    m = {x.name: x for x in scoring.aggregate(recs, batched=False)}
+    assert m["attitude.accuracy"].value is None and m["attitude.macro_f1"].value is None
+    assert m["attitude.unparseable"].value == 2 and m["attitude.accuracy_strict"].value == 0.0
+    assert m["attitude.corrupted_rate"].value == 1.0
+
+
+def test_printed_rates_count_the_answers_read_as_their_n() -> None:
+    recs = [rec("attitude", "attitude", 1, 1), rec("attitude", "attitude", 1, None), rec("attitude", "attitude", 2, 1)]
+    m = {x.name: x for x in scoring.aggregate(recs, batched=False)}
+    assert (m["attitude.accuracy"].value, m["attitude.accuracy"].n, m["attitude.macro_f1"].n) == (0.5, 2, 2)
+    assert m["attitude.accuracy_strict"].n == 3
+
+
+def test_a_batch_with_nothing_read_leaves_the_mean_undefined() -> None:
+    recs = [rec("attitude", "attitude", 1, 1, "1"), rec("attitude", "attitude", 1, None, "2")]
+    m = {x.name: x for x in scoring.aggregate(recs, batched=True)}
+    assert m["attitude.accuracy.per_batch"].value == (1.0, None)
+    assert m["attitude.accuracy.mean"].value is None and m["attitude.accuracy.std"].value is None
