@@ -20,7 +20,6 @@ from pytest_tom.errors import TomDataError
 from pytest_tom.framework import fields
 from pytest_tom.framework.checks import check_sha256, read_jsonl
 from pytest_tom.framework.pinned import PinnedFile
-from pytest_tom.framework.pinned import git_blob as git_blob  # re-exported: its tests import it from here
 from pytest_tom.framework.release import partial_advice
 from pytest_tom.sample import KEEP, Choice, Sample, Story
 

@@ -39,6 +39,13 @@ def test_git_blob_is_what_git_names_the_bytes(tmp_path: Path) -> None:
     assert git_blob(tmp_path / "f") == pinned().blob and (git.returncode or git.stdout.strip() == pinned().blob)
 
 
+def test_git_blob_gives_the_ids_git_gives_known_bytes(tmp_path: Path) -> None:  # whether or not git is installed
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "hello").write_bytes(b"hello\n")
+    assert git_blob(tmp_path / "empty") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+    assert git_blob(tmp_path / "hello") == "ce013625030ba8dba906f756967f9e9ca394464a"
+
+
 def test_a_download_is_verified_kept_and_rechecked(tmp_path: Path) -> None:
     url, p = mirror(tmp_path), pinned()
     folder, verified = p.release(url, "").locate(DataSource(None, True, tmp_path / "cache"))

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.mmtomqa import MMToMQA
-from pytest_tom.evals.mmtomqa.data import FILE, git_blob, render
+from pytest_tom.evals.mmtomqa.data import FILE, render
 from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
@@ -111,13 +111,6 @@ def test_a_whole_copy_is_checked_by_counts_and_checksum_and_the_sha256_setting_p
         MMToMQA({"sha256": "0" * 64}).load(DataSource(FIXTURES, False, tmp_path))
     with pytest.raises(TomConfigError, match="expected a sha256 of 64 hex digits"):
         MMToMQA({"sha256": "abc"}).load(DataSource(FIXTURES, False, tmp_path))
-
-
-def test_the_git_blob_id_is_gits(tmp_path: Path) -> None:
-    (tmp_path / "empty").write_bytes(b"")
-    (tmp_path / "hello").write_bytes(b"hello\n")
-    assert git_blob(tmp_path / "empty") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
-    assert git_blob(tmp_path / "hello") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
 def test_download_checks_the_pin_writes_a_manifest_and_rechecks_the_cache(tmp_path: Path) -> None:
