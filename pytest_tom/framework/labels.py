@@ -1,0 +1,74 @@
+"""Scores of a classification read off free text (OpenToM's labels): per cell of questions, the official numbers over the
+answers a rule could read (accuracy, scikit-learn's macro-F1), the counts and rates of what it could not read beside
+them, the units of a macro-F1 gate, and, for a protocol of sampled batches or runs, the mean and population std over
+them. A record's `gold` and `parsed` are the labels; `parsed` None is unparseable, `gold` None a question with no
+scorable gold (a release defect). A rate with an empty denominator is None (null), never 0: nothing was read, so
+nothing was wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pytest_tom.framework.metric import Metric
+from pytest_tom.record import MetricData, Record
+from pytest_tom.stats import macro_f1
+
+COUNTS = ("n", "n_scored", "unparseable", "no_gold")
+"""The integer members of `scores`; the rest are rates."""
+
+
+def scores(recs: Sequence[Record]) -> dict[str, float | None]:
+    """n, n_scored (a label read against an existing gold), unparseable, no_gold; accuracy and macro_f1 over the answers
+    read (the official metrics drop the rest); accuracy_strict over every scorable question (unparseable is wrong); and
+    corrupted_rate, the share not scored.
+    """
+    pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
+    gold_n = sum(r.gold is not None for r in recs)
+    return {"n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
+            "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else None,
+            "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else None,
+            "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else None,
+            "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else None}
+
+
+def spread(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and population std (ddof 0: the papers' "mean ± std over 5 runs/batches") of per-batch values, with numpy's
+    operations (a sum, then squares by multiplication), so they agree with the official `np.mean` and `np.std` where
+    `statistics.pstdev` differs in the last bit; both None when a batch has no value, which leaves the mean undefined.
+    """
+    nums = [float(v) for v in values if v is not None]
+    if not nums or len(nums) != len(values):
+        return None, None
+    mean = sum(nums) / len(nums)
+    return mean, math.sqrt(sum((v - mean) * (v - mean) for v in nums) / len(nums))
+
+
+def cell(key: tuple[str, ...], numbers: Mapping[str, float | None], shown: Mapping[str, str], table: str) -> list[Metric]:
+    """Each of a cell's `scores` as `<key>.<name>`; `shown` labels the printed rates, whose n is the answers read."""
+    return [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", table,
+                   n=int((numbers["n_scored"] if name in shown else numbers["n"]) or 0)) for name, v in numbers.items()]
+
+
+def batched(key: tuple[str, ...], per: Sequence[Mapping[str, float | None]], shown: Mapping[str, str], table: str,
+            n: int) -> list[Metric]:
+    """Each number of the per-batch `scores` as `<key>.<name>.{mean, std, per_batch}`; `shown` labels the printed means."""
+    out: list[Metric] = []
+    for name in per[0]:
+        vals = tuple(p[name] for p in per)
+        mean, std = spread(vals)
+        label = f"{shown[name]} (mean over {len(vals)} batches)" if name in shown else ""
+        out += [Metric((*key, name, "mean"), mean, label, "score", table, n=n, std=std),
+                Metric((*key, name, "std"), std, "", "score", table), Metric((*key, name, "per_batch"), vals, "", "list", table)]
+    return out
+
+
+def f1_gate(name: str, recs: Sequence[Record], cluster: str, description: str) -> MetricData:
+    """A gateable macro-F1: each record a unit in its `cluster` facet's value with its (gold, prediction), so a comparison
+    bootstraps the F1 difference (`stats.compare_macro_f1`); an unparseable answer is the prediction -1, a wrong class
+    of its own, as gates count unparseable answers wrong.
+    """
+    return MetricData(name, tuple(r.sample_id for r in recs), tuple(float(r.passed) for r in recs),
+                      tuple(r.facets[cluster] for r in recs), description, True,
+                      tuple((r.gold, -1 if r.parsed is None else r.parsed) for r in recs))

@@ -1,0 +1,62 @@
+"""Classification scores read off free text: the official numbers over the answers read, what was not read beside
+them, batch means with the population std, and the macro-F1 gate's units."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_tom.framework import labels
+from pytest_tom.record import Outcome, Record
+
+
+def rec(i: int, gold: int | None, parsed: int | None, narrative: str = "n1") -> Record:
+    outcome = (Outcome.UNPARSEABLE if parsed is None else Outcome.CORRECT if parsed == gold else Outcome.INCORRECT)
+    return Record("b", f"q{i}", outcome, facets={"narrative": narrative}, parsed=parsed, gold=gold)
+
+
+RECS = [rec(0, 1, 1), rec(1, 1, 2), rec(2, 2, 2), rec(3, 2, None), rec(4, None, 1, "n2")]
+
+
+def test_scores_are_over_the_answers_read_with_the_rest_counted_beside() -> None:
+    s = labels.scores(RECS)
+    assert {k: s[k] for k in labels.COUNTS} == {"n": 5, "n_scored": 3, "unparseable": 1, "no_gold": 1}
+    assert s["accuracy"] == pytest.approx(2 / 3)
+    assert s["macro_f1"] == pytest.approx((2 / 3 + 2 / 3) / 2)  # label 1: 2TP/(2TP+FN)=2/3; label 2: 2/(2+1)
+    assert s["accuracy_strict"] == pytest.approx(2 / 4)  # the unparseable answer is wrong, the no-gold item not asked
+    assert s["corrupted_rate"] == pytest.approx(2 / 5)
+
+
+def test_a_cell_with_nothing_read_has_no_rate_not_a_rate_of_zero() -> None:
+    s = labels.scores([rec(0, 1, None), rec(1, 2, None)])
+    assert (s["accuracy"], s["macro_f1"], s["accuracy_strict"], s["corrupted_rate"]) == (None, None, 0.0, 1.0)
+    assert labels.scores([])["corrupted_rate"] is None
+
+
+def test_spread_is_the_mean_and_population_std_and_undefined_with_a_batch_missing() -> None:
+    assert labels.spread([0.5, 0.7, 0.9]) == (pytest.approx(0.7), pytest.approx(math.sqrt(0.08 / 3)))
+    assert labels.spread([0.5, None]) == (None, None)
+    assert labels.spread([]) == (None, None)
+
+
+def test_a_cell_prints_its_rates_with_the_answers_read_as_n() -> None:
+    ms = {m.name: m for m in labels.cell(("loc",), labels.scores(RECS), {"accuracy": "loc accuracy"}, "T")}
+    assert (ms["loc.accuracy"].label, ms["loc.accuracy"].n, ms["loc.accuracy"].unit) == ("loc accuracy", 3, "rate")
+    assert (ms["loc.macro_f1"].label, ms["loc.macro_f1"].n) == ("", 5)
+    assert (ms["loc.unparseable"].value, ms["loc.unparseable"].unit) == (1, "count")
+
+
+def test_batched_metrics_are_mean_std_and_per_batch() -> None:
+    per = [labels.scores(RECS[:2]), labels.scores(RECS[2:])]
+    ms = {m.name: m for m in labels.batched(("loc",), per, {"accuracy": "loc accuracy"}, "T", 5)}
+    assert ms["loc.accuracy.per_batch"].value == (0.5, 1.0)
+    mean = ms["loc.accuracy.mean"]
+    assert (mean.value, mean.std, mean.n, mean.label) == (0.75, 0.25, 5, "loc accuracy (mean over 2 batches)")
+    assert ms["loc.accuracy.std"].value == 0.25 and ms["loc.n.mean"].label == ""
+
+
+def test_the_f1_gate_keeps_each_units_labels_and_marks_unparseable_as_a_class_of_its_own() -> None:
+    data = labels.f1_gate("macro_f1.loc", RECS[:4], "narrative", "loc macro-F1")
+    assert data.labels == ((1, 1), (1, 2), (2, 2), (2, -1))
+    assert data.values == (1.0, 0.0, 1.0, 0.0) and data.clusters == ("n1",) * 4 and data.higher_is_better
