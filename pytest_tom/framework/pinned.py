@@ -23,6 +23,7 @@ from pathlib import Path
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.fetch import MANIFEST, REFETCH, check_recorded, fetch_files, read_manifest, write_manifest
 from pytest_tom.framework.base import BenchmarkOption
+from pytest_tom.framework.checks import check_sha256
 from pytest_tom.framework.release import Release, check_trees, parse_pins, partial_option, pins_key
 
 
@@ -78,7 +79,8 @@ class PinnedFiles:
     """`files`: each file's path in a copy -> its sha256. `revisions`: a folder of the copy (`""`: its root; others end
     in `/`) -> the revision it holds, the first naming the cache folder; a file comes from the revision of the longest
     folder its path is under, at its path less that folder. `marker`: the file whose presence makes a folder a local
-    copy. `wanted` ends the not-found message.
+    copy. `wanted` ends the not-found message. `aliases`: other names a local copy may give a file, as (part of its path,
+    that part's replacement), e.g. the names of an older revision or of a Hugging Face copy.
     """
 
     benchmark: str
@@ -87,6 +89,19 @@ class PinnedFiles:
     revisions: Mapping[str, str]
     files: Mapping[str, str]
     wanted: str
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    def find(self, folder: Path, path: str) -> Path:
+        """A file of a copy by its path in `files`, else by an alias; a missing file is an error naming the path."""
+        for name in (path, *(path.replace(part, other) for part, other in self.aliases)):
+            if (folder / name).is_file():
+                return folder / name
+        raise TomDataError(f"this {self.label} file is missing", path=folder / path)
+
+    def check(self, found: Mapping[str, Path]) -> None:
+        """The files a loader read (their paths in `files` -> where they are) each against its pinned sha256."""
+        for path, file in found.items():
+            check_sha256(file, self.files[path], benchmark=self.benchmark, given=False, partial=False)
 
     def tree(self, path: str) -> str:
         """The folder of `revisions` a file's path is under (the longest that applies)."""

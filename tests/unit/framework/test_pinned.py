@@ -6,6 +6,7 @@ a download refused unless each tree has its pinned digest, then reused and re-ch
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import subprocess
@@ -186,3 +187,18 @@ def test_trees_a_download_is_checked_kept_rechecked_and_other_pins_get_their_own
     other = write_trees(tmp_path / "m", {"a": ("new\n", "a two\n"), "b": TREE_BODIES["b"]})
     folder, _ = trees(pins, url).release(other).locate(DataSource(None, True, cache))
     assert folder.name.startswith("sha256-") and (folder / "a" / "x.txt").read_text() == "new\n"
+
+
+def test_many_files_a_file_is_found_by_its_path_or_an_alias_and_checked_by_its_pin(tmp_path: Path) -> None:
+    p = dataclasses.replace(many(), aliases=(("q.json", "q_old.json"),))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "meta.json").write_bytes(BODIES["data/meta.json"])
+    (tmp_path / "data" / "q_old.json").write_bytes(BODIES["data/q.json"])
+    found = {path: p.find(tmp_path, path) for path in ("data/meta.json", "data/q.json")}
+    assert found["data/q.json"] == tmp_path / "data" / "q_old.json"
+    p.check(found)  # both have their pinned bytes
+    with pytest.raises(TomDataError, match="this Toy file is missing"):
+        p.find(tmp_path, "old/data/q.json")
+    (tmp_path / "data" / "q_old.json").write_bytes(b"edited")
+    with pytest.raises(TomDataError, match="q_old.json.*sha256"):
+        p.check(found)
