@@ -47,6 +47,23 @@ def integer(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: 
     return value
 
 
+def flag(rec: Mapping[str, Any], key: str, path: Path, record: str, where: str = "") -> bool:
+    """A JSON boolean (a 0/1 or a "true" is not one: an edited copy must not flip a condition silently)."""
+    value = rec.get(key)
+    if not isinstance(value, bool):
+        raise _error(f"expected true or false, got {shown(value)}", key, path, record, where)
+    return value
+
+
+def keys(rec: Any, expected: Collection[str], path: Path, record: str) -> Mapping[str, Any]:
+    """A record that is an object with exactly the `expected` keys (a misspelt or extra key is an edit, not data)."""
+    got = sorted(rec) if isinstance(rec, Mapping) else [type(rec).__name__]
+    if got != sorted(expected):
+        raise TomDataError(f"expected exactly the keys {', '.join(sorted(expected))}; got {', '.join(got)}", path=path,
+                           record=record)
+    return rec  # type: ignore[no-any-return]
+
+
 def one_of(rec: Mapping[str, Any], key: str, path: Path, record: str, allowed: Collection[str], where: str = "",
            what: str = "") -> str:
     """A text field from a closed vocabulary (a scenario, an accessibility); `what` names the vocabulary."""

@@ -53,3 +53,20 @@ def test_names_and_objects() -> None:
     assert fields.obj({"o": {"k": 1}}, "o", P, "#1") == {"k": 1}
     with pytest.raises(TomDataError, match="field 'o': expected an object, got list"):
         fields.obj({"o": []}, "o", P, "#1")
+
+
+def test_flag_is_a_json_boolean_only() -> None:
+    assert fields.flag({"observed": False}, "observed", P, "k1") is False
+    for value in (0, 1, "true", None):
+        with pytest.raises(TomDataError, match=r"record k1, field 'observed': expected true or false, got"):
+            fields.flag({"observed": value}, "observed", P, "k1")
+
+
+def test_keys_must_be_exactly_the_expected_ones() -> None:
+    rec = {"question": "Q?", "answer": "A"}
+    assert fields.keys(rec, ("answer", "question"), P, "k1[0]") is rec
+    with pytest.raises(TomDataError, match=r"record k1\[0\]: expected exactly the keys answer, question; got answer, "
+                                           r"question, type"):
+        fields.keys({**rec, "type": "x"}, ("question", "answer"), P, "k1[0]")
+    with pytest.raises(TomDataError, match="expected exactly the keys answer, question; got list"):
+        fields.keys(["Q?", "A"], ("question", "answer"), P, "k1[0]")
