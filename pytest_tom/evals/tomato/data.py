@@ -122,9 +122,7 @@ def read_record(rec: Any, path: Path, index: int) -> ToMATOSample:
     if state not in MENTAL_STATES:
         raise bad(f"unknown mental state {state!r} (expected {', '.join(MENTAL_STATES)})", "mental_state")
     order = fields.integer(rec, "order", path, where, (1, 2))
-    fb = rec.get("false_belief")
-    if not isinstance(fb, bool):
-        raise bad(f"expected true or false, got {fb!r:.60}", "false_belief")
+    fb = fields.flag(rec, "false_belief", path, where)
     if fb and order != 2:
         raise bad("a false-belief question must be second-order (FB is a subset of second order)", "order")
     try:

@@ -5,11 +5,11 @@ the Big-Five halves. Every number is an accuracy per run, then the mean and popu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_tom.evals.tomato.data import FACTOR_KEYS, LEVELS, MENTAL_STATES
+from pytest_tom.framework.labels import spread
 from pytest_tom.framework.metric import Show
 from pytest_tom.record import Outcome, Record
 
@@ -38,11 +38,6 @@ def run_correct(r: Record) -> list[bool]:
     return [bool(x) for x in runs] if isinstance(runs, list) and runs else [r.outcome is Outcome.CORRECT]
 
 
-def _std(values: Sequence[float]) -> float:
-    m = sum(values) / len(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
-
-
 def cell(records: Sequence[Record]) -> dict[str, Any] | None:
     """Accuracy of a set of questions: per run, then mean and std over runs; None for no questions."""
     scored = [r for r in records if r.outcome is not Outcome.ERROR]
@@ -51,9 +46,10 @@ def cell(records: Sequence[Record]) -> dict[str, Any] | None:
     per_item = [run_correct(r) for r in scored]
     runs = min(len(p) for p in per_item)
     per_run = [sum(p[k] for p in per_item) / len(per_item) for k in range(runs)]
+    mean, std = spread(per_run)
     return {"n": len(scored), "correct": sum(r.outcome is Outcome.CORRECT for r in scored),
-            "unparseable": sum(r.outcome is Outcome.UNPARSEABLE for r in scored), "accuracy": sum(per_run) / runs,
-            "std": _std(per_run), "runs": per_run}
+            "unparseable": sum(r.outcome is Outcome.UNPARSEABLE for r in scored), "accuracy": mean, "std": std,
+            "runs": per_run}
 
 
 def in_group(r: Record, group: str) -> bool:
@@ -71,7 +67,8 @@ def _macro(cells: Mapping[str, Mapping[str, Any]], group: str) -> dict[str, Any]
         return None
     runs = min(len(c["runs"]) for c in present)
     per_run = [sum(c["runs"][k] for c in present) / len(present) for k in range(runs)]
-    return {"accuracy": sum(per_run) / runs, "std": _std(per_run), "states": len(present), "runs": per_run}
+    mean, std = spread(per_run)
+    return {"accuracy": mean, "std": std, "states": len(present), "runs": per_run}
 
 
 def _gap(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> float | None:
