@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_tom.evals.tomvalley.data import ToMValleyExtra, ToMValleySample
 from pytest_tom.framework.base import BenchmarkOption
+from pytest_tom.framework.decoding import decoding_options
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import Conversation, Turn
 
@@ -37,10 +38,8 @@ OPTIONS = (
     BenchmarkOption("backgrounds", "false",
                     "true shows each scenario's background text, which the official evaluation removes because it "
                     "states the main character's mental states outright.", kind=bool),
-    BenchmarkOption("max_new_tokens", "8192", "Generation budget per request; the official local-model runs used "
-                    "8192 (71 answers and, with cot, the reasoning before them).", kind=int, bounds=(1, None)),
-    BenchmarkOption("temperature", "0.0", "Sampling temperature; the official runs used 0.0 (OpenAI) and 0.01 (vLLM).",
-                    kind=float),
+    *decoding_options(("8192", "the official local-model runs used 8192 (71 answers and, with cot, the reasoning "
+                       "before them)"), ("0.0", "the official runs used 0.0 (OpenAI) and 0.01 (vLLM)")),
 )
 
 
