@@ -87,8 +87,7 @@ def parse(rec: Mapping[str, Any], path: Path, line: int) -> MMToMSample:
     """One record as a sample, after the checks of spec §5.1 (3-6) that hold record by record."""
     where = f"line {line}"
     bad = partial(TomDataError, path=path, record=where)
-    if (keys := sorted(rec)) != sorted(KEYS):
-        raise bad(f"expected exactly the keys {', '.join(KEYS)}; got {', '.join(keys)}")
+    fields.keys(rec, KEYS, path, where)
     text = fields.text(rec, "question", path, where)
     gold = fields.one_of(rec, "answer", path, where, ("a", "b"))
     kind = rec["question_type"]
