@@ -20,12 +20,12 @@ from pytest_tom.evals.opentom import scoring
 from pytest_tom.evals.opentom.scoring import OpenToMExtra, OpenToMSample
 from pytest_tom.framework import fields
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
-from pytest_tom.framework.checks import check_sha256, read_json
+from pytest_tom.framework.checks import read_json
+from pytest_tom.framework.decoding import decoding_options, generation
 from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.pinned import PinnedFiles
 from pytest_tom.framework.release import partial_advice, partial_option
 from pytest_tom.record import Record
-from pytest_tom.request import GenerationSettings
 from pytest_tom.sample import Sample, Story
 
 __all__ = ["OpenToM", "OpenToMExtra", "OpenToMSample"]
@@ -52,7 +52,8 @@ PINS = PinnedFiles(
     "opentom", "OpenToM", f"{DIR}/meta_data.json", {"": REVISION, "paper_era/": PAPER_REVISION}, SHA256,
     f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding opentom/{DIR}/ from github.com/seacowx/OpenToM "
     f"(commit {REVISION[:12]}; paper-era fine-location files under opentom/{PAPER_DIR}/ from {PAPER_REVISION[:12]}), "
-    "or pass --tom-download to fetch both, checked against their sha256s.")
+    "or pass --tom-download to fetch both, checked against their sha256s.",
+    (("_new.json", ".json"), ("meta_data_long", "metadata_long")))  # the paper-era and Hugging Face names
 STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coarse", "so", 2),
          "location_fg_fo": ("loc_fine", "fo", 4), "location_fg_so": ("loc_fine", "so", 2),
          "multihop_fo": ("multihop", "fo", 6), "multihop_so": ("multihop", "so", 6), "attitude": ("attitude", "", 1)}
@@ -68,20 +69,12 @@ def perspective(question: str, mover: str, observer: str) -> str:
                  if any(lead.startswith(name + end) for end in ("'s ", "' ", ","))), "narrator")
 
 
-def _find(folder: Path, rel: str) -> Path:
-    """A release file, also under the old (`location_fg_fo.json`) and Hugging Face (`metadata_long.json`) names."""
-    for name in (rel, rel.replace("_new.json", ".json"), rel.replace("meta_data_long", "metadata_long")):
-        if (folder / name).is_file():
-            return folder / name
-    raise TomDataError("this OpenToM file is missing", path=folder / rel)
-
-
 def read_release(folder: Path, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
     """Every question as samples (long: the 100 OpenToM-L narratives), in file and list order; fine location by `release`."""
     fine = f"{DIR}/{{}}_new.json" if release == "2025" else f"{PAPER_DIR}/{{}}.json"
     rels = {stem: (fine if stem.startswith("location_fg") else f"{DIR}/{{}}.json").format(stem) for stem in STEMS}
     metas = [f"{DIR}/meta_data.json", *((f"{DIR}/meta_data_long.json",) if long else ())]
-    found = {rel: _find(folder, rel) for rel in [*metas, *rels.values()]}
+    found = {rel: PINS.find(folder, rel) for rel in [*metas, *rels.values()]}
     meta: dict[str, Any] = read_json(found[metas[0]])
     narr: dict[str, Any] = read_json(found[metas[-1]]) if long else meta
     samples: list[OpenToMSample] = []
@@ -99,8 +92,7 @@ def read_release(folder: Path, release: str, long: bool, verified: bool, partial
     if not (verified or partial):
         if len(samples) != (2_300 if long else 13_708):
             raise TomDataError(f"{len(samples)} questions, not the release's: {ADVICE}", path=folder)
-        for rel, p in found.items():
-            check_sha256(p, SHA256[rel], benchmark="opentom", given=False, partial=False)
+        PINS.check(found)
     return samples
 
 
@@ -110,15 +102,12 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     where = f"{key}[{index}]"
     plot = fields.obj(meta, "plot_info", path, key)
     names = {k: fields.text(plot, k, path, key, "plot_info") for k in PLOT}
-    if not isinstance(rec, Mapping) or sorted(rec) != ["answer", "question", "type"]:
-        raise TomDataError("expected the keys answer, question, type", path=path, record=where)
+    rec = fields.keys(rec, ("answer", "question", "type"), path, where)
     question, answer = fields.text(rec, "question", path, where), fields.text(rec, "answer", path, where)
     if question.count("?") != 1 or not question.endswith("?"):
         raise TomDataError("expected one '?', at the end of the question", path=path, record=where, field="question")
     personality = fields.text(meta, "personality", path, key).rsplit(" ", 2)[-2]
-    observed = meta.get("observed")
-    if not isinstance(observed, bool):
-        raise TomDataError(f"expected true or false, got {fields.shown(observed)}", path=path, record=key, field="observed")
+    observed = fields.flag(meta, "observed", path, key)
     genre, order, _ = STEMS[stem]
     kind = ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre  # 4, then 2 (spec §2.3)
     who, seen = perspective(question, names["mover"], names["observer"]), "witnessed" if observed else "unwitnessed"
@@ -182,12 +171,8 @@ class OpenToM(Benchmark[OpenToMExtra]):
                         choices=("official", "fixed")),
         BenchmarkOption("system_prompt", "system", "system: the official system message; none: omitted (the official Mixtral "
                         "path).", choices=("system", "none")),
-        BenchmarkOption("temperature", "0", "Sampling temperature; the official 0.", kind=float, bounds=(0, None)),
-        BenchmarkOption("top_p", "1", "Nucleus sampling share (the official API call used 0.95 at temperature 0).",
-                        kind=float, bounds=(0, 1.0001)),
-        BenchmarkOption("max_new_tokens", "1024", "Token budget per answer; the official 1024.", kind=int, bounds=(1, None)),
-        BenchmarkOption("stop", "none", "none, or newline: stop at the first line break (the local-model path).",
-                        choices=("none", "newline")),
+        *decoding_options(("1024", "the official 1024"), ("0", "the official 0"),
+                          ("1", "the official API call used 0.95 at temperature 0"), "the local-model path"),
         BenchmarkOption("source_url", URL, "Where --tom-download fetches the release (github.com/seacowx/OpenToM at "
                         f"{REVISION[:12]}, the paper-era files at {PAPER_REVISION[:12]})."),
         partial_option("partial or changed copy; by default a local copy must be the whole pinned release."),
@@ -227,9 +212,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
 
     def program(self, sample: OpenToMSample) -> Program:
         s = self.settings
-        settings = GenerationSettings(max_new_tokens=s["max_new_tokens"], temperature=s["temperature"], top_p=s["top_p"],
-                                      stop=("\n",) if s["stop"] == "newline" else ())
-        return scoring.solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", settings)
+        return scoring.solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", generation(s))
 
     gate_rates = staticmethod(scoring.gate_rates)
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from pytest_tom.framework import labels
 from pytest_tom.framework.base import Program
 from pytest_tom.framework.metric import Metric
 from pytest_tom.metrics import group_by, groups
 from pytest_tom.record import MetricData, Outcome, Record
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import KEEP, Sample
-from pytest_tom.stats import macro_f1
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,24 +195,16 @@ def members(cell: str, records: Sequence[Record]) -> list[Record]:
 
 
 def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
-    """One cell's official numbers (spec §3.7) and pytest-tom's counts (integers). A rate with an empty denominator
-    (every answer unparseable, no scorable gold) is None (null), never 0: nothing was read, so nothing was wrong.
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts (`labels.scores`); the official multihop
+    corrupted rate is the mean of its two parts' rates.
     """
-    pairs = [(r.gold, r.parsed) for r in recs if r.parsed is not None and r.gold is not None]
-    gold_n = sum(r.gold is not None for r in recs)
-    out: dict[str, float | None] = {
-        "n": len(recs), "n_scored": len(pairs), "unparseable": sum(r.parsed is None for r in recs),
-        "no_gold": len(recs) - gold_n, "accuracy": sum(g == p for g, p in pairs) / len(pairs) if pairs else None,
-        "macro_f1": macro_f1([g for g, _ in pairs], [p for _, p in pairs]) if pairs else None,
-        "accuracy_strict": sum(r.passed for r in recs) / gold_n if gold_n else None,
-        "corrupted_rate": (len(recs) - len(pairs)) / len(recs) if recs else None}
-    if cell.startswith("multihop/"):  # the official multihop rate is the mean of its two parts' rates
-        parts = [stats(f"{k}/{cell[9:]}", [r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
+    out = labels.scores(recs)
+    if cell.startswith("multihop/"):
+        parts = [labels.scores([r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
         out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] or 0.0 for p in parts if p["n"]])
     return out
 
 
-COUNTS = ("n", "n_scored", "unparseable", "no_gold")
 PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 """The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
 
@@ -225,19 +217,10 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
             continue
         key, shown = tuple(cell.split("/")), {name: f"{cell} {text}" for name, text in PRINTED.items()}
         if not batched:
-            cs = stats(cell, recs)  # accuracy and macro-F1 are over the answers read: that is their n
-            out += [Metric((*key, name), v, shown.get(name, ""), "count" if name in COUNTS else "rate", TABLE,
-                           n=int(cs["n_scored"] or 0) if name in PRINTED else len(recs)) for name, v in cs.items()]
+            out += labels.cell(key, stats(cell, recs), shown, TABLE)
             continue
         per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
-        for name in per[0]:
-            vals = tuple(p[name] for p in per)
-            nums = [float(v) for v in vals if v is not None]  # a batch with nothing read leaves the mean undefined
-            mean, std = (statistics.fmean(nums), statistics.pstdev(nums)) if len(nums) == len(vals) else (None, None)
-            label = f"{shown[name]} (mean over {len(vals)} batches)" if name in shown else ""
-            out += [Metric((*key, name, "mean"), mean, label, "score", TABLE, n=len(recs), std=std),
-                    Metric((*key, name, "std"), std, "", "score", TABLE),
-                    Metric((*key, name, "per_batch"), vals, "", "list", TABLE)]
+        out += labels.batched(key, per, shown, TABLE, len(recs))
     return out + diagnostics(records)
 
 
@@ -265,16 +248,9 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
 
 
 def gate_rates(records: Sequence[Record]) -> list[MetricData]:
-    """`macro_f1.<cell>` per cell, gateable: each scorable question a unit in its narrative, with (gold, prediction) so a
-    comparison bootstraps the F1 difference; an unparseable answer is the prediction -1 (a wrong class of its own), as
-    gates count unparseable answers wrong, unlike the official metrics which drop them.
+    """`macro_f1.<cell>` per cell, gateable over its scorable questions in their narratives (`labels.f1_gate`): gates count
+    an unparseable answer wrong (a class of its own), unlike the official metrics which drop it.
     """
-    out = []
-    for cell in CELLS:
-        recs = [r for r in members(cell, records) if r.facets.get("scorable") != "no"]
-        if recs:
-            out.append(MetricData(f"macro_f1.{cell.replace('/', '_')}", tuple(r.sample_id for r in recs),
-                                  tuple(float(r.passed) for r in recs), tuple(r.facets["narrative"] for r in recs),
-                                  f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)", True,
-                                  tuple((r.gold, -1 if r.parsed is None else r.parsed) for r in recs)))
-    return out
+    return [labels.f1_gate(f"macro_f1.{cell.replace('/', '_')}", recs, "narrative",
+                           f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)")
+            for cell in CELLS if (recs := [r for r in members(cell, records) if r.facets.get("scorable") != "no"])]
