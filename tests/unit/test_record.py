@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_tom.derived import Derived, Judgement, all_pass, evaluate
-from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict, index
+from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict, failure, index
 
 
 def through_json(d: dict[str, Any]) -> dict[str, Any]:
@@ -182,3 +182,9 @@ def test_a_custom_rule_gets_members_in_definition_order_and_its_judgement_is_kep
     strict = Derived("toy", "g", "threshold", ("q3", "q1", "q2"), params={"threshold": 0.9})
     failed = evaluate(strict, records, at_least)
     assert failed.verdict is Verdict.FAILED and failed.to_dict()["message"] == "rate 0.67"
+
+
+def test_a_failure_message_is_empty_when_correct_and_reads_alike_otherwise() -> None:
+    assert failure("B q1 (f.json k[0])", Outcome.CORRECT, "Where?", "gold: box") == ""
+    assert failure("B q1 (f.json k[0])", Outcome.UNPARSEABLE, "Where?", "gold: box", "answer: ''") == (
+        "B q1 (f.json k[0]): unparseable\nquestion: Where?\ngold: box\nanswer: ''")
