@@ -12,7 +12,7 @@ from __future__ import annotations
 from pytest_tom.evals.bigtom.data import BigToMSample
 from pytest_tom.framework.base import Program
 from pytest_tom.framework.judge import ask, verdict
-from pytest_tom.record import Outcome, Record
+from pytest_tom.record import Outcome, Record, failure
 from pytest_tom.request import GenerationSettings, Message, Request
 
 EVALUATE = ("Answer the questions based on the context. Keep your answer concise, few words are enough, maximum one "
@@ -134,8 +134,7 @@ def score(sample: BigToMSample, text: str | None, *, cut: bool = False, extracti
     letter, via, both = read(sample, text, cut=cut, extraction=extraction)
     outcome, gold = Outcome.judge(letter, sample.gold_label), sample.gold_label
     read_as = f"{letter}) via its {via}" if letter else "neither key a)/b) nor exactly one option's text"
-    message = "" if outcome is Outcome.CORRECT else (
-        f"BigToM {sample.id} ({sample.source}): {outcome.value}\nquestion: {sample.question}\n"
-        f"gold: {gold}){sample.choice(gold).text}\nanswer: {(text or '')[:300]!r}; read: {read_as}")
+    message = failure(f"BigToM {sample.id} ({sample.source})", outcome, sample.question,
+                      f"gold: {gold}){sample.choice(gold).text}", f"answer: {(text or '')[:300]!r}; read: {read_as}")
     return Record.of(sample, outcome, parsed=letter, gold=gold, responses=texts if texts is not None else (text,),
                      request_keys=keys, details={"via": via, "both_keys": both}, message=message)

@@ -28,7 +28,7 @@ from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Fa
 from pytest_tom.framework.gaps import gap_rule
 from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.metrics import groups
-from pytest_tom.record import Outcome, Record
+from pytest_tom.record import Outcome, Record, failure
 from pytest_tom.request import GenerationSettings, Message, Request
 
 __all__ = ["HiToM", "HiToMExtra", "HiToMSample"]
@@ -60,15 +60,12 @@ def score(sample: HiToMSample, text: str | None, gold: str, key: str = "") -> Re
     """Correct iff the extracted container is the gold's; unparseable counts as not correct in the metrics."""
     choices, x = {c.label: c.text for c in sample.choices}, sample.extra
     want, got = choices[sample.gold_label], extract(text, choices)
-    outcome, message = Outcome.judge(got, want), ""
-    if outcome is not Outcome.CORRECT:
-        differ = (f"; the MC and CoT data files disagree (MC {x.gold_mc}, CoT {x.gold_cot}), gold={gold} reads "
-                  f"{'the ' + x.style + ' file' if gold == 'own' else gold.upper()}") if x.gold_mc != x.gold_cot else ""
-        message = "\n".join([
-            f"Hi-ToM {x.path} (order {x.order}, length {x.length}, {x.tell}, {x.style}): {outcome.value}",
-            f"question: {sample.question}", f"gold: {sample.gold_label}. {want}{differ}",
-            f"first line of the answer: {first_line(text)[:200]!r} -> {got or 'unparseable'}",
-        ])
+    outcome = Outcome.judge(got, want)
+    differ = (f"; the MC and CoT data files disagree (MC {x.gold_mc}, CoT {x.gold_cot}), gold={gold} reads "
+              f"{'the ' + x.style + ' file' if gold == 'own' else gold.upper()}") if x.gold_mc != x.gold_cot else ""
+    message = failure(f"Hi-ToM {x.path} (order {x.order}, length {x.length}, {x.tell}, {x.style})", outcome,
+                      sample.question, f"gold: {sample.gold_label}. {want}{differ}",
+                      f"first line of the answer: {first_line(text)[:200]!r} -> {got or 'unparseable'}")
     return Record.of(sample, outcome, parsed=got, gold=want, responses=(text,), request_keys=(key,) if key else (),
                      details={"gold_setting": gold}, message=message)
 

@@ -13,7 +13,7 @@ import re
 from pytest_tom.evals.mmtomqa.data import MMToMSample, render
 from pytest_tom.evals.mmtomqa.shots import SHOTS
 from pytest_tom.framework.base import Program
-from pytest_tom.record import Outcome, Record
+from pytest_tom.record import Outcome, Record, failure
 from pytest_tom.request import GenerationSettings, Message, Request
 
 SYSTEM = "You are a helpful assistant."  # the chat path's system message (spec §3.2)
@@ -53,14 +53,9 @@ def score(sample: MMToMSample, text: str | None, key: str = "") -> Record:
     letter, gold = official(text), sample.gold_label
     got = letter if letter in ("a", "b") else None
     outcome, word = Outcome.judge(got, gold), word_letter(text)
-    message = ""
-    if outcome is not Outcome.CORRECT:
-        read = (f"{letter!r}" if letter else "nothing (empty answer)") + (", a letter a or b is needed" if got is None else "")
-        message = "\n".join([
-            f"MMToM-QA {sample.id} (type {sample.extra.qtype}, {sample.source}): {outcome.value}",
-            f"question: {sample.question}", f"gold: ({gold}) {sample.choice(gold).text}",
-            f"answer: {(text or '')[:200]!r}; official first character: {read}"
-            + ("; read off the first letter of a word" if word else ""),
-        ])
+    read = (f"{letter!r}" if letter else "nothing (empty answer)") + (", a letter a or b is needed" if got is None else "")
+    message = failure(f"MMToM-QA {sample.id} (type {sample.extra.qtype}, {sample.source})", outcome, sample.question,
+                      f"gold: ({gold}) {sample.choice(gold).text}", f"answer: {(text or '')[:200]!r}; official first "
+                      f"character: {read}" + ("; read off the first letter of a word" if word else ""))
     return Record.of(sample, outcome, parsed=got, gold=gold, responses=(text,),
                      request_keys=(key,) if key else (), details={"letter": letter, "word_letter": word}, message=message)

@@ -18,7 +18,7 @@ from pytest_tom.framework import labels
 from pytest_tom.framework.base import Program
 from pytest_tom.framework.metric import Metric
 from pytest_tom.metrics import group_by, groups
-from pytest_tom.record import MetricData, Outcome, Record
+from pytest_tom.record import MetricData, Outcome, Record, failure
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import KEEP, Sample
 
@@ -170,13 +170,11 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
     got = label(x, last if cot else read)
     outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
-    message = ""
-    if outcome is not Outcome.CORRECT:
-        why = ("no scorable gold: the answer names neither place" if g is None else
-               "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
-               "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
-        message = (f"OpenToM {s.id} ({s.source}): {outcome.value}: {why}\nquestion: {s.question}\n"
-                   f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})")
+    why = ("no scorable gold: the answer names neither place" if g is None else
+           "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
+           "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
+    message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
+                      f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got}): {why}")
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
                      request_keys=(key,) if key else (), details={"label": got}, message=message)
 
