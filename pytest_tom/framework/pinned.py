@@ -79,8 +79,8 @@ class PinnedFiles:
     """`files`: each file's path in a copy -> its sha256. `revisions`: a folder of the copy (`""`: its root; others end
     in `/`) -> the revision it holds, the first naming the cache folder; a file comes from the revision of the longest
     folder its path is under, at its path less that folder. `marker`: the file whose presence makes a folder a local
-    copy. `wanted` ends the not-found message. `aliases`: other names a local copy may give a file, as (part of its path,
-    that part's replacement), e.g. the names of an older revision or of a Hugging Face copy.
+    copy. `repository`: where the files come from (github.com/owner/name). `aliases`: other names a local copy may give a
+    file, as (part of its path, that part's replacement), e.g. the names of an older revision or of a Hugging Face copy.
     """
 
     benchmark: str
@@ -88,8 +88,20 @@ class PinnedFiles:
     marker: str
     revisions: Mapping[str, str]
     files: Mapping[str, str]
-    wanted: str
+    repository: str
     aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def held(self) -> str:
+        """What a copy holds: each revision's folder of the copy and commit (the first, the copy's root)."""
+        root = self.marker.rsplit("/", 1)[0] + "/"
+        return "; ".join(f"{self.benchmark}/{tree or root} at {rev[:12]}" for tree, rev in self.revisions.items())
+
+    def options(self, url: str) -> tuple[BenchmarkOption, BenchmarkOption]:
+        """The `source_url` setting (`url`: the repository's raw-file root) and the `partial` setting."""
+        return (BenchmarkOption("source_url", url, f"Where --tom-download fetches the release from ({self.repository}: "
+                                f"{self.held})."),
+                partial_option("partial or changed copy; by default a local copy must be the whole pinned release."))
 
     def find(self, folder: Path, path: str) -> Path:
         """A file of a copy by its path in `files`, else by an alias; a missing file is an error naming the path."""
@@ -121,8 +133,9 @@ class PinnedFiles:
         return Release(
             self.benchmark, (self.benchmark, ""), lambda f: (f / self.marker).is_file(), next(iter(self.revisions.values())),
             lambda c: (c / MANIFEST).is_file(),
-            lambda c: check_cached(c, self.files, "the pinned sha256s"), lambda c: self.download(url, c), self.wanted,
-            label=self.label)
+            lambda c: check_cached(c, self.files, "the pinned sha256s"), lambda c: self.download(url, c),
+            f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding {self.held} from {self.repository}, or pass "
+            "--tom-download to fetch them, each checked against its sha256.", label=self.label)
 
 
 @dataclass(frozen=True, slots=True)

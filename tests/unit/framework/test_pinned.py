@@ -79,7 +79,7 @@ BODIES = {"data/q.json": b"{}", "data/meta.json": b'{"k": 1}', "old/data/q.json"
 
 def many(bodies: dict[str, bytes] = BODIES) -> PinnedFiles:
     return PinnedFiles("toy", "Toy", "data/meta.json", {"": NEW, "old/": OLD},
-                       {p: hashlib.sha256(b).hexdigest() for p, b in bodies.items()}, "Fetch the toy files.")
+                       {p: hashlib.sha256(b).hexdigest() for p, b in bodies.items()}, "github.com/o/toy")
 
 
 def many_mirror(tmp_path: Path) -> str:
@@ -126,7 +126,7 @@ def test_many_files_a_local_copy_is_found_first_else_the_advice(tmp_path: Path) 
     (tmp_path / "root" / "toy" / "data" / "meta.json").write_bytes(b"{}")
     found = many().release("").locate(DataSource(tmp_path / "root", False, tmp_path / "c"))
     assert found == (tmp_path / "root" / "toy", False)
-    with pytest.raises(TomDataError, match="Toy data not found.*Fetch the toy files"):
+    with pytest.raises(TomDataError, match=r"Toy data not found.*holding toy/data/ at aaaaaaaaaaaa; toy/old/ at bbbbbbbbbbbb from github.com/o/toy"):
         many().release("").locate(DataSource(tmp_path / "nothing", False, tmp_path / "c"))
 
 
