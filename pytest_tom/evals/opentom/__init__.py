@@ -24,7 +24,7 @@ from pytest_tom.framework.checks import read_json
 from pytest_tom.framework.decoding import decoding_options, generation
 from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.pinned import PinnedFiles
-from pytest_tom.framework.release import partial_advice, partial_option
+from pytest_tom.framework.release import partial_advice
 from pytest_tom.record import Record
 from pytest_tom.sample import Sample, Story
 
@@ -48,12 +48,10 @@ SHA256 = {
     f"{PAPER_DIR}/location_fg_so.json": "8e721d5d0b4423a408b38dc5eb24d7a667be64692d7ee8e51e1522b9a321920a",
 }
 """sha256 of each file by its path in a copy, at REVISION (`paper_era/`: at PAPER_REVISION), as SOURCE.md lists them."""
-PINS = PinnedFiles(
-    "opentom", "OpenToM", f"{DIR}/meta_data.json", {"": REVISION, "paper_era/": PAPER_REVISION}, SHA256,
-    f"Point --tom-data-dir (or TOM_DATA_DIR) at a folder holding opentom/{DIR}/ from github.com/seacowx/OpenToM "
-    f"(commit {REVISION[:12]}; paper-era fine-location files under opentom/{PAPER_DIR}/ from {PAPER_REVISION[:12]}), "
-    "or pass --tom-download to fetch both, checked against their sha256s.",
-    (("_new.json", ".json"), ("meta_data_long", "metadata_long")))  # the paper-era and Hugging Face names
+PINS = PinnedFiles("opentom", "OpenToM", f"{DIR}/meta_data.json", {"": REVISION, "paper_era/": PAPER_REVISION}, SHA256,
+                   "github.com/seacowx/OpenToM", (("_new.json", ".json"), ("meta_data_long", "metadata_long")))
+"""The release at REVISION, its paper-era fine-location files at PAPER_REVISION; also under their old and Hugging Face
+names."""
 STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coarse", "so", 2),
          "location_fg_fo": ("loc_fine", "fo", 4), "location_fg_so": ("loc_fine", "so", 2),
          "multihop_fo": ("multihop", "fo", 6), "multihop_so": ("multihop", "so", 6), "attitude": ("attitude", "", 1)}
@@ -173,9 +171,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
                         "path).", choices=("system", "none")),
         *decoding_options(("1024", "the official 1024"), ("0", "the official 0"),
                           ("1", "the official API call used 0.95 at temperature 0"), "the local-model path"),
-        BenchmarkOption("source_url", URL, "Where --tom-download fetches the release (github.com/seacowx/OpenToM at "
-                        f"{REVISION[:12]}, the paper-era files at {PAPER_REVISION[:12]})."),
-        partial_option("partial or changed copy; by default a local copy must be the whole pinned release."),
+        *PINS.options(URL),
     )
     facets = (
         Facet("cell", {}, tables=((),)),
