@@ -27,11 +27,12 @@ class Outcome(str, enum.Enum):
         return cls.UNPARSEABLE if parsed is None else cls.CORRECT if parsed == gold else cls.INCORRECT
 
 
-def failure(head: str, outcome: Outcome, question: str, *lines: str) -> str:
-    """A record's message: empty when correct, else `<head>: <outcome>`, the question and the benchmark's `lines` (the
-    gold, the answer and how it was read), so the failures of every benchmark read alike.
+def failure(head: str, outcome: Outcome, question: str, *lines: str, why: str = "") -> str:
+    """A record's message: empty when correct, else `<head>: <outcome>[: <why>]`, the question and the benchmark's
+    `lines` (the gold, the answer and how it was read), so the failures of every benchmark read alike.
     """
-    return "" if outcome is Outcome.CORRECT else "\n".join([f"{head}: {outcome.value}", f"question: {question}", *lines])
+    first = f"{head}: {outcome.value}" + (f": {why}" if why else "")
+    return "" if outcome is Outcome.CORRECT else "\n".join([first, f"question: {question}", *lines])
 
 
 @dataclass(frozen=True, slots=True)

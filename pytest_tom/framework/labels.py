@@ -41,8 +41,13 @@ def spread(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     nums = [float(v) for v in values if v is not None]
     if not nums or len(nums) != len(values):
         return None, None
-    mean = sum(nums) / len(nums)
-    return mean, math.sqrt(sum((v - mean) * (v - mean) for v in nums) / len(nums))
+    total = 0.0
+    for v in nums:  # in order, not `sum`, which compensates rounding on Python 3.12+ where numpy does not
+        total += v
+    mean, squares = total / len(nums), 0.0
+    for v in nums:
+        squares += (v - mean) * (v - mean)
+    return mean, math.sqrt(squares / len(nums))
 
 
 def cell(key: tuple[str, ...], numbers: Mapping[str, float | None], shown: Mapping[str, str], table: str) -> list[Metric]:

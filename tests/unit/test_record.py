@@ -188,3 +188,4 @@ def test_a_failure_message_is_empty_when_correct_and_reads_alike_otherwise() -> 
     assert failure("B q1 (f.json k[0])", Outcome.CORRECT, "Where?", "gold: box") == ""
     assert failure("B q1 (f.json k[0])", Outcome.UNPARSEABLE, "Where?", "gold: box", "answer: ''") == (
         "B q1 (f.json k[0]): unparseable\nquestion: Where?\ngold: box\nanswer: ''")
+    assert failure("B q1", Outcome.INCORRECT, "Where?", why="a tie").startswith("B q1: incorrect: a tie\nquestion: ")

@@ -174,7 +174,7 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
            "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
            "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
     message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
-                      f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got}): {why}")
+                      f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
                      request_keys=(key,) if key else (), details={"label": got}, message=message)
 
