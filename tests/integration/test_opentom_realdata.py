@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import shutil
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pytest_tom.engine import Engine
@@ -132,7 +134,7 @@ def f1(pairs: list[tuple[int, int]]) -> float:
 
 
 def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool] = lambda *_: True,
-         items: dict[str, tuple[int | None, int]] | None = None) -> dict[str, float]:
+         items: dict[str, tuple[int | None, int]] | None = None, prefix: str = "") -> dict[str, float]:
     """Each cell's official numbers from the raw files; `items` (when given) receives each id's (gold, label)."""
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     cells: dict[str, list[tuple[int | None, int]]] = {}
@@ -146,7 +148,7 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
                 if stem.startswith("multihop"):
                     kind = "fullness" if i < 4 else "accessibility"
                 args = (plot["original_place"], plot["move_to_place"])
-                pair = (hand_gold(kind, q["answer"], *args), hand_label(kind, said[f"{key}-{stem}-{i}"], *args))
+                pair = (hand_gold(kind, q["answer"], *args), hand_label(kind, said[f"{prefix}{key}-{stem}-{i}"], *args))
                 if items is not None:
                     items[f"{key}-{stem}-{i}"] = pair
                 order = stem[-2:]
@@ -177,25 +179,54 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
         assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
 
 
-def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(root: Path, tmp_path: Path) -> None:
-    bench = OpenToM({"protocol": "paper"})
+def official_sample(keys: list[str]) -> list[list[tuple[str, list[int], list[int]]]]:
+    """`run_baseline.py`'s sample written out as it runs: `sample_entries` shuffles a fresh list of the keys (seed 42)
+    and yields its chunks of 50 until 5 batches are taken; per key of each batch, `multihop_fo` then `multihop_so`
+    drop two fullness indices by numpy's global generator (seed 42)."""
+    random.seed(42)
+    np.random.seed(42)
+    chunks: list[list[str]] = []
+    while len(chunks) < 5:
+        fresh = list(keys)
+        random.shuffle(fresh)
+        chunks.extend(fresh[i:i + 50] for i in range(0, len(fresh), 50))
+    return [[(k, sorted(int(i) for i in np.random.choice([0, 1, 2, 3], 2, replace=False)),
+              sorted(int(i) for i in np.random.choice([0, 1, 2, 3], 2, replace=False))) for k in chunk]
+            for chunk in chunks[:5]]
+
+
+@pytest.mark.parametrize(("narratives", "keys_sha256"), [
+    ("normal", "c9d785d42ba128ac6738bac4e058113cf3be453ba86a6ee19b8702b2c871887c"),
+    ("long", "d43b8467ac360866ffcd0395b39afd784ed0c91e64dfc7b916aebe4704e2f790"),  # the spec's, both (§3.7)
+])
+def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(root: Path, tmp_path: Path,
+                                                                                 narratives: str, keys_sha256: str) -> None:
+    bench = OpenToM({"protocol": "paper", "narratives": narratives})
     items = bench.load(DataSource(root, False, tmp_path))
     records = list(Engine(CallableModel(answers)).run({s.id: (s, bench.program(s)) for s in items}).values())
     got = {m.name: m.value for m in bench.metrics(records)}
-    meta = json.loads((root / DIR / "meta_data.json").read_text())
+    meta = json.loads((root / DIR / ("meta_data_long.json" if narratives == "long" else "meta_data.json")).read_text())
+    sample = official_sample(list(meta))
+    assert opentom.sample_official(list(meta)) == sample
+    assert hashlib.sha256(json.dumps([[k for k, _, _ in b] for b in sample]).encode()).hexdigest() == keys_sha256
+    # each question is asked once and counted in every batch that keeps it: 19 per story and batch (spec §3.7)
+    assert Counter(b for s in items for b in s.facets["batch"].split()) == {str(b): 950 for b in range(1, 6)}
+    assert len({s.id for s in items}) == len(items)
+    assert (narratives == "long") == any(" " in s.facets["batch"] for s in items)  # long stories recur across shuffles
     said = {r.sample_id: r.responses[0] or "" for r in records}
     per_batch = []
-    for chunk in opentom.sample_official(list(meta)):
+    for chunk in sample:
         keys = {k for k, _, _ in chunk}
         drop = {(k, "multihop_fo", i) for k, fo, _ in chunk for i in fo} | {(k, "multihop_so", i) for k, _, so in chunk
                                                                             for i in so}
         per_batch.append(hand(root, said, lambda key, stem, i, keys=keys, drop=drop: key in keys
-                              and (key, stem, i) not in drop))
+                              and (key, stem, i) not in drop, prefix="long-" if narratives == "long" else ""))
     for name in ("attitude.macro_f1", "multihop.fo.macro_f1", "loc_fine.so.accuracy", "loc_coarse.fo.macro_f1"):
         vals = [b[name] for b in per_batch]
-        mean = sum(vals) / 5
-        assert got[f"{name}.per_batch"] == pytest.approx(tuple(vals)) and got[f"{name}.mean"] == pytest.approx(mean)
-        assert got[f"{name}.std"] == pytest.approx((sum((v - mean) ** 2 for v in vals) / 5) ** 0.5)
+        assert got[f"{name}.per_batch"] == pytest.approx(tuple(vals))
+        # as the official evaluator computes them (np.mean, np.std), to the last bit
+        assert (got[f"{name}.mean"], got[f"{name}.std"]) == (np.mean(got[f"{name}.per_batch"]), np.std(got[f"{name}.per_batch"]))
+        assert got[f"{name}.mean"] == pytest.approx(np.mean(vals)) and got[f"{name}.std"] == pytest.approx(np.std(vals))
 
 
 @pytest.mark.slow

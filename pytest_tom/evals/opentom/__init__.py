@@ -128,16 +128,18 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:
-    """The official sample (spec §3.7): `random.seed(42)` shuffles of the keys cut into batches, and per narrative the
-    two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy generator seeded 42.
+    """The official sample (spec §3.7, `run_baseline.py`): the chunks of a `random.seed(42)` shuffle of the keys in file
+    order, the list taken afresh and shuffled again while batches are wanted (the 100 long narratives give 2 batches a
+    shuffle, so a narrative can be in two), and per narrative of each batch the two fullness indices dropped from
+    `multihop_fo` then `multihop_so` by numpy's legacy generator seeded 42.
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 
-    rng, rs, order = random.Random(42), np.random.RandomState(42), list(keys)
+    rng, rs = random.Random(42), np.random.RandomState(42)
     chunks: list[list[str]] = []
     while len(chunks) < batches:
-        rng.shuffle(order)
-        chunks += [order[i:i + size] for i in range(0, len(order) - size + 1, size)]
+        rng.shuffle(order := list(keys))
+        chunks += [order[i:i + size] for i in range(0, len(order), size)]
 
     def drop() -> list[int]:
         return sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))
@@ -188,8 +190,6 @@ class OpenToM(Benchmark[OpenToMExtra]):
 
     def load(self, source: DataSource) -> list[OpenToMSample]:
         s = self.settings
-        if s["protocol"] == "paper" and s["narratives"] == "long":
-            raise TomConfigError("opentom: protocol=paper is implemented for the normal narratives only")
         folder, verified = PINS.release(s["source_url"]).locate(source)
         skip = {"both": "", "coarse": "loc_fine", "fine": "loc_coarse"}[s["granularity"]]
         samples = [x for x in read_release(folder, s["release"], s["narratives"] == "long", verified, s["partial"])
@@ -199,12 +199,14 @@ class OpenToM(Benchmark[OpenToMExtra]):
         if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # no batch of 50 could ever be cut
             raise TomConfigError(f"opentom: protocol=paper draws batches of 50 narratives; the copy in {folder} has "
                                  f"{len(keys)} (use protocol=full on a partial copy)")
-        chunks = sample_official(keys)
-        batch = {key: str(b) for b, chunk in enumerate(chunks, 1) for key, _, _ in chunk}
-        drop = {(key, stem): ix for chunk in chunks for key, fo, so in chunk
-                for stem, ix in (("multihop_fo", fo), ("multihop_so", so))}
-        return [dataclasses.replace(x, facets={**x.facets, "batch": batch[x.extra.key]}) for x in samples
-                if x.extra.key in batch and x.extra.index not in drop.get((x.extra.key, x.extra.stem), ())]
+        batches: dict[str, list[str]] = {}  # per question, the batches counting its one answer (long: maybe two)
+        for b, chunk in enumerate(sample_official(keys), 1):
+            drop = {key: {"multihop_fo": fo, "multihop_so": so} for key, fo, so in chunk}
+            for x in samples:
+                if x.extra.key in drop and x.extra.index not in drop[x.extra.key].get(x.extra.stem, ()):
+                    batches.setdefault(x.id, []).append(str(b))
+        return [dataclasses.replace(x, facets={**x.facets, "batch": " ".join(batches[x.id])}) for x in samples
+                if x.id in batches]
 
     def program(self, sample: OpenToMSample) -> Program:
         s = self.settings

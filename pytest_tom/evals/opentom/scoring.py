@@ -17,7 +17,7 @@ from functools import partial
 from pytest_tom.framework import labels
 from pytest_tom.framework.base import Program
 from pytest_tom.framework.metric import Metric
-from pytest_tom.metrics import group_by, groups
+from pytest_tom.metrics import groups
 from pytest_tom.record import MetricData, Outcome, Record, failure
 from pytest_tom.request import GenerationSettings, Message, Request
 from pytest_tom.sample import KEEP, Sample
@@ -208,7 +208,9 @@ PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 
 
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
-    """Every cell's metrics; `batched`: mean, population std and per-batch values over the records' `batch` facet."""
+    """Every cell's metrics; `batched`: mean, population std and per-batch values over the batches each record's `batch`
+    facet names.
+    """
     out: list[Metric] = []
     for cell in CELLS:
         if not (recs := members(cell, records)):
@@ -217,7 +219,8 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
         if not batched:
             out += labels.cell(key, stats(cell, recs), shown, TABLE)
             continue
-        per = [stats(cell, rs) for _, rs in sorted(group_by(recs, "batch").items(), key=lambda kv: int(kv[0]))]
+        names = sorted({b for r in recs for b in r.facets["batch"].split()}, key=int)  # a question may count in two
+        per = [stats(cell, [r for r in recs if b in r.facets["batch"].split()]) for b in names]
         out += labels.batched(key, per, shown, TABLE, len(recs))
     return out + diagnostics(records)
 
