@@ -1,10 +1,8 @@
 """OpenToM's scoring as the official code does it (spec §3.2-§3.7), as pure functions: the prompts (vanilla, CoT,
-Self-Ask, SimToM), the rule-based label mapping and `evaluate.py`'s metrics. Labels are the official integers; -1 is
-unparseable ("corrupted"), which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a
-fine-location tie (3) is a wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never
-scored. Per cell (multihop pools fullness and accessibility, which share integer labels): macro-F1 and accuracy over the
-answers parsed against an existing gold; beside them the counts, the corrupted rate and a strict accuracy counting
-unparseable answers wrong. `protocol=paper`: mean and population std over the 5 batches.
+Self-Ask, SimToM), the rule-based label mapping and `evaluate.py`'s metrics per cell (`framework.labels`; multihop pools
+fullness and accessibility, which share integer labels). Labels are the official integers; -1 is unparseable
+("corrupted"), which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a fine-location tie
+(3) is a wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never scored.
 """
 
 from __future__ import annotations
