@@ -16,6 +16,7 @@ fetched file by file (the repository publishes no archive to pin), gets a cache 
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,9 +94,11 @@ class PinnedFiles:
 
     @property
     def held(self) -> str:
-        """What a copy holds: each revision's folder of the copy and commit (the first, the copy's root)."""
-        root = self.marker.rsplit("/", 1)[0] + "/"
-        return "; ".join(f"{self.benchmark}/{tree or root} at {rev[:12]}" for tree, rev in self.revisions.items())
+        """What a copy holds: the folder of each revision's files in the copy, and the revision."""
+        folders = {tree: posixpath.commonpath([posixpath.dirname(p) for p in self.files if self.tree(p) == tree])
+                   for tree in self.revisions}
+        return "; ".join(f"{posixpath.join(self.benchmark, folders[tree], '')} at {rev[:12]}"
+                         for tree, rev in self.revisions.items())
 
     def options(self, url: str) -> tuple[BenchmarkOption, BenchmarkOption]:
         """The `source_url` setting (`url`: the repository's raw-file root) and the `partial` setting."""
