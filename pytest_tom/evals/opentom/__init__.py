@@ -196,10 +196,10 @@ class OpenToM(Benchmark[OpenToMExtra]):
                    if x.extra.kind != skip]
         if s["protocol"] == "full":
             return samples
-        if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # no batch of 50 could ever be cut
+        if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # not one of the paper's batches
             raise TomConfigError(f"opentom: protocol=paper draws batches of 50 narratives; the copy in {folder} has "
                                  f"{len(keys)} (use protocol=full on a partial copy)")
-        batches: dict[str, list[str]] = {}  # per question, the batches counting its one answer (long: maybe two)
+        batches: dict[str, list[str]] = {}  # per question, the batches counting its one answer (long: up to 3)
         for b, chunk in enumerate(sample_official(keys), 1):
             drop = {key: {"multihop_fo": fo, "multihop_so": so} for key, fo, so in chunk}
             for x in samples:
