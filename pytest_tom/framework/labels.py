@@ -35,8 +35,9 @@ def scores(recs: Sequence[Record]) -> dict[str, float | None]:
 
 def spread(values: Sequence[float | None]) -> tuple[float | None, float | None]:
     """Mean and population std (ddof 0: the papers' "mean ± std over 5 runs/batches") of per-batch values, with numpy's
-    operations (a sum, then squares by multiplication), so they agree with the official `np.mean` and `np.std` where
-    `statistics.pstdev` differs in the last bit; both None when a batch has no value, which leaves the mean undefined.
+    operations (a sum in order, then squares by multiplication): for fewer than 8 values, where numpy sums in order too,
+    they equal the official `np.mean` and `np.std` to the last bit, which `statistics` does not (from 8 on numpy sums in
+    unrolled blocks and may differ in the last bit). Both None when a batch has no value: the mean is then undefined.
     """
     nums = [float(v) for v in values if v is not None]
     if not nums or len(nums) != len(values):

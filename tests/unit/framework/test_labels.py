@@ -4,7 +4,9 @@ them, batch means with the population std, and the macro-F1 gate's units."""
 from __future__ import annotations
 
 import math
+import statistics
 
+import numpy as np
 import pytest
 
 from pytest_tom.framework import labels
@@ -60,3 +62,9 @@ def test_the_f1_gate_keeps_each_units_labels_and_marks_unparseable_as_a_class_of
     data = labels.f1_gate("macro_f1.loc", RECS[:4], "narrative", "loc macro-F1")
     assert data.labels == ((1, 1), (1, 2), (2, 2), (2, -1))
     assert data.values == (1.0, 0.0, 1.0, 0.0) and data.clusters == ("n1",) * 4 and data.higher_is_better
+
+
+def test_spread_equals_numpy_to_the_last_bit_over_five_batches_where_statistics_does_not() -> None:
+    values = [0.0, 0.05, 0.1, 0.15, 0.3]
+    assert labels.spread(values) == (float(np.mean(values)), float(np.std(values)))
+    assert (statistics.fmean(values), statistics.pstdev(values)) != labels.spread(values)  # the input tells them apart
