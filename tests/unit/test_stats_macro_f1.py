@@ -1,5 +1,5 @@
-"""The macro-F1 comparison: its point values are scikit-learn's macro-F1 (computed by hand here), its decision follows
-a real drop and not a tie, and it resamples clusters."""
+"""Macro-F1 (scikit-learn's macro average over the labels of gold and predictions) and its comparison: the comparison's
+points are macro-F1 computed by hand here, its decision follows a real drop and not a tie, and it resamples clusters."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from pytest_tom.stats import compare_macro_f1
+from pytest_tom.stats import compare_macro_f1, macro_f1
 
 
 def hand_f1(gold: list[int], pred: list[int]) -> float:
@@ -19,6 +19,12 @@ def hand_f1(gold: list[int], pred: list[int]) -> float:
         fn = sum(g == lab != p for g, p in zip(gold, pred, strict=True))
         per.append(2 * tp / (2 * tp + fp + fn))
     return sum(per) / len(per)
+
+
+def test_macro_f1_is_the_mean_over_gold_and_predicted_labels() -> None:
+    # label 1: tp 1, fp 1, fn 1 -> 0.5; label 2: tp 1, fp 0, fn 1 -> 2/3; label 3 (predicted only): 0
+    assert macro_f1([1, 1, 2, 2], [1, 3, 2, 1]) == pytest.approx((0.5 + 2 / 3 + 0) / 3)
+    assert macro_f1([0, 1], [0, 1]) == 1.0
 
 
 def test_the_points_are_macro_f1_with_the_union_of_labels() -> None:

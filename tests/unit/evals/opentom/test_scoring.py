@@ -1,5 +1,5 @@
 """OpenToM's prompts and label mapping against the spec's verbatim texts and rule examples (spec §3.2-§3.5), and its metrics:
-scikit-learn's macro-F1 by hand, the official pooling of multihop and the batch means.
+the official pooling of multihop and the batch means.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pytest_tom.evals.opentom import OpenToM, scoring
 from pytest_tom.evals.opentom.scoring import OpenToMSample
 from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
-from pytest_tom.stats import macro_f1
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
 HEAD = "Read and comprehend the following short story. Then, answer the question that follows.\n\n"
@@ -119,12 +118,6 @@ def rec(cell: str, genre: str, gold: int | None, parsed: int | None, batch: str 
     outcome = Outcome.UNPARSEABLE if parsed is None else Outcome.CORRECT if parsed == gold else Outcome.INCORRECT
     return Record("opentom", f"{cell}{gold}{parsed}", outcome, {"cell": cell, "genre": genre, "order": cell[-2:],
                   "perspective": "mover", "narrative": "1", "batch": batch}, parsed=parsed, gold=gold)
-
-
-def test_macro_f1_is_the_mean_over_gold_and_predicted_labels() -> None:
-    # label 1: tp 1, fp 1, fn 1 -> 0.5; label 2: tp 1, fp 0, fn 1 -> 2/3; label 3 (predicted only): 0
-    assert macro_f1([1, 1, 2, 2], [1, 3, 2, 1]) == pytest.approx((0.5 + 2 / 3 + 0) / 3)
-    assert macro_f1([0, 1], [0, 1]) == 1.0
 
 
 def test_multihop_pools_shared_labels_and_drops_unparseable() -> None:
