@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.opentom_sample import official_sample
 
 from pytest_tom.engine import Engine
 from pytest_tom.errors import TomDataError
@@ -177,22 +177,6 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     assert {r.sample_id: (r.gold, -1 if r.parsed is None else r.parsed) for r in records} == per_item  # item by item
     if which == "python":
         assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
-
-
-def official_sample(keys: list[str]) -> list[list[tuple[str, list[int], list[int]]]]:
-    """`run_baseline.py`'s sample written out as it runs: `sample_entries` shuffles a fresh list of the keys (seed 42)
-    and yields its chunks of 50 until 5 batches are taken; per key of each batch, `multihop_fo` then `multihop_so`
-    drop two fullness indices by numpy's global generator (seed 42)."""
-    random.seed(42)
-    np.random.seed(42)
-    chunks: list[list[str]] = []
-    while len(chunks) < 5:
-        fresh = list(keys)
-        random.shuffle(fresh)
-        chunks.extend(fresh[i:i + 50] for i in range(0, len(fresh), 50))
-    return [[(k, sorted(int(i) for i in np.random.choice([0, 1, 2, 3], 2, replace=False)),
-              sorted(int(i) for i in np.random.choice([0, 1, 2, 3], 2, replace=False))) for k in chunk]
-            for chunk in chunks[:5]]
 
 
 @pytest.mark.parametrize(("narratives", "keys_sha256"), [

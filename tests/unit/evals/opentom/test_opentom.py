@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers.opentom_sample import official_sample
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import opentom
@@ -68,3 +69,10 @@ def test_the_official_sample_cycles_shuffles_when_keys_run_out() -> None:
     batches = opentom.sample_official([str(i) for i in range(100)])
     assert [len(b) for b in batches] == [50] * 5 and len({k for b in batches[:2] for k, _, _ in b}) == 100
     assert all(len(fo) == 2 and fo == sorted(fo) and set(fo) <= {0, 1, 2, 3} for b in batches for _, fo, _ in b)
+
+
+@pytest.mark.parametrize("n", [596, 100, 120])
+def test_the_official_sample_is_run_baselines(n: int) -> None:
+    """Each pass shuffles a fresh list (100 keys: not the previous pass's order) and keeps its short last chunk (120)."""
+    keys = [f"{i:08d}" for i in range(n)]
+    assert opentom.sample_official(keys) == official_sample(keys)
