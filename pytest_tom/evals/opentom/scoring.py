@@ -166,11 +166,12 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     x, g = s.extra, gold(s.extra)
     read = (text or "").strip()
     last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
-    got = label(x, last if cot else read)
+    got = label(x, said := last if cot else read)
     outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
-    why = ("no scorable gold: the answer names neither place" if g is None else
-           "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
-           "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
+    tie = ("ambiguous: equal overlap with both places" if overlap(said, strip_det(x.original_place)) else
+           "names neither place (an empty or unrelated answer): the official rule's tie label, a wrong answer")
+    why = ("no scorable gold: the answer names neither place" if g is None else tie if got == 3 and x.kind == "loc_fine"
+           else "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
     message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
                       f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),

@@ -108,8 +108,11 @@ def test_strip_det_tests_character_prefixes() -> None:
 def test_outcomes_unparseable_tie_and_cot_last_line(items: dict[str, OpenToMSample]) -> None:
     fine, coarse = items["22222222-location_fg_fo-2"], items["22222222-location_cg_fo-0"]
     assert scoring.score(coarse, "Maybe").outcome is Outcome.UNPARSEABLE
-    tie = scoring.score(fine, "somewhere")
-    assert tie.outcome is Outcome.INCORRECT and tie.parsed == 3 and "ambiguous" in tie.message
+    tie = scoring.score(fine, "the fruit bowl or the pantry")
+    assert tie.outcome is Outcome.INCORRECT and tie.parsed == 3 and "ambiguous: equal overlap" in tie.message
+    for neither in ("somewhere", ""):  # the official tie too, and said so: not an answer read as a wrong place
+        miss = scoring.score(fine, neither)
+        assert miss.outcome is Outcome.INCORRECT and miss.parsed == 3 and "names neither place" in miss.message
     assert scoring.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
     assert scoring.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
 
