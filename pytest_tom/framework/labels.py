@@ -1,18 +1,22 @@
 """Scores of a classification read off free text (OpenToM's labels): per cell of questions, the official numbers over the
 answers a rule could read (accuracy, scikit-learn's macro-F1), the counts and rates of what it could not read beside
-them, the units of a macro-F1 gate, and, for a protocol of sampled batches or runs, the mean and population std over
-them. A record's `gold` and `parsed` are the labels; `parsed` None is unparseable, `gold` None a question with no
-scorable gold (a release defect). A rate with an empty denominator is None (null), never 0: nothing was read, so
-nothing was wrong.
+them, the units of a macro-F1 gate, and, for a protocol of sampled batches or runs, the batches drawn as the papers drew
+them (`chunks`, `in_batches`) and the mean and population std over them. A record's `gold` and `parsed` are the labels;
+`parsed` None is unparseable, `gold` None a question with no scorable gold (a release defect). A rate with an empty
+denominator is None (null), never 0: nothing was read, so nothing was wrong.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import random
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
+from pytest_tom.sample import Sample
 from pytest_tom.stats import macro_f1
 
 COUNTS = ("n", "n_scored", "unparseable", "no_gold")
@@ -68,6 +72,39 @@ def batched(key: tuple[str, ...], per: Sequence[Mapping[str, float | None]], sho
         out += [Metric((*key, name, "mean"), mean, label, "score", table, n=n, std=std),
                 Metric((*key, name, "std"), std, "", "score", table), Metric((*key, name, "per_batch"), vals, "", "list", table)]
     return out
+
+
+def table(key: tuple[str, ...], recs: Sequence[Record], stats: Callable[[Sequence[Record]], Mapping[str, float | None]],
+          shown: Mapping[str, str], title: str, batch: str = "") -> list[Metric]:
+    """A cell's `stats` as metrics (`cell`); with `batch`, the facet listing the batches a record counts in (a question
+    may count in several, space-separated), its `stats` per batch, then their mean and std (`batched`).
+    """
+    if not batch:
+        return cell(key, stats(recs), shown, title)
+    names = sorted({b for r in recs for b in r.facets[batch].split()}, key=lambda b: (len(b), b))  # "2" before "10"
+    return batched(key, [stats([r for r in recs if b in r.facets[batch].split()]) for b in names], shown, title, len(recs))
+
+
+def chunks(keys: Sequence[str], batches: int, size: int, seed: int) -> list[list[str]]:
+    """The papers' sampled batches (`random.seed(seed)`; the chunks of a shuffled copy of the keys, taken afresh and
+    shuffled again by the same generator while batches are wanted, so a key may be in two when the keys are few).
+    """
+    rng, out = random.Random(seed), list[list[str]]()
+    while len(out) < batches:
+        rng.shuffle(order := list(keys))
+        out += [order[i:i + size] for i in range(0, len(order), size)]
+    return out[:batches]
+
+
+S = TypeVar("S", bound=Sample[Any])
+
+
+def in_batches(samples: Sequence[S], batches: int, keeps: Callable[[S, int], bool], facet: str = "batch") -> list[S]:
+    """The samples one of the `batches` keeps (`keeps(sample, b)`, b from 0), each asked once, its `facet` the numbers
+    (from 1) of every batch keeping it: its one answer counts in each.
+    """
+    kept = {s.id: " ".join(str(b + 1) for b in range(batches) if keeps(s, b)) for s in samples}
+    return [dataclasses.replace(s, facets={**s.facets, facet: kept[s.id]}) for s in samples if kept[s.id]]
 
 
 def f1_gate(name: str, recs: Sequence[Record], cluster: str, description: str) -> MetricData:

@@ -3,7 +3,9 @@ them, batch means with the population std, and the macro-F1 gate's units."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import random
 import statistics
 
 import numpy as np
@@ -11,6 +13,7 @@ import pytest
 
 from pytest_tom.framework import labels
 from pytest_tom.record import Outcome, Record
+from pytest_tom.sample import Sample, Story
 
 
 def rec(i: int, gold: int | None, parsed: int | None, narrative: str = "n1") -> Record:
@@ -68,3 +71,29 @@ def test_spread_equals_numpy_to_the_last_bit_over_five_batches_where_statistics_
     values = [0.0, 0.05, 0.1, 0.15, 0.3]
     assert labels.spread(values) == (float(np.mean(values)), float(np.std(values)))
     assert (statistics.fmean(values), statistics.pstdev(values)) != labels.spread(values)  # the input tells them apart
+
+
+def test_a_table_is_one_cell_or_its_batches_with_a_question_counted_in_each_batch_it_is_in() -> None:
+    batched = [dataclasses.replace(r, facets={**r.facets, "batch": b}) for r, b in zip(RECS, ("1", "1 2", "2", "2", "10"), strict=True)]
+    plain = {m.name: m.value for m in labels.table(("loc",), RECS, labels.scores, {}, "T")}
+    assert plain == {m.name: m.value for m in labels.cell(("loc",), labels.scores(RECS), {}, "T")}
+    ms = {m.name: m for m in labels.table(("loc",), batched, labels.scores, {}, "T", batch="batch")}
+    assert ms["loc.n.per_batch"].value == (2, 3, 1)  # batches 1, 2 and 10, in number order; q1 counts in 1 and 2
+    assert ms["loc.accuracy.per_batch"].value == (0.5, 0.5, None) and ms["loc.n.mean"].n == 5
+
+
+def test_chunks_reshuffle_a_fresh_copy_while_batches_are_wanted() -> None:
+    keys = [f"k{i}" for i in range(7)]
+    rng, want = random.Random(3), list[list[str]]()
+    while len(want) < 3:  # the official procedure: a fresh copy of the keys in file order, shuffled, cut in chunks
+        rng.shuffle(order := list(keys))
+        want += [order[:5], order[5:]]
+    assert labels.chunks(keys, 3, 5, 3) == want[:3] and len(want[0]) == 5 and len(want[2]) == 5
+    assert labels.chunks(keys, 2, 5, 3) == want[:2]
+
+
+def test_in_batches_keeps_each_sample_once_with_every_batch_that_keeps_it() -> None:
+    samples = [Sample("b", f"s{i}", Story("x"), "q?", (), "g", (), {}, (), None) for i in range(4)]
+    kept = labels.in_batches(samples, 3, lambda s, b: int(s.id[1]) % 3 == b or s.id == "s2")
+    assert [(s.id, s.facets["batch"]) for s in kept] == [("s0", "1"), ("s1", "2"), ("s2", "1 2 3"), ("s3", "1")]
+    assert labels.in_batches(samples, 2, lambda s, b: s.id == "s1")[0].facets == {"batch": "1 2"}
