@@ -1,16 +1,12 @@
-"""OpenToM (Xu et al., ACL 2024): 13,708 questions on 596 narratives of two characters and one moved object: location
-(coarse yes/no, fine "where"), multihop (a container's fullness, the object's accessibility) and the observer's attitude,
-first and second order, scored by the official rule-based label mapping and macro-F1 (`scoring`). Spec:
-docs/benchmarks/opentom.md. The release (`data/opentom_data/*.json`, one object keyed by narrative) is read into checked
-samples, one per (narrative, file, index) of the seven question files, whose lists come in a fixed order (spec §2.3),
-scored against names bound by name from `plot_info`: the official code unpacks it positionally, which binds the wrong
-fields (spec §5.1). A copy not declared `partial` must be the pinned files whole (checksums, 596 narratives, 13,708 questions).
+"""OpenToM (Xu et al., ACL 2024; docs/benchmarks/opentom.md): 13,708 location, multihop and attitude questions on 596
+narratives, first and second order, scored by the official label mapping and macro-F1 (`scoring`). One checked sample
+per (narrative, file, index) of the seven question files (fixed list order, spec §2.3), read against `plot_info` bound
+by name, not positionally as the official code does, which binds the wrong fields (spec §5.1). A copy not declared
+`partial` must be the pinned files whole (checksums, 596 narratives, 13,708 questions).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +14,7 @@ from typing import Any
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.opentom import scoring
 from pytest_tom.evals.opentom.scoring import OpenToMExtra, OpenToMSample
-from pytest_tom.framework import fields
+from pytest_tom.framework import fields, labels
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
 from pytest_tom.framework.checks import read_json
 from pytest_tom.framework.decoding import decoding_options, generation
@@ -47,11 +43,9 @@ SHA256 = {
     f"{PAPER_DIR}/location_fg_fo.json": "ffa81c75d465133c10304457234d828db150fcb5d87579d45461a6523f5a7de9",
     f"{PAPER_DIR}/location_fg_so.json": "8e721d5d0b4423a408b38dc5eb24d7a667be64692d7ee8e51e1522b9a321920a",
 }
-"""sha256 of each file by its path in a copy, at REVISION (`paper_era/`: at PAPER_REVISION), as SOURCE.md lists them."""
 PINS = PinnedFiles("opentom", "OpenToM", f"{DIR}/meta_data.json", {"": REVISION, "paper_era/": PAPER_REVISION}, SHA256,
                    "github.com/seacowx/OpenToM", (("_new.json", ".json"), ("meta_data_long", "metadata_long")))
-"""The release at REVISION, its paper-era fine-location files at PAPER_REVISION; also under their old and Hugging Face
-names."""
+"""Each file's sha256 at REVISION (`paper_era/`: PAPER_REVISION), as SOURCE.md lists them; old and Hugging Face names."""
 STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coarse", "so", 2),
          "location_fg_fo": ("loc_fine", "fo", 4), "location_fg_so": ("loc_fine", "so", 2),
          "multihop_fo": ("multihop", "fo", 6), "multihop_so": ("multihop", "so", 6), "attitude": ("attitude", "", 1)}
@@ -114,7 +108,7 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
              *(("location_" + kind[4:],) if kind.startswith("loc_") else ()), *(("multihop",) if genre == "multihop" else ()),
              *((f"{'first' if order == 'fo' else 'second'}_order",) if order else ()), *(("long_narrative",) if long else ()))
     text = fields.text(narr, "long_narrative" if long else "narrative", path, key)
-    extra = OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"], names["eoi"],
+    extra = OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"],
                          names["original_place"], names["move_to_place"], answer)
     scorable = scoring.gold(extra) is not None
     return Sample(
@@ -128,23 +122,19 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:
-    """The official sample (spec §3.7, `run_baseline.py`): the chunks of a `random.seed(42)` shuffle of the keys in file
-    order, the list taken afresh and shuffled again while batches are wanted (the 100 long narratives give 2 batches a
-    shuffle, so a narrative can be in two), and per narrative of each batch the two fullness indices dropped from
-    `multihop_fo` then `multihop_so` by numpy's legacy generator seeded 42.
+    """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file
+    order (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative can be in two), and per narrative
+    of each batch the two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy generator
+    seeded 42.
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 
-    rng, rs = random.Random(42), np.random.RandomState(42)
-    chunks: list[list[str]] = []
-    while len(chunks) < batches:
-        rng.shuffle(order := list(keys))
-        chunks += [order[i:i + size] for i in range(0, len(order), size)]
+    rs = np.random.RandomState(42)
 
     def drop() -> list[int]:
         return sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))
 
-    return [[(k, drop(), drop()) for k in chunk] for chunk in chunks[:batches]]
+    return [[(k, drop(), drop()) for k in chunk] for chunk in labels.chunks(keys, batches, size, 42)]
 
 
 def _marks(*names: str) -> dict[str, str]:
@@ -199,14 +189,9 @@ class OpenToM(Benchmark[OpenToMExtra]):
         if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # not one of the paper's batches
             raise TomConfigError(f"opentom: protocol=paper draws batches of 50 narratives; the copy in {folder} has "
                                  f"{len(keys)} (use protocol=full on a partial copy)")
-        batches: dict[str, list[str]] = {}  # per question, the batches counting its one answer (long: up to 3)
-        for b, chunk in enumerate(sample_official(keys), 1):
-            drop = {key: {"multihop_fo": fo, "multihop_so": so} for key, fo, so in chunk}
-            for x in samples:
-                if x.extra.key in drop and x.extra.index not in drop[x.extra.key].get(x.extra.stem, ()):
-                    batches.setdefault(x.id, []).append(str(b))
-        return [dataclasses.replace(x, facets={**x.facets, "batch": " ".join(batches[x.id])}) for x in samples
-                if x.id in batches]
+        drops = [{key: {"multihop_fo": fo, "multihop_so": so} for key, fo, so in chunk} for chunk in sample_official(keys)]
+        return labels.in_batches(samples, len(drops), lambda x, b: x.extra.key in drops[b] and  # a question: 1-3 batches
+                                 x.extra.index not in drops[b][x.extra.key].get(x.extra.stem, ()))
 
     def program(self, sample: OpenToMSample) -> Program:
         s = self.settings

@@ -32,7 +32,6 @@ class OpenToMExtra:
     """loc_coarse, loc_fine, fullness, accessibility or attitude: the prompt template and the answer rule."""
     mover: str
     observer: str
-    eoi: str
     original_place: str
     move_to_place: str
     answer: str
@@ -185,10 +184,8 @@ CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multih
 
 
 def members(cell: str, records: Sequence[Record]) -> list[Record]:
-    """The scored records of a cell: multihop pools fullness and accessibility; the others are one genre and order."""
-    genre, _, order = cell.partition("/")
-    return [r for r in records if r.scored and (r.facets["cell"] == cell if genre in ("multihop", "attitude") else
-                                                r.facets["genre"] == genre and r.facets["order"] == order)]
+    """The scored records of a cell: its `cell` facet (multihop pools fullness and accessibility) or genre/order."""
+    return [r for r in records if r.scored and cell in (r.facets["cell"], f"{r.facets['genre']}/{r.facets['order']}")]
 
 
 def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
@@ -207,40 +204,27 @@ PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
 
 
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
-    """Every cell's metrics; `batched`: mean, population std and per-batch values over the batches each record's `batch`
-    facet names.
-    """
-    out: list[Metric] = []
-    for cell in CELLS:
-        if not (recs := members(cell, records)):
-            continue
-        key, shown = tuple(cell.split("/")), {name: f"{cell} {text}" for name, text in PRINTED.items()}
-        if not batched:
-            out += labels.cell(key, stats(cell, recs), shown, TABLE)
-            continue
-        names = sorted({b for r in recs for b in r.facets["batch"].split()}, key=int)  # a question may count in two
-        per = [stats(cell, [r for r in recs if b in r.facets["batch"].split()]) for b in names]
-        out += labels.batched(key, per, shown, TABLE, len(recs))
-    return out + diagnostics(records)
+    """Every cell's metrics; `batched`: per batch of each record's `batch` facet, then their mean and population std."""
+    return [m for cell in CELLS if (recs := members(cell, records)) for m in labels.table(
+        tuple(cell.split("/")), recs, partial(stats, cell), {k: f"{cell} {v}" for k, v in PRINTED.items()}, TABLE,
+        "batch" if batched else "")] + diagnostics(records)
 
 
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
     """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
-    out: list[Metric] = []
     loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
-           and r.facets["perspective"] != "narrator"]
-    twins = groups(loc, ("order", "narrative", "perspective", "length"))  # a coarse and a fine question of one character
+           and r.facets["perspective"] != "narrator"]  # twins: a coarse and a fine question of one character
+    twins = [(k[0], {r.facets["genre"]: r.parsed for r in rs})
+             for k, rs in groups(loc, ("order", "narrative", "perspective", "length")).items()]
+    out: list[Metric] = []
     for order in ("fo", "so"):
-        both = [{r.facets["genre"]: r for r in rs} for k, rs in twins.items() if k[0] == order]
-        pairs = [(p["loc_coarse"].parsed, p["loc_fine"].parsed) for p in both if len(p) == 2]
-        read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
-        if pairs:
-            agree = sum((c == 1) == (f == 1) for c, f in read) / len(read) if read else None
-            out += [Metric(("coarse_fine_agreement", order), agree, f"coarse-fine agreement, {order} (Yes = original place)",
-                           "rate", DIAGNOSTICS, n=len(read)),
+        if pairs := [(p["loc_coarse"], p["loc_fine"]) for o, p in twins if o == order and len(p) == 2]:
+            read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
+            out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
+                           if read else None, f"coarse-fine agreement, {order} (Yes = original place)", "rate",
+                           DIAGNOSTICS, n=len(read)),
                     Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count", DIAGNOSTICS)]
-    narrator = [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]
-    if narrator:
+    if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
                           "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
                           n=len(narrator)))
