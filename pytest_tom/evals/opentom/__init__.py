@@ -54,13 +54,6 @@ PLOT = ("mover", "eoi", "original_place", "move_to_place", "observer")
 ADVICE = partial_advice("opentom")
 
 
-def perspective(question: str, mover: str, observer: str) -> str:
-    """The leading perspective character (`From X's perspective`, `As X,`): mover, observer or narrator (spec §3.8)."""
-    lead = question.removeprefix("From ").removeprefix("As ")
-    return next((role for role, name in (("mover", mover), ("observer", observer))
-                 if any(lead.startswith(name + end) for end in ("'s ", "' ", ","))), "narrator")
-
-
 def read_release(folder: Path, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
     """Every question as samples (long: the 100 OpenToM-L narratives), in file and list order; fine location by `release`."""
     fine = f"{DIR}/{{}}_new.json" if release == "2025" else f"{PAPER_DIR}/{{}}.json"
@@ -102,7 +95,9 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     observed = fields.flag(meta, "observed", path, key)
     genre, order, _ = STEMS[stem]
     kind = ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre  # 4, then 2 (spec §2.3)
-    who, seen = perspective(question, names["mover"], names["observer"]), "witnessed" if observed else "unwitnessed"
+    lead, seen = question.removeprefix("From ").removeprefix("As "), "witnessed" if observed else "unwitnessed"
+    who = next((role for role in ("mover", "observer")  # the leading perspective character (`From X's`, `As X,`; §3.8)
+                if any(lead.startswith(names[role] + end) for end in ("'s ", "' ", ","))), "narrator")
     marks = ("opentom", kind if kind in ("fullness", "accessibility", "attitude") else "location",
              "psychological" if genre == "attitude" else "physical", who, seen, personality,
              *(("location_" + kind[4:],) if kind.startswith("loc_") else ()), *(("multihop",) if genre == "multihop" else ()),
