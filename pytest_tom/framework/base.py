@@ -110,6 +110,13 @@ class Facet:
     whole: bool = False
 
 
+def described(template: str, *names: str) -> dict[str, str]:
+    """Marks for a `Facet`, each with its `--markers` text: `template` filled with the mark's words (`_` read as a space),
+    e.g. `described("OpenToM {} question.", "first_order")` -> {"first_order": "OpenToM first order question."}.
+    """
+    return {n: template.format(n.replace("_", " ")) for n in names}
+
+
 def stop_at_answer_option(why: str) -> BenchmarkOption:
     """The `stop_at_answer` setting of a benchmark whose parser settles on an answer-shaped string (see README)."""
     return BenchmarkOption("stop_at_answer", "true", f"true: stop generating once the answer contains {why}, after which the "

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pytest_tom.derived import Derived
 from pytest_tom.evals.bigtom import data, scoring
 from pytest_tom.evals.bigtom.data import CONDITIONS, PARTS, PERCEPT, VARIABLES, BigToMExtra, BigToMSample
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, described
 from pytest_tom.framework.metric import Metric, clustered_rate
 from pytest_tom.framework.release import parse_sha256, release_options
 from pytest_tom.metrics import group_by
@@ -70,9 +70,8 @@ class BigToM(Benchmark[BigToMExtra]):
                          "partial or changed copy; by default a local copy must be the whole pinned release."),
     )
     facets = (
-        Facet("variable", {v: f"BigToM {v.replace('_', ' ')} item." for v in (*VARIABLES, "percept_to_belief")},
-              tables=((),), gate=True),
-        Facet("condition", {**{c: f"BigToM {c.replace('_', ' ')} condition." for c in CONDITIONS}, "control":
+        Facet("variable", described("BigToM {} item.", *VARIABLES, "percept_to_belief"), tables=((),), gate=True),
+        Facet("condition", {**described("BigToM {} condition.", *CONDITIONS), "control":
                             "BigToM control condition (true or false control)."}, tables=((), ("variable",)), gate=True),
         Facet("init", {"initial_belief_shown": "BigToM item whose story states the initial belief (1_).",
                        "initial_belief_hidden": "BigToM item without the initial-belief sentence (0_)."}, gate=True),

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_tom.errors import TomConfigError
 from pytest_tom.evals import BUILTIN
-from pytest_tom.framework.base import Benchmark, Facet
+from pytest_tom.framework.base import Benchmark, Facet, described
 
 
 class Today(NamedTuple):
@@ -158,3 +158,9 @@ def test_list_settings_still_take_lists() -> None:
 
     assert Registry().get("tombench")({"languages": "zh,en"}).languages == ("zh", "en")
     assert Registry().get("fantom")({"contexts": "short,full"}).contexts == ("short", "full")
+
+
+def test_described_marks_read_the_underscores_as_spaces_in_their_markers_text() -> None:
+    assert described("OpenToM {} question.", "first_order", "mover") == {
+        "first_order": "OpenToM first order question.", "mover": "OpenToM mover question."}
+    assert described("X {}.") == {}
