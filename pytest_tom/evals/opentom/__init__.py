@@ -15,7 +15,7 @@ from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals.opentom import scoring
 from pytest_tom.evals.opentom.scoring import OpenToMExtra, OpenToMSample
 from pytest_tom.framework import fields, labels
-from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program
+from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, described
 from pytest_tom.framework.checks import read_json
 from pytest_tom.framework.decoding import decoding_options, generation
 from pytest_tom.framework.metric import Metric
@@ -51,6 +51,7 @@ STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coar
          "multihop_fo": ("multihop", "fo", 6), "multihop_so": ("multihop", "so", 6), "attitude": ("attitude", "", 1)}
 """File stem -> (genre, order, questions per narrative) (spec §2.1)."""
 PLOT = ("mover", "eoi", "original_place", "move_to_place", "observer")
+MARK = "OpenToM {} question."
 ADVICE = partial_advice("opentom")
 
 
@@ -117,10 +118,9 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:
-    """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file
-    order (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative can be in two), and per narrative
-    of each batch the two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy generator
-    seeded 42.
+    """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file order
+    (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative can be in two), and per narrative of each batch the
+    two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy generator seeded 42.
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 
@@ -130,10 +130,6 @@ def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[l
         return sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))
 
     return [[(k, drop(), drop()) for k in chunk] for chunk in labels.chunks(keys, batches, size, 42)]
-
-
-def _marks(*names: str) -> dict[str, str]:
-    return {n: f"OpenToM {n.replace('_', ' ')} question." for n in names}
 
 
 class OpenToM(Benchmark[OpenToMExtra]):
@@ -162,13 +158,13 @@ class OpenToM(Benchmark[OpenToMExtra]):
     )
     facets = (
         Facet("cell", {}, tables=((),)),
-        Facet("genre", _marks("location", "location_coarse", "location_fine", "multihop", "fullness", "accessibility",
+        Facet("genre", described(MARK, "location", "location_coarse", "location_fine", "multihop", "fullness", "accessibility",
                               "attitude", "physical", "psychological"), stratum=True, gate=True),
-        Facet("order", _marks("first_order", "second_order"), stratum=True),
-        Facet("perspective", _marks("mover", "observer", "narrator"), tables=((),)),
-        Facet("observed", _marks("witnessed", "unwitnessed")),
-        Facet("personality", _marks("considerate", "inconsiderate", "negativistic")),
-        Facet("length", _marks("long_narrative")),
+        Facet("order", described(MARK, "first_order", "second_order"), stratum=True),
+        Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((),)),
+        Facet("observed", described(MARK, "witnessed", "unwitnessed")),
+        Facet("personality", described(MARK, "considerate", "inconsiderate", "negativistic")),
+        Facet("length", described(MARK, "long_narrative")),
         Facet("batch"),
         Facet("narrative", cluster=True),
     )
