@@ -87,7 +87,7 @@ def table(key: tuple[str, ...], recs: Sequence[Record], stats: Callable[[Sequenc
 
 def chunks(keys: Sequence[str], batches: int, size: int, seed: int) -> list[list[str]]:
     """The papers' sampled batches (`random.seed(seed)`; the chunks of a shuffled copy of the keys, taken afresh and
-    shuffled again by the same generator while batches are wanted, so a key may be in two when the keys are few).
+    shuffled again by the same generator while batches are wanted, so with few keys a key may be in several).
     """
     rng, out = random.Random(seed), list[list[str]]()
     while len(out) < batches:

@@ -118,9 +118,10 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:
-    """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file order
-    (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative can be in two), and per narrative of each batch the
-    two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy generator seeded 42.
+    """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file
+    order (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative is in two or three), and per
+    narrative of each batch the two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy
+    generator seeded 42.
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 

@@ -74,7 +74,8 @@ def test_spread_equals_numpy_to_the_last_bit_over_five_batches_where_statistics_
 
 
 def test_a_table_is_one_cell_or_its_batches_with_a_question_counted_in_each_batch_it_is_in() -> None:
-    batched = [dataclasses.replace(r, facets={**r.facets, "batch": b}) for r, b in zip(RECS, ("1", "1 2", "2", "2", "10"), strict=True)]
+    batches = ("1", "1 2", "2", "2", "10")
+    batched = [dataclasses.replace(r, facets={**r.facets, "batch": b}) for r, b in zip(RECS, batches, strict=True)]
     plain = {m.name: m.value for m in labels.table(("loc",), RECS, labels.scores, {}, "T")}
     assert plain == {m.name: m.value for m in labels.cell(("loc",), labels.scores(RECS), {}, "T")}
     ms = {m.name: m for m in labels.table(("loc",), batched, labels.scores, {}, "T", batch="batch")}

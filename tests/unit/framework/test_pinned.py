@@ -126,7 +126,8 @@ def test_many_files_a_local_copy_is_found_first_else_the_advice(tmp_path: Path) 
     (tmp_path / "root" / "toy" / "data" / "meta.json").write_bytes(b"{}")
     found = many().release("").locate(DataSource(tmp_path / "root", False, tmp_path / "c"))
     assert found == (tmp_path / "root" / "toy", False)
-    with pytest.raises(TomDataError, match=r"Toy data not found.*holding toy/data/ at aaaaaaaaaaaa; toy/old/data/ at bbbbbbbbbbbb from github.com/o/toy"):
+    with pytest.raises(TomDataError, match=r"Toy data not found.*holding toy/data/ at aaaaaaaaaaaa; "
+                       r"toy/old/data/ at bbbbbbbbbbbb from github.com/o/toy"):
         many().release("").locate(DataSource(tmp_path / "nothing", False, tmp_path / "c"))
 
 
