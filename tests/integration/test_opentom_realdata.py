@@ -193,6 +193,8 @@ def test_the_paper_protocol_is_mean_and_population_std_of_per_batch_hand_values(
     sample = official_sample(list(meta))
     assert opentom.sample_official(list(meta)) == sample
     assert hashlib.sha256(json.dumps([[k for k, _, _ in b] for b in sample]).encode()).hexdigest() == keys_sha256
+    stories = Counter(Counter(k for b in sample for k, _, _ in b).values())  # how many batches a story sits in
+    assert stories == ({2: 50, 3: 50} if narratives == "long" else {1: 250})
     # each question is asked once and counted in every batch that keeps it: 19 per story and batch (spec §3.7)
     assert Counter(b for s in items for b in s.facets["batch"].split()) == {str(b): 950 for b in range(1, 6)}
     assert len({s.id for s in items}) == len(items)
