@@ -65,6 +65,8 @@ def test_a_python_model_scores_by_the_official_rules(pytester: pytest.Pytester) 
     # fine first order: 6 right, 2 ties (label 3 enters the label set with F1 0): label 1 tp 2 fn 1, label 2 tp 4 fn 1
     assert m["loc_fine.fo.accuracy"] == 6 / 8 and m["loc_fine.fo.macro_f1"] == pytest.approx((4 / 5 + 8 / 9 + 0) / 3)
     assert m["loc_coarse.fo.macro_f1"] == 1.0 and m["multihop.so.accuracy"] == 1.0
+    assert (m["names_neither.fo"], m["names_neither.so"]) == (2, 0)  # both ties name neither place
+    result.stdout.fnmatch_lines(["*fine location, fo: answers naming neither place (the official tie label: wrong) 2*"])
     result.stdout.fnmatch_lines(["*OpenToM 11111111-location_fg_fo-3 (location_fg_fo_new.json 11111111[[]3[]]): incorrect: "
                                  "names neither place*"])
 

@@ -93,14 +93,17 @@ def strip_det(s: str) -> str:
     return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
 
 
+def fine_overlaps(t: str, p1: str, p2: str) -> list[float]:
+    words = set(t.replace("_", " ").replace("'s", "").replace(".", "").split())
+    return [len(words & set(w)) / len(w) for w in (strip_det(p).replace("_", " ").replace("'s", "").split() for p in (p1, p2))]
+
+
 def hand_label(kind: str, text: str, p1: str, p2: str) -> int:
     t = text.strip().lower()
     if kind == "coarse":
         return 0 if "no" in t and "yes" not in t else 1 if "yes" in t and "no" not in t else -1
     if kind == "fine":
-        words = set(t.replace("_", " ").replace("'s", "").replace(".", "").split())
-        s = [len(words & set(w)) / len(w) for w in (strip_det(p).replace("_", " ").replace("'s", "").split()
-                                                    for p in (p1, p2))]
+        s = fine_overlaps(t, p1, p2)
         return 1 if s[0] > s[1] else 2 if s[1] > s[0] else 3
     if kind == "fullness":
         t = t.replace(".", "")
@@ -138,6 +141,7 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
     """Each cell's official numbers from the raw files; `items` (when given) receives each id's (gold, label)."""
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     cells: dict[str, list[tuple[int | None, int]]] = {}
+    neither: dict[str, int] = {}
     for stem in STEMS:
         for key, qs in raw(root, stem).items():
             plot = meta[key]["plot_info"]
@@ -152,6 +156,9 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
                 if items is not None:
                     items[f"{key}-{stem}-{i}"] = pair
                 order = stem[-2:]
+                if kind == "fine":  # answers naming neither place: the official tie, counted apart
+                    zero = not any(fine_overlaps(said[f"{prefix}{key}-{stem}-{i}"].strip().lower(), *args))
+                    neither[f"names_neither.{order}"] = neither.get(f"names_neither.{order}", 0) + zero
                 names = {"coarse": f"loc_coarse.{order}", "fine": f"loc_fine.{order}", "attitude": "attitude"}
                 for cell in ([names[kind]] if kind in names else [f"{kind}.{order}", f"multihop.{order}"]):
                     cells.setdefault(cell, []).append(pair)
@@ -160,7 +167,7 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
         ok = [(g, p) for g, p in pairs if g is not None and p != -1]
         out |= {f"{cell}.accuracy": sum(g == p for g, p in ok) / len(ok), f"{cell}.macro_f1": f1(ok),
                 f"{cell}.unparseable": sum(p == -1 for _, p in pairs)}
-    return out
+    return out | neither
 
 
 @pytest.mark.slow

@@ -167,14 +167,16 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
     got = label(x, said := last if cot else read)
     outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
-    tie = ("ambiguous: equal overlap with both places" if overlap(said, strip_det(x.original_place)) else
-           "names neither place (an empty or unrelated answer): the official rule's tie label, a wrong answer")
-    why = ("no scorable gold: the answer names neither place" if g is None else tie if got == 3 and x.kind == "loc_fine"
-           else "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
+    neither = x.kind == "loc_fine" and got == 3 and not overlap(said, strip_det(x.original_place))  # nor the other
+    why = ("no scorable gold: the answer names neither place" if g is None else
+           "names neither place (an empty or unrelated answer): the official rule's tie label, a wrong answer" if neither else
+           "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
+           "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
     message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
                       f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
-                     request_keys=(key,) if key else (), details={"label": got}, message=message)
+                     request_keys=(key,) if key else (), message=message,
+                     details={"label": got, **({"names_neither": True} if neither else {})})
 
 
 TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
@@ -211,13 +213,17 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
 
 
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
-    """Coarse-fine agreement of the model's own answers (spec §6.2) and the narrator control (§6.4)."""
+    """Fine answers that name neither place (counted), coarse-fine agreement (§6.2), the narrator control (§6.4)."""
     loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
            and r.facets["perspective"] != "narrator"]  # twins: a coarse and a fine question of one character
     twins = [(k[0], {r.facets["genre"]: r.parsed for r in rs})
              for k, rs in groups(loc, ("order", "narrative", "perspective", "length")).items()]
     out: list[Metric] = []
     for order in ("fo", "so"):
+        if fine := [r for r in records if r.scored and r.facets["genre"] == "loc_fine" and r.facets["order"] == order]:
+            out.append(Metric(("names_neither", order), sum(bool(r.details.get("names_neither")) for r in fine),
+                              f"fine location, {order}: answers naming neither place (the official tie label: wrong)",
+                              "count", DIAGNOSTICS))
         if pairs := [(p["loc_coarse"], p["loc_fine"]) for o, p in twins if o == order and len(p) == 2]:
             read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
             out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)

@@ -110,9 +110,11 @@ def test_outcomes_unparseable_tie_and_cot_last_line(items: dict[str, OpenToMSamp
     assert scoring.score(coarse, "Maybe").outcome is Outcome.UNPARSEABLE
     tie = scoring.score(fine, "the fruit bowl or the pantry")
     assert tie.outcome is Outcome.INCORRECT and tie.parsed == 3 and "ambiguous: equal overlap" in tie.message
-    for neither in ("somewhere", ""):  # the official tie too, and said so: not an answer read as a wrong place
-        miss = scoring.score(fine, neither)
+    misses = [scoring.score(fine, neither) for neither in ("somewhere", "")]
+    for miss in misses:  # the official tie too, and said so: not an answer read as a wrong place
         assert miss.outcome is Outcome.INCORRECT and miss.parsed == 3 and "names neither place" in miss.message
+    counted = {m.name: m.value for m in scoring.diagnostics([tie, *misses])}  # and counted beside the official numbers
+    assert counted["names_neither.fo"] == 2 and tie.details == {"label": 3}
     assert scoring.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
     assert scoring.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
 
