@@ -20,3 +20,8 @@ def official_sample(keys: list[str]) -> list[list[tuple[str, list[int], list[int
     return [[(k, sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False)),
               sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))) for k in chunk]
             for chunk in chunks[:5]]
+
+
+def as_drops(sample: list[list[tuple[str, list[int], list[int]]]]) -> list[dict[str, dict[str, list[int]]]]:
+    """The sample in the benchmark's form: per batch, key -> the indices dropped from each multihop file."""
+    return [{k: {"multihop_fo": fo, "multihop_so": so} for k, fo, so in chunk} for chunk in sample]

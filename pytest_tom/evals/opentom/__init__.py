@@ -104,9 +104,8 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
              *(("location_" + kind[4:],) if kind.startswith("loc_") else ()), *(("multihop",) if genre == "multihop" else ()),
              *((f"{'first' if order == 'fo' else 'second'}_order",) if order else ()), *(("long_narrative",) if long else ()))
     text = fields.text(narr, "long_narrative" if long else "narrative", path, key)
-    extra = OpenToMExtra(key, stem, index, kind, names["mover"], names["observer"],
-                         names["original_place"], names["move_to_place"], answer)
-    scorable = scoring.gold(extra) is not None
+    extra = OpenToMExtra(key, stem, index, kind, names["original_place"], names["move_to_place"])
+    scorable = scoring.gold(extra, answer) is not None
     return Sample(
         benchmark="opentom", id=f"{'long-' if long else ''}{key}-{stem}-{index}", context=Story(text), question=question,
         choices=(), gold=answer, characters=(names["mover"], names["observer"]),
@@ -117,7 +116,7 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
         defect="" if scorable else f"no scorable gold: the answer {answer!r} names neither place of plot_info")
 
 
-def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[list[tuple[str, list[int], list[int]]]]:
+def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[dict[str, dict[str, list[int]]]]:
     """The official sample (spec §3.7, `run_baseline.py`): the batches of a `random.seed(42)` shuffle of the keys in file
     order (`labels.chunks`: the 100 long narratives give 2 a shuffle, so a narrative is in two or three), and per
     narrative of each batch the two fullness indices dropped from `multihop_fo` then `multihop_so` by numpy's legacy
@@ -125,12 +124,9 @@ def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[l
     """
     import numpy as np  # only here: importing the benchmark stays cheap
 
-    rs = np.random.RandomState(42)
-
-    def drop() -> list[int]:
-        return sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False))
-
-    return [[(k, drop(), drop()) for k in chunk] for chunk in labels.chunks(keys, batches, size, 42)]
+    rs, fullness = np.random.RandomState(42), ("multihop_fo", "multihop_so")
+    return [{k: {stem: sorted(int(i) for i in rs.choice([0, 1, 2, 3], 2, replace=False)) for stem in fullness} for k in chunk}
+            for chunk in labels.chunks(keys, batches, size, 42)]
 
 
 class OpenToM(Benchmark[OpenToMExtra]):
@@ -181,7 +177,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
         if len(keys := list(dict.fromkeys(x.extra.key for x in samples))) < 50:  # not one of the paper's batches
             raise TomConfigError(f"opentom: protocol=paper draws batches of 50 narratives; the copy in {folder} has "
                                  f"{len(keys)} (use protocol=full on a partial copy)")
-        drops = [{key: {"multihop_fo": fo, "multihop_so": so} for key, fo, so in chunk} for chunk in sample_official(keys)]
+        drops = sample_official(keys)
         return labels.in_batches(samples, len(drops), lambda x, b: x.extra.key in drops[b] and  # a question: 1-3 batches
                                  x.extra.index not in drops[b][x.extra.key].get(x.extra.stem, ()))
 

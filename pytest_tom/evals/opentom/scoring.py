@@ -23,19 +23,15 @@ from pytest_tom.sample import KEEP, Sample
 
 @dataclass(frozen=True, slots=True)
 class OpenToMExtra:
-    """The question's place in the release and the plot names it is read against (bound by name, spec §5.1)."""
+    """The question's place in the release and the places its answers are read against (bound by name, spec §5.1)."""
 
     key: str = field(metadata=KEEP)
     stem: str = field(metadata=KEEP)
     index: int
     kind: str
     """loc_coarse, loc_fine, fullness, accessibility or attitude: the prompt template and the answer rule."""
-    mover: str
-    observer: str
     original_place: str
     move_to_place: str
-    answer: str
-    """The release's answer text; the gold label is read from it by the official rule."""
 
 
 OpenToMSample = Sample[OpenToMExtra]
@@ -46,13 +42,13 @@ def strip_det(s: str) -> str:
     return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
 
 
-def gold(x: OpenToMExtra) -> int | None:
-    """The official gold label of the release's answer; None where it names neither place (fine location)."""
-    a = x.answer.lower()
+def gold(x: OpenToMExtra, answer: str) -> int | None:
+    """The official gold label of the release's `answer` (the sample's gold); None where it names neither place."""
+    a = answer.lower()
     if x.kind == "loc_coarse":
         return 0 if "no" in a else 1 if "yes" in a else None
     if x.kind == "loc_fine":
-        g = strip_det(x.answer)
+        g = strip_det(answer)
         return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
     if x.kind == "fullness":
         return {"less full": 1, "more full": 2, "equally full": 3}.get(a)
@@ -103,15 +99,16 @@ def prompt(s: OpenToMSample, method: str = "vanilla", layout: str = "official") 
     return ".".join(raw.split(".")[:-2]) + "." + post
 
 
-def simtom_character(x: OpenToMExtra, q: str) -> str:
-    """SimToM's character of interest (spec §3.3): the first-named protagonist, the mover for accessibility, the observer
-    for attitude, else "the narrator".
+def simtom_character(s: OpenToMSample) -> str:
+    """SimToM's character of interest (spec §3.3): the first-named protagonist (the sample's characters: the mover, the
+    observer), the mover for accessibility, the observer for attitude, else "the narrator".
     """
-    if x.kind == "attitude":
-        return x.observer
-    named = [n for n in (x.mover, x.observer) if n in q]
-    if x.kind == "accessibility":
-        return x.mover if x.mover in named else x.observer if named else "the narrator"
+    (mover, observer), q = s.characters, s.question
+    if s.extra.kind == "attitude":
+        return observer
+    named = [n for n in (mover, observer) if n in q]
+    if s.extra.kind == "accessibility":
+        return mover if mover in named else observer if named else "the narrator"
     tokens = q.replace("'s", "").split(" ")
     return min(named, key=lambda n: tokens.index(n) if n in tokens else len(tokens)) if named else "the narrator"
 
@@ -123,7 +120,7 @@ def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: Ge
     if method != "simtom":
         (r,) = yield [req := ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
         return score(s, r.text, req.key, cot=method == "cot")
-    coi, narrative = simtom_character(x, s.question), s.context.render()
+    coi, narrative = simtom_character(s), s.context.render()
     if coi == "the narrator":
         (r,) = yield [req := ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
         return score(s, r.text, req.key)
@@ -162,7 +159,7 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is. CoT's extra step reads
     the last line of a multi-line answer, else the text after the last `Therefore`.
     """
-    x, g = s.extra, gold(s.extra)
+    x, g = s.extra, gold(s.extra, str(s.gold))
     read = (text or "").strip()
     last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
     got = label(x, said := last if cot else read)
@@ -173,7 +170,7 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
            "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
            "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
     message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
-                      f"gold: {x.answer!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
+                      f"gold: {s.gold!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
     return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
                      request_keys=(key,) if key else (), message=message,
                      details={"label": got, **({"names_neither": True} if neither else {})})
@@ -201,30 +198,27 @@ def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
     return out
 
 
-PRINTED = {"macro_f1": "macro-F1", "accuracy": "accuracy"}
-"""The numbers printed per cell; the rest (`accuracy_strict`, `corrupted_rate`, the counts) are in the JSON report."""
-
-
 def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
-    """Every cell's metrics; `batched`: per batch of each record's `batch` facet, then their mean and population std."""
+    """Every cell's metrics, macro-F1 and accuracy printed, the rest in the JSON report; `batched`: per batch of each
+    record's `batch` facet, then their mean and population std.
+    """
     return [m for cell in CELLS if (recs := members(cell, records)) for m in labels.table(
-        tuple(cell.split("/")), recs, partial(stats, cell), {k: f"{cell} {v}" for k, v in PRINTED.items()}, TABLE,
-        "batch" if batched else "")] + diagnostics(records)
+        tuple(cell.split("/")), recs, partial(stats, cell), {"macro_f1": f"{cell} macro-F1", "accuracy": f"{cell} accuracy"},
+        TABLE, "batch" if batched else "")] + diagnostics(records)
 
 
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
     """Fine answers that name neither place (counted), coarse-fine agreement (§6.2), the narrator control (§6.4)."""
-    loc = [r for r in records if r.scored and r.facets["genre"] in ("loc_coarse", "loc_fine")
-           and r.facets["perspective"] != "narrator"]  # twins: a coarse and a fine question of one character
-    twins = [(k[0], {r.facets["genre"]: r.parsed for r in rs})
-             for k, rs in groups(loc, ("order", "narrative", "perspective", "length")).items()]
-    out: list[Metric] = []
+    loc = groups([r for r in records if r.scored and r.facets["genre"].startswith("loc_")
+                  and r.facets["perspective"] != "narrator"], ("order", "narrative", "perspective", "length"))
+    out: list[Metric] = []  # `loc`: a coarse and a fine question of one character, twins
     for order in ("fo", "so"):
         if fine := [r for r in records if r.scored and r.facets["genre"] == "loc_fine" and r.facets["order"] == order]:
             out.append(Metric(("names_neither", order), sum(bool(r.details.get("names_neither")) for r in fine),
                               f"fine location, {order}: answers naming neither place (the official tie label: wrong)",
                               "count", DIAGNOSTICS))
-        if pairs := [(p["loc_coarse"], p["loc_fine"]) for o, p in twins if o == order and len(p) == 2]:
+        if pairs := [(p["loc_coarse"], p["loc_fine"]) for k, rs in loc.items()
+                     if k[0] == order and len(p := {r.facets["genre"]: r.parsed for r in rs}) == 2]:
             read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
             out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
                            if read else None, f"coarse-fine agreement, {order} (Yes = original place)", "rate",
