@@ -93,10 +93,10 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     if question.count("?") != 1 or not question.endswith("?"):
         raise TomDataError("expected one '?', at the end of the question", path=path, record=where, field="question")
     personality = fields.text(meta, "personality", path, key).rsplit(" ", 2)[-2]
-    observed = fields.flag(meta, "observed", path, key)
+    seen = "witnessed" if fields.flag(meta, "observed", path, key) else "unwitnessed"
     genre, order, _ = STEMS[stem]
     kind = ("fullness" if index < 4 else "accessibility") if genre == "multihop" else genre  # 4, then 2 (spec §2.3)
-    lead, seen = question.removeprefix("From ").removeprefix("As "), "witnessed" if observed else "unwitnessed"
+    lead = question.removeprefix("From ").removeprefix("As ")
     who = next((role for role in ("mover", "observer")  # the leading perspective character (`From X's`, `As X,`; §3.8)
                 if any(lead.startswith(names[role] + end) for end in ("'s ", "' ", ","))), "narrator")
     marks = ("opentom", kind if kind in ("fullness", "accessibility", "attitude") else "location",
@@ -144,9 +144,8 @@ class OpenToM(Benchmark[OpenToMExtra]):
                         "fullness questions per list), metrics as mean and std over batches.", choices=("full", "paper")),
         BenchmarkOption("prompt", "vanilla", "Official prompting: vanilla, cot, simtom (two stages) or selfask.",
                         choices=("vanilla", "cot", "simtom", "selfask")),
-        BenchmarkOption("cot_layout", "official", "official: fine-location CoT prompts cut at the first '?' of the prompt, "
-                        "even inside the story (73 prompts lose their question); fixed: at the question's.",
-                        choices=("official", "fixed")),
+        BenchmarkOption("cot_layout", "official", "official: fine-location CoT prompts cut at the prompt's first '?', even in "
+                        "the story (73 lose their question); fixed: at the question's.", choices=("official", "fixed")),
         BenchmarkOption("system_prompt", "system", "system: the official system message; none: omitted (the official Mixtral "
                         "path).", choices=("system", "none")),
         *decoding_options(("1024", "the official 1024"), ("0", "the official 0"),

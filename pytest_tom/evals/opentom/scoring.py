@@ -50,10 +50,8 @@ def gold(x: OpenToMExtra, answer: str) -> int | None:
     if x.kind == "loc_fine":
         g = strip_det(answer)
         return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
-    if x.kind == "fullness":
-        return {"less full": 1, "more full": 2, "equally full": 3}.get(a)
-    if x.kind == "accessibility":
-        return {"more accessible": 1, "less accessible": 2}.get(a, 3)
+    if x.kind in WORDS:  # the official gold maps are each label's first phrase, the unknown 3 except for fullness
+        return {words[0]: v for v, words in WORDS[x.kind]}.get(a, None if x.kind == "fullness" else 3)
     return {"positive": 1, "negative": 2}.get(a, 3)
 
 
@@ -159,10 +157,9 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is. CoT's extra step reads
     the last line of a multi-line answer, else the text after the last `Therefore`.
     """
-    x, g = s.extra, gold(s.extra, str(s.gold))
     read = (text or "").strip()
-    last = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip()
-    got = label(x, said := last if cot else read)
+    said = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip() if cot else read
+    x, g, got = s.extra, gold(s.extra, str(s.gold)), label(s.extra, said)
     outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
     neither = x.kind == "loc_fine" and got == 3 and not overlap(said, strip_det(x.original_place))  # nor the other
     why = ("no scorable gold: the answer names neither place" if g is None else
