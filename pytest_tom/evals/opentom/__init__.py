@@ -153,11 +153,11 @@ class OpenToM(Benchmark[OpenToMExtra]):
         *PINS.options(URL),
     )
     facets = (
-        Facet("cell", {}, tables=((),)),
+        Facet("cell", {}, tables=((),), gate=True),
         Facet("genre", described(MARK, "location", "location_coarse", "location_fine", "multihop", "fullness", "accessibility",
                               "attitude", "physical", "psychological"), stratum=True, gate=True),
-        Facet("order", described(MARK, "first_order", "second_order"), stratum=True),
-        Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((),)),
+        Facet("order", described(MARK, "first_order", "second_order"), stratum=True, gate=True),
+        Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((),), gate=True),
         Facet("observed", described(MARK, "witnessed", "unwitnessed")),
         Facet("personality", described(MARK, "considerate", "inconsiderate", "negativistic")),
         Facet("length", described(MARK, "long_narrative")),
