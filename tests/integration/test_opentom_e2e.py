@@ -122,17 +122,24 @@ def test_a_macro_f1_gate_bootstraps_narratives_against_a_baseline(pytester: pyte
                                 "tom_gate[[]opentom.macro_f1.loc_coarse_so:baseline[]] F*"])
 
 
-def test_every_cell_order_and_perspective_has_a_gateable_accuracy(pytester: pytest.Pytester) -> None:
+def test_every_cell_order_perspective_and_the_coarse_fine_agreement_are_gateable(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(gold_model=GOLD_MODEL.replace("__DIR__", repr(str(FIXTURES / "opentom/data/opentom_data"))))
     pytester.syspathinsert()
     result = run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline-save=base.json",
                  "--tom-threshold=opentom.cell.loc_fine_fo>=0.8", "--tom-threshold=opentom.perspective.narrator>=1",
-                 "--tom-threshold=opentom.order.so>=1")
+                 "--tom-threshold=opentom.order.so>=1", "--tom-threshold=opentom.coarse_fine_agreement.fo>=0.9",
+                 "--tom-threshold=opentom.coarse_fine_agreement.so>=1")
     saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]["metrics"]
     assert {f"cell.{c}" for c in ("loc_coarse_fo", "loc_coarse_so", "loc_fine_fo", "loc_fine_so", "multihop_fo",
                                   "multihop_so", "attitude")} | {"order.fo", "order.so", "order.none"} <= set(saved)
     assert {"perspective.mover", "perspective.observer", "perspective.narrator"} <= set(saved)
+    # a unit per character's coarse and fine twins: the observers' fine ties are unreadable, so they do not agree
+    assert saved["coarse_fine_agreement.fo"]["values"] == [1.0, 0.0, 1.0, 0.0]
+    assert saved["coarse_fine_agreement.so"]["values"] == [1.0] * 4
     # 6 of 8 first-order fine answers right (the two observer ties), every narrator and second-order answer right
     result.stdout.fnmatch_lines(["tom_gate[[]opentom.cell.loc_fine_fo:point>=0.8[]] F*",
                                  "tom_gate[[]opentom.perspective.narrator:point>=1[]] .*",
-                                 "tom_gate[[]opentom.order.so:point>=1[]] .*", "*opentom.cell.loc_fine_fo = 75.0%*"])
+                                 "tom_gate[[]opentom.order.so:point>=1[]] .*",
+                                 "tom_gate[[]opentom.coarse_fine_agreement.fo:point>=0.9[]] F*",
+                                 "tom_gate[[]opentom.coarse_fine_agreement.so:point>=1[]] .*",
+                                 "*opentom.cell.loc_fine_fo = 75.0%*", "*opentom.coarse_fine_agreement.fo = 50.0%*"])

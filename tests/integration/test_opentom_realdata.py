@@ -142,6 +142,7 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
     meta = json.loads((root / DIR / "meta_data.json").read_text())
     cells: dict[str, list[tuple[int | None, int]]] = {}
     neither: dict[str, int] = {}
+    said_labels: dict[tuple[str, str, int], int] = {}
     for stem in STEMS:
         for key, qs in raw(root, stem).items():
             plot = meta[key]["plot_info"]
@@ -153,6 +154,7 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
                     kind = "fullness" if i < 4 else "accessibility"
                 args = (plot["original_place"], plot["move_to_place"])
                 pair = (hand_gold(kind, q["answer"], *args), hand_label(kind, said[f"{prefix}{key}-{stem}-{i}"], *args))
+                said_labels[key, stem, i] = pair[1]
                 if items is not None:
                     items[f"{key}-{stem}-{i}"] = pair
                 order = stem[-2:]
@@ -167,6 +169,13 @@ def hand(root: Path, said: dict[str, str], keep: Callable[[str, str, int], bool]
         ok = [(g, p) for g, p in pairs if g is not None and p != -1]
         out |= {f"{cell}.accuracy": sum(g == p for g, p in ok) / len(ok), f"{cell}.macro_f1": f1(ok),
                 f"{cell}.unparseable": sum(p == -1 for _, p in pairs)}
+    for order, offset in (("fo", 2), ("so", 0)):  # spec §6.2: coarse 0/1 with fine 2/3 (first order), 0/1 (second)
+        both = [(said_labels[key, f"location_cg_{order}", i], said_labels[key, f"location_fg_{order}", i + offset])
+                for key in meta for i in (0, 1) if (key, f"location_cg_{order}", i) in said_labels]
+        agree = [(c == 1) == (f == 1) for c, f in both if c != -1 and f in (1, 2)]
+        out |= {f"coarse_fine_agreement.{order}": sum(agree) / len(agree),
+                f"coarse_fine_agreement.{order}_unreadable": len(both) - len(agree),
+                f"gate.coarse_fine_agreement.{order}": sum(agree) / len(both)}  # unreadable pairs: not agreeing
     return out | neither
 
 
@@ -180,6 +189,7 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     got = {m.name: m.value for m in bench.metrics(records)}
     per_item: dict[str, tuple[int | None, int]] = {}
     want = hand(root, {r.sample_id: r.responses[0] or "" for r in records}, items=per_item)
+    got |= {f"gate.{g.name}": g.rate() for g in bench.gate_rates(records) if g.name.startswith("coarse_fine")}
     assert {k: pytest.approx(got[k]) for k in want} == want
     assert {r.sample_id: (r.gold, -1 if r.parsed is None else r.parsed) for r in records} == per_item  # item by item
     if which == "python":

@@ -204,23 +204,31 @@ def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
         TABLE, "batch" if batched else "")] + diagnostics(records)
 
 
-def diagnostics(records: Sequence[Record]) -> list[Metric]:
-    """Fine answers that name neither place (counted), coarse-fine agreement (§6.2), the narrator control (§6.4)."""
+def twins(records: Sequence[Record]) -> dict[tuple[str, ...], bool | None]:
+    """Whether each character's coarse and fine location answers agree (spec §6.2: a coarse Yes with a fine answer naming
+    the original place, No with the move-to place), None where either is unreadable (-1 or a tie); keyed by order,
+    narrative, perspective and length.
+    """
     loc = groups([r for r in records if r.scored and r.facets["genre"].startswith("loc_")
                   and r.facets["perspective"] != "narrator"], ("order", "narrative", "perspective", "length"))
-    out: list[Metric] = []  # `loc`: a coarse and a fine question of one character, twins
+    pairs = {k: (p["loc_coarse"], p["loc_fine"]) for k, rs in loc.items()
+             if len(p := {r.facets["genre"]: r.parsed for r in rs}) == 2}
+    return {k: None if c is None or f not in (1, 2) else (c == 1) == (f == 1) for k, (c, f) in pairs.items()}
+
+
+def diagnostics(records: Sequence[Record]) -> list[Metric]:
+    """Fine answers that name neither place (counted), coarse-fine agreement (§6.2), the narrator control (§6.4)."""
+    out, agree = list[Metric](), twins(records)
     for order in ("fo", "so"):
         if fine := [r for r in records if r.scored and r.facets["genre"] == "loc_fine" and r.facets["order"] == order]:
             out.append(Metric(("names_neither", order), sum(bool(r.details.get("names_neither")) for r in fine),
                               f"fine location, {order}: answers naming neither place (the official tie label: wrong)",
                               "count", DIAGNOSTICS))
-        if pairs := [(p["loc_coarse"], p["loc_fine"]) for k, rs in loc.items()
-                     if k[0] == order and len(p := {r.facets["genre"]: r.parsed for r in rs}) == 2]:
-            read = [(c, f) for c, f in pairs if c is not None and f in (1, 2)]
-            out += [Metric(("coarse_fine_agreement", order), sum((c == 1) == (f == 1) for c, f in read) / len(read)
-                           if read else None, f"coarse-fine agreement, {order} (Yes = original place)", "rate",
-                           DIAGNOSTICS, n=len(read)),
-                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(pairs) - len(read), "", "count", DIAGNOSTICS)]
+        if said := [a for k, a in agree.items() if k[0] == order]:
+            read = [a for a in said if a is not None]
+            out += [Metric(("coarse_fine_agreement", order), sum(read) / len(read) if read else None,
+                           f"coarse-fine agreement, {order} (Yes = original place)", "rate", DIAGNOSTICS, n=len(read)),
+                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(said) - len(read), "", "count", DIAGNOSTICS)]
     if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
                           "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
@@ -230,8 +238,13 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
 
 def gate_rates(records: Sequence[Record]) -> list[MetricData]:
     """`macro_f1.<cell>` per cell, gateable over its scorable questions in their narratives (`labels.f1_gate`): gates count
-    an unparseable answer wrong (a class of its own), unlike the official metrics which drop it.
+    an unparseable answer wrong (a class of its own), unlike the official metrics which drop it. And
+    `coarse_fine_agreement.fo|so`, a unit per character's twin questions, an unreadable pair counted as disagreeing.
     """
+    agree = twins(records)
     return [labels.f1_gate(f"macro_f1.{cell.replace('/', '_')}", recs, "narrative",
                            f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)")
-            for cell in CELLS if (recs := [r for r in members(cell, records) if r.facets.get("scorable") != "no"])]
+            for cell in CELLS if (recs := [r for r in members(cell, records) if r.facets.get("scorable") != "no"])] + [
+        MetricData(f"coarse_fine_agreement.{order}", tuple("-".join(k) for k in keys), tuple(float(bool(agree[k])) for k in keys),
+                   tuple(k[1] for k in keys), f"OpenToM {order}: a character's coarse and fine answers agree (unreadable: not)")
+        for order in ("fo", "so") if (keys := [k for k in agree if k[0] == order])]

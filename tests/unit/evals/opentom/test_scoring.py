@@ -163,3 +163,27 @@ def test_a_batch_with_nothing_read_leaves_the_mean_undefined() -> None:
     m = {x.name: x for x in scoring.aggregate(recs, batched=True)}
     assert m["attitude.accuracy.per_batch"].value == (1.0, None)
     assert m["attitude.accuracy.mean"].value is None and m["attitude.accuracy.std"].value is None
+
+
+def twin(narrative: str, who: str, coarse: int | None, fine: int | None, order: str = "fo") -> list[Record]:
+    out = []
+    for genre, parsed in (("loc_coarse", coarse), ("loc_fine", fine)):
+        out.append(Record("opentom", f"{narrative}-{genre}-{who}", Outcome.UNPARSEABLE if parsed is None else Outcome.CORRECT,
+                          {"cell": f"{genre}/{order}", "genre": genre, "order": order, "perspective": who,
+                           "narrative": narrative, "length": "normal", "batch": "1"}, parsed=parsed, gold=parsed))
+    return out
+
+
+def test_coarse_fine_agreement_pairs_a_characters_twins_and_gates_unreadable_as_disagreeing() -> None:
+    # Yes (1) with the original place (1), No (0) with the move-to place (2): agree; Yes with the move-to place: not;
+    # an unparseable coarse (None) or a fine tie (3) makes the pair unreadable; a narrator or a lone question, no pair
+    recs = [*twin("1", "mover", 1, 1), *twin("1", "observer", 0, 2), *twin("2", "mover", 1, 2), *twin("2", "observer", None, 1),
+            *twin("3", "mover", 0, 3), *twin("3", "narrator", 1, 1), twin("4", "mover", 1, 1)[0], *twin("1", "mover", 0, 1, "so")]
+    m = {x.name: x for x in scoring.diagnostics(recs)}
+    assert (m["coarse_fine_agreement.fo"].value, m["coarse_fine_agreement.fo"].n) == (2 / 3, 3)
+    assert m["coarse_fine_agreement.fo_unreadable"].value == 2 and m["coarse_fine_agreement.so"].value == 0.0
+    gates = {g.name: g for g in scoring.gate_rates(recs)}
+    fo = gates["coarse_fine_agreement.fo"]
+    assert dict(zip(fo.ids, fo.values, strict=True)) == {"fo-1-mover-normal": 1.0, "fo-1-observer-normal": 1.0, "fo-2-mover-normal": 0.0,
+                                             "fo-2-observer-normal": 0.0, "fo-3-mover-normal": 0.0}
+    assert fo.clusters == ("1", "1", "2", "2", "3") and gates["coarse_fine_agreement.so"].values == (0.0,)
