@@ -68,7 +68,8 @@ def test_the_paper_protocol_on_a_copy_too_small_for_one_batch_is_refused(tmp_pat
 def test_the_official_sample_cycles_shuffles_when_keys_run_out() -> None:
     batches = opentom.sample_official([str(i) for i in range(100)])
     assert [len(b) for b in batches] == [50] * 5 and len({k for b in batches[:2] for k in b}) == 100
-    assert all(len(fo) == 2 and fo == sorted(fo) and set(fo) <= {0, 1, 2, 3} for b in batches for d in b.values() for fo in d.values())
+    drops = [fo for b in batches for d in b.values() for fo in d.values()]
+    assert all(len(fo) == 2 and fo == sorted(fo) and set(fo) <= {0, 1, 2, 3} for fo in drops) and len(drops) == 500
 
 
 @pytest.mark.parametrize("n", [596, 100, 120])

@@ -184,6 +184,7 @@ def test_coarse_fine_agreement_pairs_a_characters_twins_and_gates_unreadable_as_
     assert m["coarse_fine_agreement.fo_unreadable"].value == 2 and m["coarse_fine_agreement.so"].value == 0.0
     gates = {g.name: g for g in scoring.gate_rates(recs)}
     fo = gates["coarse_fine_agreement.fo"]
-    assert dict(zip(fo.ids, fo.values, strict=True)) == {"fo-1-mover-normal": 1.0, "fo-1-observer-normal": 1.0, "fo-2-mover-normal": 0.0,
-                                             "fo-2-observer-normal": 0.0, "fo-3-mover-normal": 0.0}
+    assert dict(zip(fo.ids, fo.values, strict=True)) == {"fo-1-mover-normal": 1.0, "fo-1-observer-normal": 1.0,
+                                                          "fo-2-mover-normal": 0.0, "fo-2-observer-normal": 0.0,
+                                                          "fo-3-mover-normal": 0.0}
     assert fo.clusters == ("1", "1", "2", "2", "3") and gates["coarse_fine_agreement.so"].values == (0.0,)
