@@ -74,8 +74,8 @@ def all_pass(derived: Derived, members: Sequence[Record]) -> Judgement:
 def evaluate(derived: Derived, records: Mapping[str, Record], rule: Rule, *, selected: bool = True, suite: str = "",
              nodeid: str = "") -> DerivedRecord:
     """Judge `derived` over `records` (by sample id). When not every member was `selected`, or one has no record, the
-    assertion is skipped with the reason, so a partial selection never passes or fails a set; a member's model error
-    makes it ERROR: an outage is never a failed assertion.
+    assertion is skipped with the reason, so a partial selection never passes or fails a set, as is one over a member with
+    no gold; a member's model error makes it ERROR: an outage is never a failed assertion.
     """
 
     def done(verdict: Verdict, message: str = "", **kw: Any) -> DerivedRecord:
@@ -87,6 +87,8 @@ def evaluate(derived: Derived, records: Mapping[str, Record], rule: Rule, *, sel
     present = [records[m] for m in derived.members if m in records]
     if not selected or len(present) != len(derived.members):
         return done(Verdict.SKIPPED, partial_group(derived, len(present)))
+    if unscored := [r.sample_id for r in present if r.outcome is Outcome.UNSCORED]:
+        return done(Verdict.SKIPPED, f"{derived.id}: member {unscored[0]} has no scorable gold (a known release defect)")
     errors = [r for r in present if r.outcome is Outcome.ERROR]
     if errors:
         return done(Verdict.ERROR, f"{derived.id}: {len(errors)} member(s) hit model errors: {errors[0].message}",

@@ -1,6 +1,6 @@
 """Metric helpers every benchmark shares: accuracy with intervals, per-facet tables, micro and macro means. Errors are
 never answers, so they are counted but left out of every denominator; unparseable answers are in the denominator (they
-are wrong answers a parser could not read) and counted apart.
+are wrong answers a parser could not read) and counted apart; a question without a gold (`Outcome.UNSCORED`) is in none.
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ class Tally:
 
 
 def tally(records: Iterable[Record]) -> Tally:
+    """Errors are counted apart and unscored questions (no gold) not at all: neither is an answer judged."""
     records = list(records)
     counts = Counter(r.outcome for r in records)
-    rates = [r.parse_rate for r in records if r.outcome is not Outcome.ERROR]
+    rates = [r.parse_rate for r in records if r.scored]
     n = len(rates)
     return Tally(n=n, correct=counts[Outcome.CORRECT], unparseable=counts[Outcome.UNPARSEABLE],
                  errors=counts[Outcome.ERROR], parse_rate=sum(rates) / n if n else 0.0)

@@ -14,12 +14,16 @@ from typing import Any
 
 
 class Outcome(str, enum.Enum):
-    """What happened to one question. Unparseable and error are never "incorrect"."""
+    """What happened to one question. Unparseable and error are never "incorrect". Unscored is a question the release
+    gives no gold to score against (OpenToM's one narrator question, a known defect): the answer is kept and reported,
+    the item skipped, and it is in no metric, as the official evaluator drops it.
+    """
 
     CORRECT = "correct"
     INCORRECT = "incorrect"
     UNPARSEABLE = "unparseable"
     ERROR = "error"
+    UNSCORED = "unscored"
 
     @classmethod
     def judge(cls, parsed: Any, gold: Any) -> Outcome:
@@ -69,9 +73,14 @@ class Record:
         return self.outcome is Outcome.CORRECT
 
     @property
-    def scored(self) -> bool:
-        """An answer was judged (correct, incorrect or unparseable): errors are not answers."""
+    def answered(self) -> bool:
+        """The model answered (every outcome but error), whether or not there is a gold to judge the answer by."""
         return self.outcome is not Outcome.ERROR
+
+    @property
+    def scored(self) -> bool:
+        """An answer was judged (correct, incorrect or unparseable): errors are not answers, unscored has no gold."""
+        return self.outcome not in (Outcome.ERROR, Outcome.UNSCORED)
 
     @classmethod
     def of(cls, sample: Any, outcome: Outcome, **fields: Any) -> Record:

@@ -260,13 +260,13 @@ def _pair(name: str, full: str, rule: CompareRule, run: SuiteRun, base: Baseline
 
 
 def unjudged_in(base: BaselineSuite, uid: str) -> bool:
-    """Whether the baseline ran unit `uid` without a value: a model error, or an assertion it could not judge. Such a
-    unit is in no metric of the baseline by definition (accuracies leave errors out), so its absence is not a gap in the
-    file.
+    """Whether the baseline ran unit `uid` without a value: a model error, a question without a gold, or an assertion it
+    could not judge. Such a unit is in no metric of the baseline by definition (accuracies leave errors out), so its
+    absence is not a gap in the file.
     """
     item = base.items.get(uid)
     if item is not None:
-        return item.outcome is Outcome.ERROR
+        return item.outcome in (Outcome.ERROR, Outcome.UNSCORED)
     derived = base.derived.get(uid)
     return derived is not None and derived.verdict not in (Verdict.PASSED, Verdict.FAILED)
 

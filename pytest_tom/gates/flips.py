@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_tom.errors import TomError
-from pytest_tom.record import Outcome, Record
+from pytest_tom.record import Record
 from pytest_tom.stats import Estimate, flip_rate
 
 
@@ -26,8 +26,8 @@ def measure(first: Sequence[Record], second: Sequence[Record]) -> tuple[Estimate
     from pytest_tom.evals import Registry
 
     registry = Registry()
-    b = {(r.suite, r.sample_id): r for r in second if r.outcome is not Outcome.ERROR}
-    pairs = [(r, b[(r.suite, r.sample_id)]) for r in first if r.outcome is not Outcome.ERROR and (r.suite, r.sample_id) in b]
+    b = {(r.suite, r.sample_id): r for r in second if r.scored}
+    pairs = [(r, b[(r.suite, r.sample_id)]) for r in first if r.scored and (r.suite, r.sample_id) in b]
     if not pairs:
         raise TomError("the two reports share no answered question: run the same suites with the same settings")
     benches = {name: registry.get(name)({}) for name in {r.benchmark for r, _ in pairs}}

@@ -58,7 +58,7 @@ def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (
                  cluster: Callable[[Mapping[str, str], str], str] | None = None) -> dict[str, MetricData]:
     """Every gateable metric of one suite's records, by name within the suite. `facets` get per-value metrics;
     `cluster(facets, unit_id)` names a unit's story (default: each unit its own). Unparseable answers count as wrong, as
-    the papers count them; errors are not answers and only enter the `errors` rate.
+    the papers count them; errors are not answers and only enter the `errors` rate; questions without a gold enter none.
     """
     cluster = cluster or (lambda _facets, uid: uid)
     out: dict[str, MetricData] = {}
@@ -68,7 +68,8 @@ def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (
         out[name] = MetricData(name, tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows),
                                description, higher)
 
-    scored = [r for r in records if r.outcome is not Outcome.ERROR]
+    records = [r for r in records if r.outcome is not Outcome.UNSCORED]  # no gold: in no metric, as officially
+    scored = [r for r in records if r.scored]
 
     def units(rs: Iterable[Record], outcome: Outcome = Outcome.CORRECT) -> list[tuple[str, float, str]]:
         return [(r.sample_id, 1.0 if r.outcome is outcome else 0.0, cluster(r.facets, r.sample_id)) for r in rs]

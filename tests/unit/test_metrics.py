@@ -43,6 +43,12 @@ def test_tally_leaves_errors_out_of_the_denominator() -> None:
     assert t.accuracy == 0.5 and t.parse_rate == 0.5
 
 
+def test_tally_leaves_a_question_without_a_gold_out_of_every_count() -> None:
+    t = tally([rec("correct"), rec("unscored", parse_rate=1.0), rec("incorrect")])
+    assert (t.n, t.correct, t.errors, t.unparseable, t.accuracy, t.parse_rate) == (2, 1, 0, 0, 0.5, 1.0)
+    assert tally([rec("unscored")]).accuracy is None
+
+
 def test_tally_of_nothing_or_only_errors_has_no_accuracy() -> None:
     assert tally([]) == Tally(n=0, correct=0, unparseable=0, errors=0, parse_rate=0.0)
     t = tally([rec("error")])

@@ -62,6 +62,9 @@ def test_record_properties_and_replace() -> None:
     assert not rec("a", Outcome.INCORRECT).passed and rec("a", Outcome.UNPARSEABLE).scored
     err = rec("a", Outcome.ERROR)
     assert not err.passed and not err.scored
+    unscored = rec("a", Outcome.UNSCORED)  # a question without a gold: asked, never judged
+    assert not unscored.passed and not unscored.scored and unscored.answered and not err.answered
+    assert Record.from_dict(unscored.to_dict()).outcome is Outcome.UNSCORED
     moved = rec("a").replace(suite="s", nodeid="n")
     assert (moved.suite, moved.nodeid, moved.sample_id) == ("s", "n", "a")
     assert index([rec("a"), rec("b")]) == {"a": rec("a"), "b": rec("b")}
@@ -144,6 +147,16 @@ def test_a_member_error_makes_the_verdict_error_never_a_failure() -> None:
     out = evaluate(GROUP, records, never)
     assert out.verdict is Verdict.ERROR and out.failed_members == ("q3",)
     assert out.message == "story-1: 1 member(s) hit model errors: model error: HTTP 500"
+
+
+def test_a_member_without_a_gold_skips_the_group_never_judging_it() -> None:
+    records = members(q1=Outcome.UNSCORED, q2=Outcome.INCORRECT)
+
+    def never(derived: Derived, recs: Sequence[Record]) -> Judgement:
+        raise AssertionError("a rule never sees a member without a gold")
+
+    out = evaluate(GROUP, records, never)
+    assert out.verdict is Verdict.SKIPPED and out.message == "story-1: member q1 has no scorable gold (a known release defect)"
 
 
 def test_a_partial_selection_is_skipped_with_the_reason() -> None:

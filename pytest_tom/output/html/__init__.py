@@ -263,4 +263,4 @@ def _items(items: Sequence[Mapping[str, Any]]) -> str:
                           escape(_text(i.get("gold"))), f'<span class="o-{escape(outcome, True)}">{escape(outcome)}</span>',
                           marks], key=outcome))
     table = _table(["question id", "prompt", "answer", "gold", "outcome", "marks"], rows, cls="items")
-    return _filterable(f"Items ({len(rows)})", table, ["correct", "incorrect", "unparseable", "error"], "outcome")
+    return _filterable(f"Items ({len(rows)})", table, ["correct", "incorrect", "unparseable", "error", "unscored"], "outcome")

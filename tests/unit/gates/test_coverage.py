@@ -46,8 +46,8 @@ def _groups(n: int) -> list[Derived]:
             for k in range(n // 2)]
 
 
-def _baseline(n: int, *, errors: tuple[int, ...] = (), name: str = "tb") -> Any:
-    recs = [Record("toy", f"q{i}", Outcome.ERROR if i in errors else Outcome.CORRECT,
+def _baseline(n: int, *, errors: tuple[int, ...] = (), name: str = "tb", error: Outcome = Outcome.ERROR) -> Any:
+    recs = [Record("toy", f"q{i}", error if i in errors else Outcome.CORRECT,
                    {"ability": "belief" if i % 2 else "emotion", "story": f"s{i // 2}"}) for i in range(n)]
     der = [DerivedRecord("toy", d.id, d.kind, Verdict.PASSED, d.members, facets=dict(d.facets)) for d in _groups(n)]
     metrics = gate_metrics(recs, der, facets=Toy.gate_facets, cluster=Toy().cluster)
@@ -85,10 +85,19 @@ def test_a_covering_baseline_passes_and_a_gap_is_refused_naming_counts_and_ids()
     assert "--tom-compare-fail='*.accuracy:partial'" in text
 
 
-def test_a_unit_the_baseline_ran_without_a_value_is_not_a_gap() -> None:
-    base = _baseline(10, errors=(3,))  # a model error in the baseline run: not in its accuracy, but it ran
+@pytest.mark.parametrize("error", [Outcome.ERROR, Outcome.UNSCORED])
+def test_a_unit_the_baseline_ran_without_a_value_is_not_a_gap(error: Outcome) -> None:
+    base = _baseline(10, errors=(3,), error=error)  # a model error or no gold in the baseline run: in no metric, but it ran
     assert "q3" not in base.suites["tb"].metrics["accuracy"].ids
     assert check_coverage(base, [_planned(10)], rules("tb.accuracy")) == []
+
+
+def test_a_question_without_a_gold_is_in_no_gate_metric() -> None:
+    recs = [Record("toy", f"q{i}", o, {"ability": "belief", "story": "s0"})
+            for i, o in enumerate([Outcome.CORRECT, Outcome.UNSCORED, Outcome.ERROR, Outcome.UNPARSEABLE])]
+    metrics = gate_metrics(recs, facets=Toy.gate_facets, cluster=Toy().cluster)
+    assert {k: m.ids for k, m in metrics.items()} == {"accuracy": ("q0", "q3"), "ability.belief": ("q0", "q3"),
+                                                      "unparseable": ("q0", "q3"), "errors": ("q0", "q2", "q3")}
 
 
 def test_partial_rules_and_update_accept_a_gap_with_a_note_but_never_nothing_in_common() -> None:
