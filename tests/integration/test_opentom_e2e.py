@@ -8,6 +8,7 @@ files with plain `json`. The records reach the test through the public `pytest_t
 from __future__ import annotations
 
 import json
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -69,6 +70,42 @@ def test_a_python_model_scores_by_the_official_rules(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*fine location, fo: answers naming neither place (the official tie label: wrong) 2*"])
     result.stdout.fnmatch_lines(["*OpenToM 11111111-location_fg_fo-3 (location_fg_fo_new.json 11111111[[]3[]]): incorrect: "
                                  "names neither place*"])
+
+
+def test_a_question_without_a_gold_is_asked_skipped_and_in_no_number(pytester: pytest.Pytester) -> None:
+    data = pytester.path / "data"
+    shutil.copytree(FIXTURES / "opentom", data / "opentom")
+    fine = data / "opentom/data/opentom_data/location_fg_fo_new.json"
+    release = json.loads(fine.read_text())
+    release["11111111"][0]["answer"] = "a garage shlef"  # names neither place, as the real release's one defect
+    fine.write_text(json.dumps(release))
+    pytester.makepyfile(gold_model=GOLD_MODEL.replace("__DIR__", repr(str(fine.parent))))
+    pytester.makeconftest(RECORDS_HOOK)
+    pytester.syspathinsert()
+    args = (*QUIET, "--tom-benchmark=opentom", f"--tom-data-dir={data}", "--tom-set=opentom.partial=true", "--tom-no-cache",
+            "--tom-model=python:gold_model:model")
+    result = pytester.runpytest(*args, "--tom-report=r.json", "-rs")
+    result.assert_outcomes(passed=41, failed=4, skipped=1)  # as the fixture's run, less the question now without a gold
+    result.stdout.fnmatch_lines(["SKIPPED*: OpenToM 11111111-location_fg_fo-0 (location_fg_fo_new.json 11111111[[]0[]]): "
+                                 "unscored: no scorable gold*"])
+    recs = {r.sample_id: r for r in read_records(pytester)}
+    unscored = recs["11111111-location_fg_fo-0"]
+    assert (unscored.outcome.value, unscored.gold, unscored.parsed, unscored.responses) == ("unscored", None, 2, ("a garage shlef.",))
+    m = {x.name: x.value for x in OpenToM().metrics(list(recs.values()))}
+    assert (m["loc_fine.fo.no_gold"], m["loc_fine.fo.n_scored"], m["narrator_control"]) == (1, 7, 1.0)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert [i["outcome"] for i in report["items"] if i["qid"] == "11111111-location_fg_fo-0"] == ["unscored"]
+    rows = {tuple(r["facets"].values()): r for t in report["suites"][0]["tables"] for r in t["rows"]}
+    assert (rows[("narrator",)]["n"], rows[("narrator",)]["accuracy"]) == (3, 1.0)  # 4 narrator questions, one unscored
+    assert (rows[()]["n"], rows[()]["correct"], rows[("loc_fine/fo",)]["n"]) == (45, 41, 7)
+    # no gate counts it, and a baseline that holds no value for it still covers a run that asks it
+    gated = pytester.runpytest(*args, "--tom-baseline-save=base.json", "--tom-threshold=opentom.perspective.narrator>=1")
+    gated.stdout.fnmatch_lines(["tom_gate[[]opentom.perspective.narrator:point>=1[]] .*"])
+    saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]
+    assert saved["items"]["11111111-location_fg_fo-0"]["outcome"] == "unscored"
+    assert "11111111-location_fg_fo-0" not in saved["metrics"]["accuracy"]["ids"] and len(saved["metrics"]["accuracy"]["ids"]) == 45
+    again = pytester.runpytest(*args, "--tom-baseline=base.json", "--tom-compare-fail=opentom.accuracy")
+    again.stdout.fnmatch_lines(["tom_gate[[]opentom.accuracy:baseline[]] .*"])
 
 
 def test_the_random_model_answers_from_each_label_space(pytester: pytest.Pytester) -> None:

@@ -105,15 +105,13 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
              *((f"{'first' if order == 'fo' else 'second'}_order",) if order else ()), *(("long_narrative",) if long else ()))
     text = fields.text(narr, "long_narrative" if long else "narrative", path, key)
     extra = OpenToMExtra(key, stem, index, kind, names["original_place"], names["move_to_place"])
-    scorable = scoring.gold(extra, answer) is not None
     return Sample(
         benchmark="opentom", id=f"{'long-' if long else ''}{key}-{stem}-{index}", context=Story(text), question=question,
         choices=(), gold=answer, characters=(names["mover"], names["observer"]),
         facets={"genre": kind, "cell": f"{genre}/{order}" if order else genre, "order": order or "none",
                 "perspective": who, "observed": seen, "personality": personality, "narrative": key,
-                "length": "long" if long else "normal", "scorable": "yes" if scorable else "no"},
-        marks=marks, source=f"{path.name} {where}", extra=extra,
-        defect="" if scorable else f"no scorable gold: the answer {answer!r} names neither place of plot_info")
+                "length": "long" if long else "normal", "scorable": "no" if scoring.gold(extra, answer) is None else "yes"},
+        marks=marks, source=f"{path.name} {where}", extra=extra)
 
 
 def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[dict[str, dict[str, list[int]]]]:

@@ -2,7 +2,7 @@
 Self-Ask, SimToM), the rule-based label mapping and `evaluate.py`'s metrics per cell (`framework.labels`; multihop pools
 fullness and accessibility, which share integer labels). Labels are the official integers; -1 is unparseable
 ("corrupted"), which the official metrics drop and pytest-tom reports as the outcome `unparseable`; a fine-location tie
-(3) is a wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect, never scored.
+(3) is a wrong answer; a gold of None (one narrator item, spec §3.5) is a known release defect: unscored, in no metric.
 """
 
 from __future__ import annotations
@@ -160,9 +160,10 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
     read = (text or "").strip()
     said = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip() if cot else read
     x, g, got = s.extra, gold(s.extra, str(s.gold)), label(s.extra, said)
-    outcome = Outcome.UNPARSEABLE if got == -1 else Outcome.CORRECT if got == g else Outcome.INCORRECT
+    outcome = (Outcome.UNSCORED if g is None else Outcome.UNPARSEABLE if got == -1 else
+               Outcome.CORRECT if got == g else Outcome.INCORRECT)
     neither = x.kind == "loc_fine" and got == 3 and not overlap(said, strip_det(x.original_place))  # nor the other
-    why = ("no scorable gold: the answer names neither place" if g is None else
+    why = ("no scorable gold: the release's answer names neither place of plot_info" if g is None else
            "names neither place (an empty or unrelated answer): the official rule's tie label, a wrong answer" if neither else
            "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
            "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
@@ -180,8 +181,8 @@ CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multih
 
 
 def members(cell: str, records: Sequence[Record]) -> list[Record]:
-    """The scored records of a cell: its `cell` facet (multihop pools fullness and accessibility) or genre/order."""
-    return [r for r in records if r.scored and cell in (r.facets["cell"], f"{r.facets['genre']}/{r.facets['order']}")]
+    """A cell's answered records, unscored ones counted as `no_gold`: its `cell` facet (multihop pools) or genre/order."""
+    return [r for r in records if r.answered and cell in (r.facets["cell"], f"{r.facets['genre']}/{r.facets['order']}")]
 
 
 def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
@@ -229,7 +230,7 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
             out += [Metric(("coarse_fine_agreement", order), sum(read) / len(read) if read else None,
                            f"coarse-fine agreement, {order} (Yes = original place)", "rate", DIAGNOSTICS, n=len(read)),
                     Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(said) - len(read), "", "count", DIAGNOSTICS)]
-    if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator" and r.gold is not None]:
+    if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator"]:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
                           "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
                           n=len(narrator)))

@@ -4,6 +4,7 @@ the official pooling of multihop and the batch means.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -117,6 +118,17 @@ def test_outcomes_unparseable_tie_and_cot_last_line(items: dict[str, OpenToMSamp
     assert counted["names_neither.fo"] == 2 and tie.details == {"label": 3}
     assert scoring.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
     assert scoring.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
+
+
+def test_a_release_answer_naming_neither_place_is_unscored_and_only_counted(items: dict[str, OpenToMSample]) -> None:
+    bad = dataclasses.replace(items["11111111-location_fg_fo-0"], gold="a garage shlef")  # as the real release's one
+    r = scoring.score(bad, "A garage shelf.")
+    assert (r.outcome, r.gold, r.parsed, r.scored) == (Outcome.UNSCORED, None, 2, False)
+    assert r.message.splitlines()[0].endswith("unscored: no scorable gold: the release's answer names neither place of plot_info")
+    right = scoring.score(items["11111111-location_fg_fo-1"], "treasure chest")
+    m = {x.name: x.value for x in scoring.aggregate([r, right], batched=False)}
+    assert (m["loc_fine.fo.n"], m["loc_fine.fo.n_scored"], m["loc_fine.fo.no_gold"], m["loc_fine.fo.accuracy"]) == (2, 1, 1, 1.0)
+    assert {x.name: x.value for x in scoring.diagnostics([r, right])}["narrator_control"] == 1.0
 
 
 def rec(cell: str, genre: str, gold: int | None, parsed: int | None, batch: str = "1") -> Record:
