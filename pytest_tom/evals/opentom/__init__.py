@@ -68,13 +68,11 @@ def read_release(folder: Path, release: str, long: bool, verified: bool, partial
         lists: dict[str, Any] = read_json(path := found[rel])
         if not partial and list(lists) != list(meta):
             raise TomDataError(f"not the 596 narratives of meta_data.json in its order: {ADVICE}", path=path)
-        for key, items in lists.items():
-            if key not in narr and long:
-                continue
+        for key, items in lists.items():  # every list checked; with `long`, only the long narratives' kept
             if key not in meta or not isinstance(items, list) or len(items) != STEMS[stem][2]:
                 raise TomDataError(f"expected a list of {STEMS[stem][2]} questions of a narrative of meta_data.json",
                                    path=path, record=key)
-            samples += [parse(meta[key], narr[key], key, stem, i, q, path, long) for i, q in enumerate(items)]
+            samples += [parse(meta[key], narr[key], key, stem, i, q, path, long) for i, q in enumerate(items) if key in narr]
     if not (verified or partial):
         if len(samples) != (2_300 if long else 13_708):
             raise TomDataError(f"{len(samples)} questions, not the release's: {ADVICE}", path=folder)
@@ -108,9 +106,8 @@ def parse(meta: Mapping[str, Any], narr: Mapping[str, Any], key: str, stem: str,
     return Sample(
         benchmark="opentom", id=f"{'long-' if long else ''}{key}-{stem}-{index}", context=Story(text), question=question,
         choices=(), gold=answer, characters=(names["mover"], names["observer"]),
-        facets={"genre": kind, "cell": f"{genre}/{order}" if order else genre, "order": order or "none",
-                "perspective": who, "observed": seen, "personality": personality, "narrative": key,
-                "length": "long" if long else "normal", "scorable": "no" if scoring.gold(extra, answer) is None else "yes"},
+        facets={"genre": kind, "cell": f"{genre}/{order}" if order else genre, "order": order or "none", "perspective": who,
+                "observed": seen, "personality": personality, "narrative": key, "length": "long" if long else "normal"},
         marks=marks, source=f"{path.name} {where}", extra=extra)
 
 
@@ -158,9 +155,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
         Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((),), gate=True),
         Facet("observed", described(MARK, "witnessed", "unwitnessed")),
         Facet("personality", described(MARK, "considerate", "inconsiderate", "negativistic")),
-        Facet("length", described(MARK, "long_narrative")),
-        Facet("batch"),
-        Facet("narrative", cluster=True),
+        Facet("length", described(MARK, "long_narrative")), Facet("batch"), Facet("narrative", cluster=True),
     )
 
     def load(self, source: DataSource) -> list[OpenToMSample]:

@@ -64,16 +64,14 @@ TEMPLATES["fullness"] = TEMPLATES["accessibility"] = TEMPLATES["loc_fine"]
 ASK = {"fullness": ' Answer with "more full", "equally full", or "less full".',
        "accessibility": ' Answer with "more accessible", "equally accessible", or "less accessible".',
        "attitude": ', assuming that you observed the action? Answer with "positive", "neutral", or "negative".'}
-ATTITUDE_END = " Answer without any explanation."
 POSTFIX = {"cot": "Reason step by step before answering. Write the answer in the end.",
            "selfask": "Break the original question into sub-questions. Explicitly state the follow-up questions, and the "
                       "answers to the follow-up questions. Aggregate the answers to the follow-up questions and write the "
                       'answer in the end as "Final Answer: [answer]".'}
 SIMTOM = "The following is a sequence of events:\n\n{narrative}\n\nWhich events does {c} know about?\n"
 SIMTOM_ASK = "Answer the following question without any explanation:\n"
-LABELS = {"loc_coarse": ("Yes", "No"), "fullness": ("more full", "equally full", "less full"),
-          "accessibility": ("more accessible", "equally accessible", "less accessible"),
-          "attitude": ("positive", "neutral", "negative")}
+LABELS = {kind: tuple(text.split('"')[1::2]) for kind, text in {**ASK, "loc_coarse": TEMPLATES["loc_coarse"]}.items()}
+"""The answers each prompt offers, quoted in it (the `random` model picks one); fine location: the two places."""
 WORDS = {"fullness": ((1, ("less full", "emptier", "more empty")), (2, ("more full", "fuller")), (3, ("equally full",))),
          "accessibility": ((1, ("more accessible",)), (2, ("less accessible",)), (3, ("equally accessible",)))}
 """The official multihop rule: the first label with a phrase in the answer (periods removed) wins."""
@@ -89,7 +87,7 @@ def prompt(s: OpenToMSample, method: str = "vanilla", layout: str = "official") 
     x, q = s.extra, question(s.extra, s.question)
     head = HEAD.replace("{narrative}", s.context.render())
     raw = (head + TEMPLATES[x.kind]).replace("{question}", q)
-    post = ATTITUDE_END if method == "vanilla" else " " + POSTFIX[method]
+    post = " Answer without any explanation." if method == "vanilla" else " " + POSTFIX[method]  # attitude's end
     if method == "vanilla" or x.kind == "attitude":
         return raw.strip() + (post if x.kind == "attitude" else "")
     if x.kind == "loc_fine":  # official: the first '?' of the whole prompt, even one inside the story (spec §3.3)
@@ -104,11 +102,9 @@ def simtom_character(s: OpenToMSample) -> str:
     (mover, observer), q = s.characters, s.question
     if s.extra.kind == "attitude":
         return observer
-    named = [n for n in (mover, observer) if n in q]
-    if s.extra.kind == "accessibility":
-        return mover if mover in named else observer if named else "the narrator"
-    tokens = q.replace("'s", "").split(" ")
-    return min(named, key=lambda n: tokens.index(n) if n in tokens else len(tokens)) if named else "the narrator"
+    named, tokens = [n for n in (mover, observer) if n in q], q.replace("'s", "").split(" ")
+    at = (lambda n: 0) if s.extra.kind == "accessibility" else lambda n: tokens.index(n) if n in tokens else len(tokens)
+    return min(named, key=at) if named else "the narrator"  # min of equal keys: the first named, the mover
 
 
 def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: GenerationSettings) -> Program:
@@ -116,19 +112,18 @@ def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: Ge
     x, q, preface = s.extra, question(s.extra, s.question), (Message("system", SYSTEM),) if system else ()
     ask = partial(Request, settings=settings, answer_labels=LABELS.get(x.kind, (x.original_place, x.move_to_place)))
     if method != "simtom":
-        (r,) = yield [req := ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
-        return score(s, r.text, req.key, cot=method == "cot")
+        (r,) = yield [ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
+        return score(s, r.text, cot=method == "cot")
     coi, narrative = simtom_character(s), s.context.render()
     if coi == "the narrator":
-        (r,) = yield [req := ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
-        return score(s, r.text, req.key)
+        (r,) = yield [ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
+        return score(s, r.text)
     first = Message("user", SIMTOM.replace("{narrative}", narrative).replace("{c}", coi))
-    (know,) = yield [k := Request(messages=(*preface, first), settings=settings)]
+    (know,) = yield [Request(messages=(*preface, first), settings=settings)]  # the engine records every request's key
     if know.text is None:
-        return Record.of(s, Outcome.ERROR, responses=(None,), request_keys=(k.key,),
-                         message=f"OpenToM {s.id}: SimToM's first stage got no answer")
-    (r,) = yield [req := ask(messages=(*preface, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
-    return score(s, r.text, req.key).replace(responses=(know.text, r.text), request_keys=(k.key, req.key))
+        return Record.of(s, Outcome.ERROR, responses=(None,), message=f"OpenToM {s.id}: SimToM's first stage got no answer")
+    (r,) = yield [ask(messages=(*preface, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
+    return score(s, r.text).replace(responses=(know.text, r.text))
 
 
 def overlap(text: str, place: str) -> float:
@@ -153,7 +148,7 @@ def label(x: OpenToMExtra, text: str) -> int:
     return {"a": 1, "b": 3, "c": 2}.get(t, found[0] if len(found) == 1 else -1)
 
 
-def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = False) -> Record:
+def score(s: OpenToMSample, text: str | None, *, cot: bool = False) -> Record:
     """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is. CoT's extra step reads
     the last line of a multi-line answer, else the text after the last `Therefore`.
     """
@@ -169,8 +164,7 @@ def score(s: OpenToMSample, text: str | None, key: str = "", *, cot: bool = Fals
            "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
     message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
                       f"gold: {s.gold!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
-    return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,),
-                     request_keys=(key,) if key else (), message=message,
+    return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,), message=message,
                      details={"label": got, **({"names_neither": True} if neither else {})})
 
 
@@ -245,7 +239,7 @@ def gate_rates(records: Sequence[Record]) -> list[MetricData]:
     agree = twins(records)
     return [labels.f1_gate(f"macro_f1.{cell.replace('/', '_')}", recs, "narrative",
                            f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)")
-            for cell in CELLS if (recs := [r for r in members(cell, records) if r.facets.get("scorable") != "no"])] + [
+            for cell in CELLS if (recs := [r for r in members(cell, records) if r.scored])] + [
         MetricData(f"coarse_fine_agreement.{order}", tuple("-".join(k) for k in keys), tuple(float(bool(agree[k])) for k in keys),
                    tuple(k[1] for k in keys), f"OpenToM {order}: a character's coarse and fine answers agree (unreadable: not)")
         for order in ("fo", "so") if (keys := [k for k in agree if k[0] == order])]
