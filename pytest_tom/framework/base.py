@@ -96,7 +96,9 @@ class Facet:
 
     `marks`: pytest marks with their `--markers` text (may include non-values, such as derived kinds);
     `stratum`: `--tom-sample` draws within each combination of strata; `tables`: summary tables led by it
-    (`()` alone, `("task",)` crossed with task); `gate`: each value gets a gateable accuracy;
+    (`()` alone, `("task",)` crossed with task); `gate`: each value gets a gateable accuracy; `derived_gate`: each
+    value also gets a gateable rate of each kind of derived result carrying it (`<kind>.<facet>.<value>`: BigToM's
+    per-group TB AND FB pairs);
     `cluster`: it names the story or conversation, so intervals resample whole clusters; `whole` (cluster only):
     `--tom-sample` keeps or drops each cluster whole, for metrics that compare a cluster's questions (Hi-ToM's chains).
     """
@@ -106,6 +108,7 @@ class Facet:
     stratum: bool = False
     tables: tuple[tuple[str, ...], ...] = ()
     gate: bool = False
+    derived_gate: bool = False
     cluster: bool = False
     whole: bool = False
 
@@ -151,6 +154,7 @@ class Benchmark(ABC, Generic[E]):
     strata: ClassVar[tuple[str, ...]] = ()
     summary_facets: ClassVar[tuple[tuple[str, ...], ...]] = ()
     gate_facets: ClassVar[tuple[str, ...]] = ()
+    derived_gate_facets: ClassVar[tuple[str, ...]] = ()
     cluster_facet: ClassVar[str | None] = None
     sample_whole: ClassVar[bool] = False
 
@@ -168,6 +172,7 @@ class Benchmark(ABC, Generic[E]):
         cls.strata = tuple(f.name for f in rows if f.stratum)
         cls.summary_facets = tuple((f.name, *t) for f in rows for t in f.tables)
         cls.gate_facets = tuple(f.name for f in rows if f.gate)
+        cls.derived_gate_facets = tuple(f.name for f in rows if f.derived_gate)
         cls.cluster_facet = clusters[0] if clusters else None
         cls.sample_whole = any(f.whole for f in rows)
 

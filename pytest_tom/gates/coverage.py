@@ -39,7 +39,7 @@ class PlannedSuite:
     metrics: Mapping[str, tuple[str, ...]]
     """The unit ids each gateable metric will have (`planned_metrics`)."""
     group_metrics: frozenset[str] = field(default_factory=frozenset)
-    """Metrics whose units are aggregate assertions (groups), not questions."""
+    """The derived kinds: metrics named by one (`pair`, `pair.group.<value>`) have aggregate assertions as units."""
     settings_before: Mapping[str, Any] = field(default_factory=dict)
     """What a baseline saved before a setting existed is read as having (`Benchmark.settings_before`)."""
 
@@ -92,7 +92,7 @@ def check_coverage(baseline: Baseline, planned: Sequence[PlannedSuite], rules: S
                 continue
             checked.add(full)
             metric = names[full]
-            unit = "group" if metric in suite.group_metrics else "question"
+            unit = "group" if metric.split(".")[0] in suite.group_metrics else "question"  # `pair`, `pair.group.x`
             needed = suite.metrics[metric]
             old = base.metrics.get(metric)
             held = set(old.ids) if old is not None else set()

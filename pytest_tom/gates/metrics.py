@@ -49,14 +49,17 @@ class SuiteView:
             return {}
 
     def metrics(self) -> dict[str, MetricData]:
-        out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster)
+        out = gate_metrics(self.records, self.derived, facets=self.benchmark.gate_facets, cluster=self.benchmark.cluster,
+                           derived_facets=self.benchmark.derived_gate_facets)
         out.update({m.name: m for m in self.benchmark.gate_rates(self.records)})
         return out
 
 
 def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (), *, facets: Sequence[str] = (),
-                 cluster: Callable[[Mapping[str, str], str], str] | None = None) -> dict[str, MetricData]:
-    """Every gateable metric of one suite's records, by name within the suite. `facets` get per-value metrics;
+                 cluster: Callable[[Mapping[str, str], str], str] | None = None,
+                 derived_facets: Sequence[str] = ()) -> dict[str, MetricData]:
+    """Every gateable metric of one suite's records, by name within the suite. `facets` get per-value metrics of the
+    questions, `derived_facets` per-value metrics of each derived kind whose results carry them (`<kind>.<facet>.<value>`);
     `cluster(facets, unit_id)` names a unit's story (default: each unit its own). Unparseable answers count as wrong, as
     the papers count them; errors are not answers and only enter the `errors` rate; questions without a gold enter none.
     """
@@ -82,9 +85,16 @@ def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (
     add("unparseable", units(scored, Outcome.UNPARSEABLE), "share of answers the parser could not read", higher=False)
     add("errors", units(records, Outcome.ERROR), "share of questions the model failed to answer (errors)", higher=False)
     judged = [d for d in derived if d.verdict in (Verdict.PASSED, Verdict.FAILED)]
+    def held(ds: Iterable[DerivedRecord]) -> list[tuple[str, float, str]]:
+        return [(d.derived_id, 1.0 if d.passed else 0.0, cluster(d.facets, d.derived_id)) for d in ds]
+
     for kind in sorted({d.kind for d in judged}):
-        add(kind, [(d.derived_id, 1.0 if d.passed else 0.0, cluster(d.facets, d.derived_id)) for d in judged if d.kind == kind],
-            f"share of {kind} assertions that hold (judged ones: complete groups without model errors)")
+        of_kind = [d for d in judged if d.kind == kind]
+        add(kind, held(of_kind), f"share of {kind} assertions that hold (judged ones: complete groups without model errors)")
+        for facet in derived_facets:
+            for value in sorted({d.facets[facet] for d in of_kind if d.facets.get(facet)}):
+                add(f"{kind}.{facet}.{slug(value)}", held(d for d in of_kind if d.facets.get(facet) == value),
+                    f"share of {kind} assertions that hold with {facet} = {value!r}")
     for name, (rows, description, higher) in robustness.units(derived, cluster).items():
         add(name, rows, description, higher)
     return out

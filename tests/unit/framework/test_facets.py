@@ -122,6 +122,13 @@ def test_every_class_declares_one_table_and_no_parallel_lists(name: str) -> None
         assert derived not in cls.__dict__ or "facets" in cls.__dict__
 
 
+def test_derived_gate_facets_are_the_ones_declared_so() -> None:
+    cls = type("Toy", (Benchmark,), {"name": "toy", "description": "d",
+                                     "facets": (Facet("a", gate=True), Facet("b", derived_gate=True), Facet("c"))})
+    assert (cls.gate_facets, cls.derived_gate_facets) == (("a",), ("b",))
+    assert _cls("bigtom").derived_gate_facets == ("group",) and _cls("tombench").derived_gate_facets == ()
+
+
 def test_a_table_with_two_clusters_is_refused() -> None:
     with pytest.raises(TypeError, match="only one facet can be the cluster"):
         type("Two", (Benchmark,), {"name": "two", "description": "d",

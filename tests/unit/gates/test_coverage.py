@@ -27,6 +27,7 @@ class Toy:
     """What `planned_metrics` reads of a benchmark."""
 
     gate_facets = ("ability",)
+    derived_gate_facets = ("ability",)
 
     def cluster(self, facets: Any, uid: str) -> str:
         return str(facets.get("story", uid))
@@ -90,6 +91,26 @@ def test_a_unit_the_baseline_ran_without_a_value_is_not_a_gap(error: Outcome) ->
     base = _baseline(10, errors=(3,), error=error)  # a model error or no gold in the baseline run: in no metric, but it ran
     assert "q3" not in base.suites["tb"].metrics["accuracy"].ids
     assert check_coverage(base, [_planned(10)], rules("tb.accuracy")) == []
+
+
+def test_derived_results_are_gateable_per_value_of_a_derived_gate_facet() -> None:
+    der = [DerivedRecord("toy", f"p{i}", "pair", v, (f"q{i}",), facets={"group": g, "story": f"s{i // 2}"})
+           for i, (v, g) in enumerate([(Verdict.PASSED, "a"), (Verdict.FAILED, "a"), (Verdict.PASSED, "b 1"),
+                                       (Verdict.SKIPPED, "b 1"), (Verdict.PASSED, "")])]
+    metrics = gate_metrics([], der, cluster=Toy().cluster, derived_facets=("group",))
+    assert {k: (m.ids, m.values, m.clusters) for k, m in metrics.items() if k.startswith("pair")} == {
+        "pair": (("p0", "p1", "p2", "p4"), (1.0, 0.0, 1.0, 1.0), ("s0", "s0", "s1", "s2")),
+        "pair.group.a": (("p0", "p1"), (1.0, 0.0), ("s0", "s0")), "pair.group.b_1": (("p2",), (1.0,), ("s1",))}
+    assert "pair.group.a" not in gate_metrics([], der, cluster=Toy().cluster)  # only where the benchmark declares it
+
+
+def test_a_derived_gate_metric_is_planned_and_counted_in_groups() -> None:
+    groups = [Derived(d.benchmark, d.id, d.kind, d.members, facets={**d.facets, "ability": "belief"}) for d in _groups(14)]
+    metrics = planned_metrics(Toy(), [_sample(i) for i in range(14)], groups)
+    assert metrics["coherence.ability.belief"] == tuple(f"s{k}" for k in range(7))
+    with pytest.raises(TomConfigError, match=r"tb.coherence.ability.belief is not in the baseline \(it holds 0 of the 7 groups"):
+        check_coverage(_baseline(10), [PlannedSuite("tb", "toy", SETTINGS, FP, metrics, frozenset({"coherence"}))],
+                       rules("tb.coherence.ability.belief"))
 
 
 def test_a_question_without_a_gold_is_in_no_gate_metric() -> None:
