@@ -137,6 +137,22 @@ def test_pairs_and_conditions_gate_with_story_clusters(pytester: pytest.Pytester
                                  "*PASS bigtom.folder.1_forward_belief_false_belief:point>=0.1*"])
 
 
+def test_each_groups_pairs_are_gateable_against_a_baseline(pytester: pytest.Pytester) -> None:
+    run(pytester, "--tom-model=python:agent_model:model", "--tom-baseline-save=base.json", "-q")
+    saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]["metrics"]
+    groups = {k for k in saved if k.startswith("pair.group.")}  # (init, variable, kind) as the metrics' `pair.*` groups
+    assert groups == {f"pair.group.{i}_{v}_{k}" for i in "01" for v in ("forward_belief", "forward_action", "backward_belief")
+                      for k in ("belief", "control")}
+    assert saved["pair.group.1_forward_belief_belief"]["ids"] == [f"1_forward_belief-belief-{n:03d}" for n in range(1, 5)]
+    result = run(pytester, "--tom-model=python:agent_model:model", "--tom-threshold=bigtom.pair.group.0_forward_action_belief>=0.6",
+                 "--tom-baseline=base.json", "--tom-compare-fail=bigtom.pair.group.*", "--tb=no", "-q")
+    # the model passes the pairs of two of the four stories in every group (the hand computation's 50%)
+    result.stdout.fnmatch_lines(["*FAIL bigtom.pair.group.0_forward_action_belief:point>=0.6: 50.0% *n=4; the value*",
+                                 "*PASS bigtom.pair.group.0_backward_belief_belief:baseline: not testable (n=4): 50.0% now*"])
+    assert sum(line.lstrip().startswith(("PASS bigtom.pair.group.", "FAIL bigtom.pair.group.")) for line in result.stdout.lines) == 13
+    assert "REGRESSION" not in result.stdout.str()
+
+
 def test_a_judge_grades_the_unread_answers_beside_the_rule_and_is_cached(pytester: pytest.Pytester) -> None:
     args = ("--tom-model=python:agent_model:model", "--tom-judge=python:judge_model:judge", "--tom-report=r.json")
     result = run(pytester, *args)

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_tom.derived import evaluate
 from pytest_tom.engine import Engine
 from pytest_tom.evals.bigtom import BigToM, scoring
 from pytest_tom.framework.base import DataSource
+from pytest_tom.gates.metrics import gate_metrics
 from pytest_tom.models.base import CallableModel
 from pytest_tom.models.random import RandomModel
+from pytest_tom.record import index
 
 pytestmark = pytest.mark.realdata
 CSV = Path("bigtom/data/bigtom/bigtom.csv")
@@ -119,6 +122,15 @@ def test_all_4800_run_and_the_metrics_equal_a_hand_computation(root: Path, tmp_p
     want = hand(root, {r.sample_id: r.responses[-1] or "" for r in records}, per_item)
     assert {k: got[k] for k in want} == pytest.approx(want) and got["n"] == 4800 and got["unparseable"] == 0
     assert {r.sample_id: r.passed for r in records} == per_item  # item by item
+    # each group's TB AND FB pairs are gateable, as the derived items judge them: `pair.group.<init>_<variable>_<kind>`
+    derived = [evaluate(d, index(records), bench.rule(d.kind)) for d in bench.derived(items)]
+    gates = gate_metrics(records, derived, facets=bench.gate_facets, cluster=bench.cluster,
+                         derived_facets=bench.derived_gate_facets)
+    groups = {k.removeprefix("pair.group."): m for k, m in gates.items() if k.startswith("pair.group.")}
+    assert {k: m.rate() for k, m in groups.items()} == pytest.approx(
+        {k.removeprefix("pair.").removesuffix(".true_and_false").replace(".", "_"): v for k, v in want.items()
+         if k.startswith("pair.")})
+    assert all(len(m.ids) == 200 and len(set(m.clusters)) == 200 for m in groups.values()) and len(groups) == 12
     by = {r.sample_id: r for r in records}  # the two backward-belief control files are one prompt set: one answer
     assert all(by[f"{i}_backward_belief_true_control-{n:03d}"].responses == by[f"{i}_backward_belief_false_control-"
                f"{n:03d}"].responses for i in "01" for n in range(1, 201))

@@ -76,7 +76,7 @@ class BigToM(Benchmark[BigToMExtra]):
         Facet("init", {"initial_belief_shown": "BigToM item whose story states the initial belief (1_).",
                        "initial_belief_hidden": "BigToM item without the initial-belief sentence (0_)."}, gate=True),
         Facet("kind", {"pair": "BigToM derived item: the TB and FB (or two control) items of one story both correct."}),
-        Facet("folder", gate=True),
+        Facet("folder", gate=True), Facet("group", derived_gate=True),
         Facet("gold"),
         Facet("story", cluster=True, whole=True),
     )
@@ -94,7 +94,8 @@ class BigToM(Benchmark[BigToMExtra]):
         """One TB AND FB item per story and (init, variable, kind) with both items loaded (spec §7)."""
         ids = {s.id for s in samples}
         return [Derived("bigtom", f"{f['init']}_{f['variable']}-{f['kind']}-{s.extra.line:03d}", "pair", (s.id, p),
-                        ("bigtom", "pair", f["variable"]), {k: f[k] for k in ("variable", "init", "kind", "story")})
+                        ("bigtom", "pair", f["variable"]), {k: f[k] for k in ("variable", "init", "kind", "story")}
+                        | {"group": f"{f['init']}_{f['variable']}.{f['kind']}"})  # the metrics' group: gateable
                 for s in samples if (p := partner(s.id, f := s.facets)) is not None and p in ids]
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
