@@ -184,28 +184,9 @@ def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Se
     codes, k = _codes(clusters, n)
     labels = list(dict.fromkeys([*gold, *base, *new]))
     g, pb, pn = (np.array([labels.index(x) for x in seq]) for seq in (gold, base, new))
-
-    def counts(p: NDArray[np.intp]) -> Floats:
-        """Per cluster and label: true positives, false positives, false negatives (k x 3 x L)."""
-        out = np.zeros((k, 3, len(labels)))
-        for row, hit in enumerate(((g == p), (g != p), (g != p))):
-            np.add.at(out[:, row], (codes[hit], (g if row == 2 else p)[hit]), 1.0)
-        return out
-
-    def f1(c: Floats) -> Floats:
-        tp, fp, fn = c[..., 0, :], c[..., 1, :], c[..., 2, :]
-        denom = 2 * tp + fp + fn
-        present = denom > 0
-        return np.asarray(np.where(present, 2 * tp / np.where(present, denom, 1), 0).sum(-1)
-                          / np.maximum(present.sum(-1), 1), dtype=np.float64)
-
-    cb, cn = counts(pb), counts(pn)
-    f_base, f_new = float(f1(cb.sum(0))), float(f1(cn.sum(0)))
-    rng, rows, boot = np.random.default_rng(seed), max(1, CHUNK_CELLS // (k * 3 * len(labels))), []
-    for start in range(0, resamples, rows):
-        draws = rng.integers(0, k, size=(min(rows, resamples - start), k))
-        boot.append(f1(cn[draws].sum(1)) - f1(cb[draws].sum(1)))
-    d = np.concatenate(boot)
+    cb, cn = _f1_counts(g, pb, codes, k, len(labels)), _f1_counts(g, pn, codes, k, len(labels))
+    f_base, f_new = float(_f1(cb.sum(0))), float(_f1(cn.sum(0)))
+    d = _f1_boot(cn, cb, resamples, seed)
     low, high = (float(x) for x in np.quantile(d, [(1 - level) / 2, (1 + level) / 2]))
     p = float((np.sum(d >= -margin) + 1) / (resamples + 1))
     right_b, right_n = g == pb, g == pn
@@ -213,6 +194,65 @@ def compare_macro_f1(gold: Sequence[Hashable], base: Sequence[Hashable], new: Se
                     f"paired cluster bootstrap of the macro-F1 difference ({resamples} resamples, {k} clusters)")
     return Comparison(f_base, f_new, diff, n, int(np.sum(right_b & ~right_n)), int(np.sum(~right_b & right_n)),
                       math.nan, margin, p, p, p <= alpha)
+
+
+def macro_f1_gap(a: Sequence[tuple[Hashable, Hashable]], a_clusters: Sequence[Hashable],
+                 b: Sequence[tuple[Hashable, Hashable]], b_clusters: Sequence[Hashable], *, level: float = 0.95,
+                 resamples: int = 2000, seed: int = 0) -> Estimate:
+    """macro-F1(a) - macro-F1(b) of two groups of (gold, prediction) pairs whose clusters overlap (OpenToM's first- and
+    second-order questions on the same narratives), with the percentile interval of a paired cluster bootstrap: whole
+    clusters are drawn once per resample and both groups' F1 recomputed on what the draw holds of each, so a narrative's
+    questions of both groups move together. Each F1 uses the labels its own group has (scikit-learn's `average="macro"`).
+    """
+    _check_open("level", level)
+    if not a or not b or len(a_clusters) != len(a) or len(b_clusters) != len(b) or resamples < 1:
+        raise ValueError(f"two non-empty groups, a cluster per pair and resamples >= 1: {len(a)}, {len(b)}, {resamples}")
+    import numpy as np
+
+    codes, k = _codes([*a_clusters, *b_clusters], len(a) + len(b))
+    counts = []
+    for pairs, at in ((a, codes[:len(a)]), (b, codes[len(a):])):
+        labels = list(dict.fromkeys(x for pair in pairs for x in pair))
+        g, p = (np.array([labels.index(pair[i]) for pair in pairs]) for i in (0, 1))
+        counts.append(_f1_counts(g, p, at, k, len(labels)))
+    point = float(_f1(counts[0].sum(0)) - _f1(counts[1].sum(0)))
+    boot = _f1_boot(counts[0], counts[1], resamples, seed)
+    low, high = (float(x) for x in np.quantile(boot, [(1 - level) / 2, (1 + level) / 2]))
+    return Estimate(point, min(low, point), max(high, point), len(a) + len(b), k, level,
+                    f"paired cluster bootstrap of the macro-F1 difference ({resamples} resamples, {k} clusters)")
+
+
+def _f1_counts(g: NDArray[np.intp], p: NDArray[np.intp], codes: NDArray[np.intp], k: int, labels: int) -> Floats:
+    """Per cluster and label: true positives, false positives, false negatives (k x 3 x labels)."""
+    import numpy as np
+
+    out = np.zeros((k, 3, labels))
+    for row, hit in enumerate(((g == p), (g != p), (g != p))):
+        np.add.at(out[:, row], (codes[hit], (g if row == 2 else p)[hit]), 1.0)
+    return out
+
+
+def _f1(c: Floats) -> Floats:
+    """Macro-F1 of summed counts (`_f1_counts` over the last two axes) over the labels present in them."""
+    import numpy as np
+
+    tp, fp, fn = c[..., 0, :], c[..., 1, :], c[..., 2, :]
+    denom = 2 * tp + fp + fn
+    present = denom > 0
+    return np.asarray(np.where(present, 2 * tp / np.where(present, denom, 1), 0).sum(-1)
+                      / np.maximum(present.sum(-1), 1), dtype=np.float64)
+
+
+def _f1_boot(first: Floats, second: Floats, resamples: int, seed: int) -> Floats:
+    """F1(first) - F1(second) on `resamples` draws of whole clusters with replacement (the same draw for both)."""
+    import numpy as np
+
+    k = len(first)
+    rng, rows, boot = np.random.default_rng(seed), max(1, CHUNK_CELLS // (k * 3 * max(first.shape[2], second.shape[2]))), []
+    for start in range(0, resamples, rows):
+        draws = rng.integers(0, k, size=(min(rows, resamples - start), k))
+        boot.append(_f1(first[draws].sum(1)) - _f1(second[draws].sum(1)))
+    return np.concatenate(boot)
 
 
 def mcnemar_exact(right_to_wrong: int, wrong_to_right: int) -> tuple[float, float]:

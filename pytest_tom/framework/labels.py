@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pytest_tom.framework.metric import Metric
 from pytest_tom.record import MetricData, Record
 from pytest_tom.sample import Sample
-from pytest_tom.stats import macro_f1
+from pytest_tom.stats import macro_f1, macro_f1_gap
 
 COUNTS = ("n", "n_scored", "unparseable", "no_gold")
 """The integer members of `scores`; the rest are rates."""
@@ -105,6 +105,19 @@ def in_batches(samples: Sequence[S], batches: int, keeps: Callable[[S, int], boo
     """
     kept = {s.id: " ".join(str(b + 1) for b in range(batches) if keeps(s, b)) for s in samples}
     return [dataclasses.replace(s, facets={**s.facets, facet: kept[s.id]}) for s in samples if kept[s.id]]
+
+
+def f1_gap(key: tuple[str, ...], label: str, table: str, a: Sequence[Record], b: Sequence[Record], cluster: str
+           ) -> list[Metric]:
+    """macro-F1(a) - macro-F1(b) over the answers read of each (as the official numbers), a difference of rates, with a paired
+    bootstrap interval over the `cluster` facet (`stats.macro_f1_gap`); nothing when a side has no answer read.
+    """
+    ra, rb = ([r for r in rs if r.parsed is not None and r.gold is not None] for rs in (a, b))
+    if not ra or not rb:
+        return []
+    est = macro_f1_gap([(r.gold, r.parsed) for r in ra], [r.facets[cluster] for r in ra],
+                       [(r.gold, r.parsed) for r in rb], [r.facets[cluster] for r in rb])
+    return [Metric(key, est.point, label, "points", table, (est.low, est.high), est.n, cluster)]
 
 
 def f1_gate(name: str, recs: Sequence[Record], cluster: str, description: str) -> MetricData:

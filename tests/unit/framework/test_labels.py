@@ -14,6 +14,7 @@ import pytest
 from pytest_tom.framework import labels
 from pytest_tom.record import Outcome, Record
 from pytest_tom.sample import Sample, Story
+from pytest_tom.stats import macro_f1
 
 
 def rec(i: int, gold: int | None, parsed: int | None, narrative: str = "n1") -> Record:
@@ -65,6 +66,16 @@ def test_the_f1_gate_keeps_each_units_labels_and_marks_unparseable_as_a_class_of
     data = labels.f1_gate("macro_f1.loc", RECS[:4], "narrative", "loc macro-F1")
     assert data.labels == ((1, 1), (1, 2), (2, 2), (2, -1))
     assert data.values == (1.0, 0.0, 1.0, 0.0) and data.clusters == ("n1",) * 4 and data.higher_is_better
+
+
+def test_the_f1_gap_is_over_the_answers_read_of_each_side_and_absent_without_one() -> None:
+    other = [rec(5, 1, 1, "n1"), rec(6, 2, 1, "n2"), rec(7, 1, None, "n2")]
+    (gap,) = labels.f1_gap(("order_gap", "x"), "x: a minus b", "T", RECS, other, "narrative")
+    read = RECS[:3], other[:2]  # the unparseable answers and the question without a gold are not read
+    want = [macro_f1([r.gold for r in rs], [r.parsed for r in rs]) for rs in read]
+    assert (gap.name, gap.unit, gap.n, gap.cluster) == ("order_gap.x", "points", 5, "narrative")
+    assert gap.value == pytest.approx(want[0] - want[1]) and gap.interval is not None
+    assert labels.f1_gap(("g",), "", "T", RECS, [rec(8, 1, None)], "narrative") == []
 
 
 def test_spread_equals_numpy_to_the_last_bit_over_five_batches_where_statistics_does_not() -> None:
