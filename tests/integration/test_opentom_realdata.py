@@ -196,6 +196,13 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     assert {r.sample_id: (r.gold, -1 if r.parsed is None else r.parsed) for r in records} == per_item  # item by item
     if which == "python":
         assert got["loc_coarse.fo.unparseable"] > 0 and got["loc_fine.fo.no_gold"] == 1
+    for genre in ("loc_coarse", "loc_fine", "multihop"):  # the order gap (§6.3), from the hand-computed cells
+        assert got[f"order_gap.{genre}"] == pytest.approx(want[f"{genre}.fo.macro_f1"] - want[f"{genre}.so.macro_f1"])
+    side = {r.sample_id: r.facets["perspective"] for r in records}  # the perspective gap (§6.5) on two cells
+    for stem, cell in (("location_cg_fo", "loc_coarse.fo"), ("location_fg_so", "loc_fine.so")):
+        read = [[pair for k, pair in per_item.items() if f"-{stem}-" in k and side[k] == who and None not in pair
+                 and pair[1] != -1] for who in ("mover", "observer")]
+        assert got[f"perspective_gap.{cell}"] == pytest.approx(f1(read[0]) - f1(read[1]))
     # the one question without a gold is unscored, and in no metric of the framework either (spec §3.5)
     assert [r.sample_id for r in records if r.outcome is Outcome.UNSCORED] == [k for k, (g, _) in per_item.items() if g is None]
     gates = gate_metrics(records, facets=bench.gate_facets, cluster=bench.cluster)

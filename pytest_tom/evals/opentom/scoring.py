@@ -170,6 +170,7 @@ def score(s: OpenToMSample, text: str | None, *, cot: bool = False) -> Record:
 
 TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
 DIAGNOSTICS = "Answers the official rule could not read, and self-consistency"
+GAPS = "Macro-F1 gaps, report only (spec §6.3, §6.5; intervals: paired bootstrap over narratives)"
 CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multihop/fo", "multihop/so", "fullness/fo",
          "fullness/so", "accessibility/fo", "accessibility/so", "attitude")
 
@@ -212,7 +213,7 @@ def twins(records: Sequence[Record]) -> dict[tuple[str, ...], bool | None]:
 
 
 def diagnostics(records: Sequence[Record]) -> list[Metric]:
-    """Fine answers that name neither place (counted), coarse-fine agreement (§6.2), the narrator control (§6.4)."""
+    """Fine answers naming neither place (counted), coarse-fine agreement, order and perspective gaps, narrator control (§6)."""
     out, agree = list[Metric](), twins(records)
     for order in ("fo", "so"):
         if fine := [r for r in records if r.scored and r.facets["genre"] == "loc_fine" and r.facets["order"] == order]:
@@ -224,6 +225,13 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
             out += [Metric(("coarse_fine_agreement", order), sum(read) / len(read) if read else None,
                            f"coarse-fine agreement, {order} (Yes = original place)", "rate", DIAGNOSTICS, n=len(read)),
                     Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(said) - len(read), "", "count", DIAGNOSTICS)]
+    for genre in ("loc_coarse", "loc_fine", "multihop"):
+        out += labels.f1_gap(("order_gap", genre), f"{genre}: first minus second order", GAPS,
+                             members(f"{genre}/fo", records), members(f"{genre}/so", records), "narrative")
+    for cell in CELLS:  # the mover always knows where the entity is (§2.5)
+        mover, observer = ([r for r in members(cell, records) if r.facets["perspective"] == p] for p in ("mover", "observer"))
+        out += labels.f1_gap(("perspective_gap", *cell.split("/")), f"{cell}: mover minus observer", GAPS, mover, observer,
+                             "narrative")
     if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator"]:
         out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
                           "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
