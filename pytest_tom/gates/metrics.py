@@ -85,6 +85,7 @@ def gate_metrics(records: Sequence[Record], derived: Sequence[DerivedRecord] = (
     add("unparseable", units(scored, Outcome.UNPARSEABLE), "share of answers the parser could not read", higher=False)
     add("errors", units(records, Outcome.ERROR), "share of questions the model failed to answer (errors)", higher=False)
     judged = [d for d in derived if d.verdict in (Verdict.PASSED, Verdict.FAILED)]
+
     def held(ds: Iterable[DerivedRecord]) -> list[tuple[str, float, str]]:
         return [(d.derived_id, 1.0 if d.passed else 0.0, cluster(d.facets, d.derived_id)) for d in ds]
 
