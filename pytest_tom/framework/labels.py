@@ -120,6 +120,14 @@ def f1_gap(key: tuple[str, ...], label: str, table: str, a: Sequence[Record], b:
     return [Metric(key, est.point, label, "points", table, (est.low, est.high), est.n, cluster)]
 
 
+def unread_gate(name: str, recs: Sequence[Record], cluster: str, description: str) -> MetricData:
+    """A gateable share of answers the rule could not read (lower is better), a unit per record in its `cluster` facet's
+    value: the official metrics drop these answers, so a threshold on them is what keeps a headline honest.
+    """
+    return MetricData(name, tuple(r.sample_id for r in recs), tuple(float(r.parsed is None) for r in recs),
+                      tuple(r.facets[cluster] for r in recs), description, False)
+
+
 def f1_gate(name: str, recs: Sequence[Record], cluster: str, description: str) -> MetricData:
     """A gateable macro-F1: each record a unit in its `cluster` facet's value with its (gold, prediction), so a comparison
     bootstraps the F1 difference (`stats.compare_macro_f1`); an unparseable answer is the prediction -1, a wrong class

@@ -78,6 +78,12 @@ def test_the_f1_gap_is_over_the_answers_read_of_each_side_and_absent_without_one
     assert labels.f1_gap(("g",), "", "T", RECS, [rec(8, 1, None)], "narrative") == []
 
 
+def test_the_unread_gate_is_a_unit_per_record_lower_is_better() -> None:
+    g = labels.unread_gate("unparseable.x", RECS, "narrative", "d")
+    assert (g.ids, g.values, g.clusters, g.higher_is_better) == (
+        ("q0", "q1", "q2", "q3", "q4"), (0.0, 0.0, 0.0, 1.0, 0.0), ("n1", "n1", "n1", "n1", "n2"), False)
+
+
 def test_spread_equals_numpy_to_the_last_bit_over_five_batches_where_statistics_does_not() -> None:
     values = [0.0, 0.05, 0.1, 0.15, 0.3]
     assert labels.spread(values) == (float(np.mean(values)), float(np.std(values)))
