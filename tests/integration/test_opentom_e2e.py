@@ -165,7 +165,8 @@ def test_every_cell_order_perspective_and_the_coarse_fine_agreement_are_gateable
     result = run(pytester, "--tom-model=python:gold_model:model", "--tom-baseline-save=base.json",
                  "--tom-threshold=opentom.cell.loc_fine_fo>=0.8", "--tom-threshold=opentom.perspective.narrator>=1",
                  "--tom-threshold=opentom.order.so>=1", "--tom-threshold=opentom.coarse_fine_agreement.fo>=0.9",
-                 "--tom-threshold=opentom.coarse_fine_agreement.so>=1")
+                 "--tom-threshold=opentom.coarse_fine_agreement.so>=1", "--tom-threshold=opentom.unparseable.attitude<=0.5",
+                 "--tom-threshold=opentom.unparseable.loc_fine_fo<=0")
     saved = json.loads((pytester.path / "base.json").read_text())["suites"][0]["metrics"]
     assert {f"cell.{c}" for c in ("loc_coarse_fo", "loc_coarse_so", "loc_fine_fo", "loc_fine_so", "multihop_fo",
                                   "multihop_so", "attitude")} | {"order.fo", "order.so", "order.none"} <= set(saved)
@@ -173,10 +174,14 @@ def test_every_cell_order_perspective_and_the_coarse_fine_agreement_are_gateable
     # a unit per character's coarse and fine twins: the observers' fine ties are unreadable, so they do not agree
     assert saved["coarse_fine_agreement.fo"]["values"] == [1.0, 0.0, 1.0, 0.0]
     assert saved["coarse_fine_agreement.so"]["values"] == [1.0] * 4
+    # the attitude answers ("I cannot say") are unreadable, the fine ties are read (as the wrong label 3)
+    assert saved["unparseable.attitude"]["values"] == [1.0, 1.0] and saved["unparseable.loc_fine_fo"]["values"] == [0.0] * 8
     # 6 of 8 first-order fine answers right (the two observer ties), every narrator and second-order answer right
     result.stdout.fnmatch_lines(["tom_gate[[]opentom.cell.loc_fine_fo:point>=0.8[]] F*",
                                  "tom_gate[[]opentom.perspective.narrator:point>=1[]] .*",
                                  "tom_gate[[]opentom.order.so:point>=1[]] .*",
                                  "tom_gate[[]opentom.coarse_fine_agreement.fo:point>=0.9[]] F*",
                                  "tom_gate[[]opentom.coarse_fine_agreement.so:point>=1[]] .*",
+                                 "tom_gate[[]opentom.unparseable.attitude:point<=0.5[]] F*",
+                                 "tom_gate[[]opentom.unparseable.loc_fine_fo:point<=0[]] .*",
                                  "*opentom.cell.loc_fine_fo = 75.0%*", "*opentom.coarse_fine_agreement.fo = 50.0%*"])

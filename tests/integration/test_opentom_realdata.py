@@ -207,6 +207,9 @@ def test_every_question_runs_and_the_metrics_equal_a_hand_computation(root: Path
     assert [r.sample_id for r in records if r.outcome is Outcome.UNSCORED] == [k for k, (g, _) in per_item.items() if g is None]
     gates = gate_metrics(records, facets=bench.gate_facets, cluster=bench.cluster)
     assert len(gates["accuracy"].ids) == 13_707 and gates["perspective.narrator"].rate() == got["narrator_control"]
+    rates = {g.name: g.rate() for g in bench.gate_rates(records)}  # the per-cell gate of what the official F1 drops (§6.11)
+    assert rates["unparseable.loc_coarse_fo"] == want["loc_coarse.fo.unparseable"] / 1_192
+    assert rates["unparseable.attitude"] == want["attitude.unparseable"] / 596
 
 
 @pytest.mark.parametrize(("narratives", "keys_sha256"), [

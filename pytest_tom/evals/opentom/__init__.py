@@ -152,7 +152,7 @@ class OpenToM(Benchmark[OpenToMExtra]):
         Facet("genre", described(MARK, "location", "location_coarse", "location_fine", "multihop", "fullness", "accessibility",
                               "attitude", "physical", "psychological"), stratum=True, gate=True),
         Facet("order", described(MARK, "first_order", "second_order"), stratum=True, gate=True),
-        Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((),), gate=True),
+        Facet("perspective", described(MARK, "mover", "observer", "narrator"), tables=((), ("observed",)), gate=True),
         Facet("observed", described(MARK, "witnessed", "unwitnessed")),
         Facet("personality", described(MARK, "considerate", "inconsiderate", "negativistic")),
         Facet("length", described(MARK, "long_narrative")), Facet("batch"), Facet("narrative", cluster=True),

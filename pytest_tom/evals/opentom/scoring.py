@@ -240,14 +240,15 @@ def diagnostics(records: Sequence[Record]) -> list[Metric]:
 
 
 def gate_rates(records: Sequence[Record]) -> list[MetricData]:
-    """`macro_f1.<cell>` per cell, gateable over its scorable questions in their narratives (`labels.f1_gate`): gates count
-    an unparseable answer wrong (a class of its own), unlike the official metrics which drop it. And
-    `coarse_fine_agreement.fo|so`, a unit per character's twin questions, an unreadable pair counted as disagreeing.
+    """Per cell, over its scorable questions in their narratives: `macro_f1.<cell>` (`labels.f1_gate`; gates count an
+    unparseable answer wrong, a class of its own, unlike the official metrics which drop it) and `unparseable.<cell>`
+    (§6.11, the official corrupted rate's gate). And `coarse_fine_agreement.fo|so`, a unit per character's twin
+    questions, an unreadable pair counted as disagreeing.
     """
-    agree = twins(records)
-    return [labels.f1_gate(f"macro_f1.{cell.replace('/', '_')}", recs, "narrative",
-                           f"OpenToM {cell} macro-F1 (unparseable counted as a wrong class)")
-            for cell in CELLS if (recs := [r for r in members(cell, records) if r.scored])] + [
+    agree, cells = twins(records), {c: rs for c in CELLS if (rs := [r for r in members(c, records) if r.scored])}
+    return [gate(f"{name}.{cell.replace('/', '_')}", recs, "narrative", f"OpenToM {cell} {what}") for cell, recs in cells.items()
+            for name, gate, what in (("macro_f1", labels.f1_gate, "macro-F1 (unparseable counted as a wrong class)"),
+                                     ("unparseable", labels.unread_gate, "answers the official rule could not read"))] + [
         MetricData(f"coarse_fine_agreement.{order}", tuple("-".join(k) for k in keys), tuple(float(bool(agree[k])) for k in keys),
                    tuple(k[1] for k in keys), f"OpenToM {order}: a character's coarse and fine answers agree (unreadable: not)")
         for order in ("fo", "so") if (keys := [k for k in agree if k[0] == order])]
