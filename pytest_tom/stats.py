@@ -203,6 +203,8 @@ def macro_f1_gap(a: Sequence[tuple[Hashable, Hashable]], a_clusters: Sequence[Ha
     second-order questions on the same narratives), with the percentile interval of a paired cluster bootstrap: whole
     clusters are drawn once per resample and both groups' F1 recomputed on what the draw holds of each, so a narrative's
     questions of both groups move together. Each F1 uses the labels its own group has (scikit-learn's `average="macro"`).
+    Macro-F1 is not a mean, and with few clusters its resampled differences can all fall on one side of the point
+    estimate; the interval is then widened to hold the point, never narrowed.
     """
     _check_open("level", level)
     if not a or not b or len(a_clusters) != len(a) or len(b_clusters) != len(b) or resamples < 1:

@@ -24,6 +24,13 @@ def test_the_flip_rate_counts_changed_correctness_and_ignores_errors() -> None:
     assert est.low <= 0.25 <= est.high
 
 
+def test_a_question_without_a_gold_is_no_flip_in_either_run() -> None:
+    first = _records([Outcome.CORRECT] * 7 + [Outcome.UNSCORED])
+    second = _records([Outcome.CORRECT] * 6 + [Outcome.INCORRECT, Outcome.UNSCORED])
+    est, n = measure(first, second)
+    assert n == 7 and est.point == pytest.approx(1 / 7)
+
+
 def test_runs_without_a_shared_question_are_an_error() -> None:
     with pytest.raises(TomError, match="share no answered question"):
         measure(_records([Outcome.CORRECT]), [])
