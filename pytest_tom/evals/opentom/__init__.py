@@ -1,19 +1,23 @@
 """OpenToM (Xu et al., ACL 2024; docs/benchmarks/opentom.md): 13,708 location, multihop and attitude questions on 596
-narratives, first and second order, scored by the official label mapping and macro-F1 (`scoring`). One checked sample
-per (narrative, file, index) of the seven question files (fixed list order, spec §2.3), read against `plot_info` bound
-by name, not positionally as the official code does, which binds the wrong fields (spec §5.1). A copy not declared
-`partial` must be the pinned files whole (checksums, 596 narratives, 13,708 questions).
+narratives, first and second order, asked and scored as the official code does, in one module read top to bottom. Data:
+one checked sample per (narrative, file, index) of the seven question files (list order, spec §2.3), read against
+`plot_info` by name, not positionally as the official code does, which binds the wrong fields (§5.1); a copy not
+declared `partial` must be the pinned files whole. Prompts: vanilla, CoT, Self-Ask, SimToM. Scoring: the official
+label integers, -1 unparseable ("corrupted", dropped by the official metrics, the outcome `unparseable` here), a
+fine-location tie (3) wrong, a gold of None (one narrator item, §3.5) unscored. Metrics: `evaluate.py`'s per cell
+(`framework.labels`; multihop pools fullness and accessibility, which share integer labels), then the §6 diagnostics.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pytest_tom.errors import TomConfigError, TomDataError
-from pytest_tom.evals.opentom import scoring
-from pytest_tom.evals.opentom.scoring import OpenToMExtra, OpenToMSample
 from pytest_tom.framework import fields, labels
 from pytest_tom.framework.base import Benchmark, BenchmarkOption, DataSource, Facet, Program, described
 from pytest_tom.framework.checks import read_json
@@ -21,8 +25,10 @@ from pytest_tom.framework.decoding import decoding_options, generation
 from pytest_tom.framework.metric import Metric
 from pytest_tom.framework.pinned import PinnedFiles
 from pytest_tom.framework.release import partial_advice
-from pytest_tom.record import Record
-from pytest_tom.sample import Sample, Story
+from pytest_tom.metrics import groups
+from pytest_tom.record import MetricData, Outcome, Record, failure
+from pytest_tom.request import GenerationSettings, Message, Request
+from pytest_tom.sample import KEEP, Sample, Story
 
 __all__ = ["OpenToM", "OpenToMExtra", "OpenToMSample"]
 
@@ -53,6 +59,22 @@ STEMS = {"location_cg_fo": ("loc_coarse", "fo", 2), "location_cg_so": ("loc_coar
 PLOT = ("mover", "eoi", "original_place", "move_to_place", "observer")
 MARK = "OpenToM {} question."
 ADVICE = partial_advice("opentom")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenToMExtra:
+    """The question's place in the release and the places its answers are read against (bound by name, spec §5.1)."""
+
+    key: str = field(metadata=KEEP)
+    stem: str = field(metadata=KEEP)
+    index: int
+    kind: str
+    """loc_coarse, loc_fine, fullness, accessibility or attitude: the prompt template and the answer rule."""
+    original_place: str
+    move_to_place: str
+
+
+OpenToMSample = Sample[OpenToMExtra]
 
 
 def read_release(folder: Path, release: str, long: bool, verified: bool, partial: bool) -> list[OpenToMSample]:
@@ -124,6 +146,223 @@ def sample_official(keys: list[str], batches: int = 5, size: int = 50) -> list[d
             for chunk in labels.chunks(keys, batches, size, 42)]
 
 
+SYSTEM = "You are an expert in modeling other's mental state."
+HEAD = "Read and comprehend the following short story. Then, answer the question that follows.\n\n{narrative}\n\n"
+TEMPLATES = {"loc_coarse": 'Question: {question} Answer the question with "Yes" or "No". Do not give any explanation.\n',
+             "loc_fine": "Question: {question} Answer the question without any explanation.\n",
+             "attitude": "Question: {question}\n"}
+TEMPLATES["fullness"] = TEMPLATES["accessibility"] = TEMPLATES["loc_fine"]
+ASK = {"fullness": ' Answer with "more full", "equally full", or "less full".',
+       "accessibility": ' Answer with "more accessible", "equally accessible", or "less accessible".',
+       "attitude": ', assuming that you observed the action? Answer with "positive", "neutral", or "negative".'}
+POSTFIX = {"cot": "Reason step by step before answering. Write the answer in the end.",
+           "selfask": "Break the original question into sub-questions. Explicitly state the follow-up questions, and the "
+                      "answers to the follow-up questions. Aggregate the answers to the follow-up questions and write the "
+                      'answer in the end as "Final Answer: [answer]".'}
+SIMTOM = "The following is a sequence of events:\n\n{narrative}\n\nWhich events does {c} know about?\n"
+SIMTOM_ASK = "Answer the following question without any explanation:\n"
+LABELS = {kind: tuple(text.split('"')[1::2]) for kind, text in {**ASK, "loc_coarse": TEMPLATES["loc_coarse"]}.items()}
+"""The answers each prompt offers, quoted in it (the `random` model picks one); fine location: the two places."""
+WORDS = {"fullness": ((1, ("less full", "emptier", "more empty")), (2, ("more full", "fuller")), (3, ("equally full",))),
+         "accessibility": ((1, ("more accessible",)), (2, ("less accessible",)), (3, ("equally accessible",)))}
+"""The official multihop rule: the first label with a phrase in the answer (periods removed) wins."""
+
+
+def question(x: OpenToMExtra, q: str) -> str:
+    """The question as the template receives it: as stored (location) or with the genre's answer instruction."""
+    return q.split("?")[0].strip() + ASK["attitude"] if x.kind == "attitude" else q + ASK.get(x.kind, "")
+
+
+def prompt(s: OpenToMSample, method: str = "vanilla", layout: str = "official") -> str:
+    """The user prompt of `method` (vanilla, cot, selfask): the template filled narrative first, then the question."""
+    x, q = s.extra, question(s.extra, s.question)
+    head = HEAD.replace("{narrative}", s.context.render())
+    raw = (head + TEMPLATES[x.kind]).replace("{question}", q)
+    post = " Answer without any explanation." if method == "vanilla" else " " + POSTFIX[method]  # attitude's end
+    if method == "vanilla" or x.kind == "attitude":
+        return raw.strip() + (post if x.kind == "attitude" else "")
+    if x.kind == "loc_fine":  # official: the first '?' of the whole prompt, even one inside the story (spec §3.3)
+        return (raw.split("?")[0] if layout == "official" else head + "Question: " + q[:-1]) + "?" + post
+    return ".".join(raw.split(".")[:-2]) + "." + post
+
+
+def simtom_character(s: OpenToMSample) -> str:
+    """SimToM's character of interest (spec §3.3): the first-named protagonist (the sample's characters: the mover, the
+    observer), the mover for accessibility, the observer for attitude, else "the narrator".
+    """
+    (mover, observer), q = s.characters, s.question
+    if s.extra.kind == "attitude":
+        return observer
+    named, tokens = [n for n in (mover, observer) if n in q], q.replace("'s", "").split(" ")
+    at = (lambda n: 0) if s.extra.kind == "accessibility" else lambda n: tokens.index(n) if n in tokens else len(tokens)
+    return min(named, key=at) if named else "the narrator"  # min of equal keys: the first named, the mover
+
+
+def solve(s: OpenToMSample, method: str, layout: str, system: bool, settings: GenerationSettings) -> Program:
+    """One request (vanilla, cot, selfask), or SimToM's two stages (the first shared by every question of the character)."""
+    x, q, preface = s.extra, question(s.extra, s.question), (Message("system", SYSTEM),) if system else ()
+    ask = partial(Request, settings=settings, answer_labels=LABELS.get(x.kind, (x.original_place, x.move_to_place)))
+    if method != "simtom":
+        (r,) = yield [ask(messages=(*preface, Message("user", prompt(s, method, layout))))]
+        return score(s, r.text, cot=method == "cot")
+    coi, narrative = simtom_character(s), s.context.render()
+    if coi == "the narrator":
+        (r,) = yield [ask(messages=(Message("user", f"{narrative}\n\n{SIMTOM_ASK}{q}"),))]
+        return score(s, r.text)
+    first = Message("user", SIMTOM.replace("{narrative}", narrative).replace("{c}", coi))
+    (know,) = yield [Request(messages=(*preface, first), settings=settings)]  # the engine records every request's key
+    if know.text is None:
+        return Record.of(s, Outcome.ERROR, responses=(None,), message=f"OpenToM {s.id}: SimToM's first stage got no answer")
+    (r,) = yield [ask(messages=(*preface, first, Message("system", know.text), Message("user", SIMTOM_ASK + q)))]
+    return score(s, r.text).replace(responses=(know.text, r.text))
+
+
+def strip_det(s: str) -> str:
+    """The official determiner strip: character prefixes, case-sensitive, `a` tested before `an` (spec §3.5)."""
+    return (s[1:].strip() if s.startswith("a") else s[3:].strip() if s.startswith("the") else s).lower()
+
+
+def gold(x: OpenToMExtra, answer: str) -> int | None:
+    """The official gold label of the release's `answer` (the sample's gold); None where it names neither place."""
+    a = answer.lower()
+    if x.kind == "loc_coarse":
+        return 0 if "no" in a else 1 if "yes" in a else None
+    if x.kind == "loc_fine":
+        g = strip_det(answer)
+        return 1 if g == strip_det(x.original_place) else 2 if g == strip_det(x.move_to_place) else None
+    if x.kind in WORDS:  # the official gold maps are each label's first phrase, the unknown 3 except for fullness
+        return {words[0]: v for v, words in WORDS[x.kind]}.get(a, None if x.kind == "fullness" else 3)
+    return {"positive": 1, "negative": 2}.get(a, 3)
+
+
+def overlap(text: str, place: str) -> float:
+    """Share of the place's words (duplicates counted) among the text's distinct words, normalised officially."""
+    words = set(text.lower().replace("_", " ").replace("'s", "").replace(".", "").split())
+    want = place.lower().replace("_", " ").replace("'s", "").split()
+    return len(words & set(want)) / len(want) if want else 0.0
+
+
+def label(x: OpenToMExtra, text: str) -> int:
+    """The official label of an answer (already stripped): -1 unparseable."""
+    t = text.lower()
+    if x.kind == "loc_coarse":
+        return 0 if "no" in t and "yes" not in t else 1 if "yes" in t and "no" not in t else -1
+    if x.kind == "loc_fine":
+        s1, s2 = overlap(text, strip_det(x.original_place)), overlap(text, strip_det(x.move_to_place))
+        return 1 if s1 > s2 else 2 if s2 > s1 else 3
+    if x.kind in WORDS:
+        return next((v for v, ws in WORDS[x.kind] if any(w in t.replace(".", "") for w in ws)), -1)
+    t = t.split("\n\n")[-1].split(":")[-1].split(".")[0].strip()
+    found = [v for v, w in ((1, "positive"), (2, "negative"), (3, "neutral")) if w in t]
+    return {"a": 1, "b": 3, "c": 2}.get(t, found[0] if len(found) == 1 else -1)
+
+
+def score(s: OpenToMSample, text: str | None, *, cot: bool = False) -> Record:
+    """The official label against the official gold: unparseable (-1) is not wrong; a tie (3) is. CoT's extra step reads
+    the last line of a multi-line answer, else the text after the last `Therefore`.
+    """
+    read = (text or "").strip()
+    said = (read.split("\n")[-1] if "\n" in read else read.split("Therefore")[-1]).strip() if cot else read
+    x, g, got = s.extra, gold(s.extra, str(s.gold)), label(s.extra, said)
+    outcome = (Outcome.UNSCORED if g is None else Outcome.UNPARSEABLE if got == -1 else
+               Outcome.CORRECT if got == g else Outcome.INCORRECT)
+    neither = x.kind == "loc_fine" and got == 3 and not overlap(said, strip_det(x.original_place))  # nor the other
+    why = ("no scorable gold: the release's answer names neither place of plot_info" if g is None else
+           "names neither place (an empty or unrelated answer): the official rule's tie label, a wrong answer" if neither else
+           "ambiguous: equal overlap with both places" if got == 3 and x.kind == "loc_fine" else
+           "unparseable by the official rule (dropped from the official metrics)" if got == -1 else "wrong label")
+    message = failure(f"OpenToM {s.id} ({s.source})", outcome, s.question,
+                      f"gold: {s.gold!r} (label {g}); answer: {read[:200]!r} (label {got})", why=why)
+    return Record.of(s, outcome, parsed=None if got == -1 else got, gold=g, responses=(text,), message=message,
+                     details={"label": got, **({"names_neither": True} if neither else {})})
+
+
+TABLE = "Macro-F1 and accuracy per genre and order (official rule; unparseable answers dropped)"
+DIAGNOSTICS = "Answers the official rule could not read, and self-consistency"
+GAPS = "Macro-F1 gaps, report only (spec §6.3, §6.5; intervals: paired bootstrap over narratives)"
+CELLS = ("loc_coarse/fo", "loc_coarse/so", "loc_fine/fo", "loc_fine/so", "multihop/fo", "multihop/so", "fullness/fo",
+         "fullness/so", "accessibility/fo", "accessibility/so", "attitude")
+
+
+def members(cell: str, records: Sequence[Record]) -> list[Record]:
+    """A cell's answered records, unscored ones counted as `no_gold`: its `cell` facet (multihop pools) or genre/order."""
+    return [r for r in records if r.answered and cell in (r.facets["cell"], f"{r.facets['genre']}/{r.facets['order']}")]
+
+
+def stats(cell: str, recs: Sequence[Record]) -> dict[str, float | None]:
+    """One cell's official numbers (spec §3.7) and pytest-tom's counts (`labels.scores`); the official multihop
+    corrupted rate is the mean of its two parts' rates.
+    """
+    out = labels.scores(recs)
+    if cell.startswith("multihop/"):
+        parts = [labels.scores([r for r in recs if r.facets["genre"] == k]) for k in ("fullness", "accessibility")]
+        out["corrupted_rate"] = statistics.fmean([p["corrupted_rate"] or 0.0 for p in parts if p["n"]])
+    return out
+
+
+def aggregate(records: Sequence[Record], batched: bool) -> list[Metric]:
+    """Every cell's metrics, macro-F1 and accuracy printed, the rest in the JSON report; `batched`: per batch of each
+    record's `batch` facet, then their mean and population std.
+    """
+    return [m for cell in CELLS if (recs := members(cell, records)) for m in labels.table(
+        tuple(cell.split("/")), recs, partial(stats, cell), {"macro_f1": f"{cell} macro-F1", "accuracy": f"{cell} accuracy"},
+        TABLE, "batch" if batched else "")] + diagnostics(records)
+
+
+def twins(records: Sequence[Record]) -> dict[tuple[str, ...], bool | None]:
+    """Whether each character's coarse and fine location answers agree (spec §6.2: a coarse Yes with a fine answer naming
+    the original place, No with the move-to place), None where either is unreadable (-1 or a tie); keyed by order,
+    narrative, perspective and length.
+    """
+    loc = groups([r for r in records if r.scored and r.facets["genre"].startswith("loc_")
+                  and r.facets["perspective"] != "narrator"], ("order", "narrative", "perspective", "length"))
+    pairs = {k: (p["loc_coarse"], p["loc_fine"]) for k, rs in loc.items()
+             if len(p := {r.facets["genre"]: r.parsed for r in rs}) == 2}
+    return {k: None if c is None or f not in (1, 2) else (c == 1) == (f == 1) for k, (c, f) in pairs.items()}
+
+
+def diagnostics(records: Sequence[Record]) -> list[Metric]:
+    """Fine answers naming neither place (counted), coarse-fine agreement, order and perspective gaps, narrator control (§6)."""
+    out, agree = list[Metric](), twins(records)
+    for order in ("fo", "so"):
+        if fine := [r for r in records if r.scored and r.facets["genre"] == "loc_fine" and r.facets["order"] == order]:
+            out.append(Metric(("names_neither", order), sum(bool(r.details.get("names_neither")) for r in fine),
+                              f"fine location, {order}: answers naming neither place (the official tie label: wrong)",
+                              "count", DIAGNOSTICS))
+        if said := [a for k, a in agree.items() if k[0] == order]:
+            read = [a for a in said if a is not None]
+            out += [Metric(("coarse_fine_agreement", order), sum(read) / len(read) if read else None,
+                           f"coarse-fine agreement, {order} (Yes = original place)", "rate", DIAGNOSTICS, n=len(read)),
+                    Metric(("coarse_fine_agreement", f"{order}_unreadable"), len(said) - len(read), "", "count", DIAGNOSTICS)]
+    for genre in ("loc_coarse", "loc_fine", "multihop"):
+        out += labels.f1_gap(("order_gap", genre), f"{genre}: first minus second order", GAPS,
+                             members(f"{genre}/fo", records), members(f"{genre}/so", records), "narrative")
+    for cell in CELLS:  # the mover always knows where the entity is (§2.5)
+        mover, observer = ([r for r in members(cell, records) if r.facets["perspective"] == p] for p in ("mover", "observer"))
+        out += labels.f1_gap(("perspective_gap", *cell.split("/")), f"{cell}: mover minus observer", GAPS, mover, observer,
+                             "narrative")
+    if narrator := [r for r in records if r.scored and r.facets["perspective"] == "narrator"]:
+        out.append(Metric(("narrator_control",), sum(r.passed for r in narrator) / len(narrator),
+                          "narrator control: where the entity is at the beginning and the end", "rate", DIAGNOSTICS,
+                          n=len(narrator)))
+    return out
+
+
+def gate_rates(records: Sequence[Record]) -> list[MetricData]:
+    """Per cell, over its scorable questions in their narratives: `macro_f1.<cell>` (`labels.f1_gate`; gates count an
+    unparseable answer wrong, a class of its own, unlike the official metrics which drop it) and `unparseable.<cell>`
+    (§6.11, the official corrupted rate's gate). And `coarse_fine_agreement.fo|so`, a unit per character's twin
+    questions, an unreadable pair counted as disagreeing.
+    """
+    agree, cells = twins(records), {c: rs for c in CELLS if (rs := [r for r in members(c, records) if r.scored])}
+    return [gate(f"{name}.{cell.replace('/', '_')}", recs, "narrative", f"OpenToM {cell} {what}") for cell, recs in cells.items()
+            for name, gate, what in (("macro_f1", labels.f1_gate, "macro-F1 (unparseable counted as a wrong class)"),
+                                     ("unparseable", labels.unread_gate, "answers the official rule could not read"))] + [
+        MetricData(f"coarse_fine_agreement.{order}", tuple("-".join(k) for k in keys), tuple(float(bool(agree[k])) for k in keys),
+                   tuple(k[1] for k in keys), f"OpenToM {order}: a character's coarse and fine answers agree (unreadable: not)")
+        for order in ("fo", "so") if (keys := [k for k in agree if k[0] == order])]
+
+
 class OpenToM(Benchmark[OpenToMExtra]):
     name = "opentom"
     description = ("OpenToM: 13,708 location, multihop and attitude questions on 596 narratives, first and second "
@@ -175,9 +414,9 @@ class OpenToM(Benchmark[OpenToMExtra]):
 
     def program(self, sample: OpenToMSample) -> Program:
         s = self.settings
-        return scoring.solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", generation(s))
+        return solve(sample, s["prompt"], s["cot_layout"], s["system_prompt"] == "system", generation(s))
 
-    gate_rates = staticmethod(scoring.gate_rates)
+    gate_rates = staticmethod(gate_rates)
 
     def metrics(self, records: Sequence[Record]) -> list[Metric]:
-        return scoring.aggregate(records, self.settings["protocol"] == "paper")
+        return aggregate(records, self.settings["protocol"] == "paper")

@@ -13,7 +13,7 @@ from helpers.opentom_sample import as_drops, official_sample
 
 from pytest_tom.errors import TomConfigError, TomDataError
 from pytest_tom.evals import opentom
-from pytest_tom.evals.opentom import OpenToM, scoring
+from pytest_tom.evals.opentom import OpenToM
 from pytest_tom.framework.base import DataSource
 
 FIXTURES = Path(__file__).resolve().parents[4] / "fixtures"
@@ -33,12 +33,12 @@ def test_every_question_is_a_sample_with_its_facets(tmp_path: Path) -> None:
     assert (s.facets["perspective"], s.facets["observed"], s.facets["personality"]) == ("observer", "unwitnessed",
                                                                                         "negativistic")
     assert {"opentom", "location", "location_fine", "first_order", "physical"} <= set(s.marks)
-    assert scoring.gold(s.extra, str(s.gold)) == 1  # unobserved: the observer believes the original place (release 2025)
+    assert opentom.gold(s.extra, str(s.gold)) == 1  # unobserved: the observer believes the original place (release 2025)
 
 
 def test_the_paper_era_release_flips_the_observer(tmp_path: Path) -> None:
     s = next(x for x in load(tmp_path, release="2024") if x.id == "22222222-location_fg_fo-3")
-    assert scoring.gold(s.extra, str(s.gold)) == 2
+    assert opentom.gold(s.extra, str(s.gold)) == 2
 
 
 def test_long_narratives_and_granularity(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tom.evals.opentom import OpenToM, scoring
-from pytest_tom.evals.opentom.scoring import OpenToMSample
+from pytest_tom.evals import opentom
+from pytest_tom.evals.opentom import OpenToM, OpenToMSample
 from pytest_tom.framework.base import DataSource
 from pytest_tom.record import Outcome, Record
 
@@ -37,13 +37,13 @@ ENDS = {"location_cg_fo-0": '? Answer the question with "Yes" or "No". Do not gi
 @pytest.mark.parametrize("item", sorted(ENDS))
 def test_the_vanilla_prompt_is_the_template_with_the_raw_narrative(items: dict[str, OpenToMSample], item: str) -> None:
     s = items[f"22222222-{item}"]
-    got = scoring.prompt(s)
+    got = opentom.prompt(s)
     stem = s.question.split("?")[0] if item == "attitude-0" else s.question[:-1]
     assert got == HEAD + s.context.render() + "\n\nQuestion: " + stem + ENDS[item]
 
 
 def test_a_narrative_that_begins_with_a_space_is_inserted_unchanged(items: dict[str, OpenToMSample]) -> None:
-    assert scoring.prompt(items["11111111-location_cg_fo-0"]).startswith(HEAD + " Lena and Omar")
+    assert opentom.prompt(items["11111111-location_cg_fo-0"]).startswith(HEAD + " Lena and Omar")
 
 
 POST = "Reason step by step before answering. Write the answer in the end."
@@ -51,16 +51,16 @@ POST = "Reason step by step before answering. Write the answer in the end."
 
 def test_cot_prompts_cut_the_instruction_as_the_official_code(items: dict[str, OpenToMSample]) -> None:
     coarse, full = items["22222222-location_cg_fo-0"], items["22222222-multihop_fo-1"]
-    assert scoring.prompt(coarse, "cot").endswith('? Answer the question with "Yes" or "No". ' + POST)
-    assert scoring.prompt(full, "cot").endswith('or "less full". ' + POST)
-    assert scoring.prompt(items["22222222-attitude-0"], "cot").endswith('or "negative". ' + POST)
+    assert opentom.prompt(coarse, "cot").endswith('? Answer the question with "Yes" or "No". ' + POST)
+    assert opentom.prompt(full, "cot").endswith('or "less full". ' + POST)
+    assert opentom.prompt(items["22222222-attitude-0"], "cot").endswith('or "negative". ' + POST)
     fine = items["22222222-location_fg_fo-2"]
-    assert scoring.prompt(fine, "cot") == scoring.prompt(fine, "cot", "fixed") == (
+    assert opentom.prompt(fine, "cot") == opentom.prompt(fine, "cot", "fixed") == (
         HEAD + fine.context.render() + "\n\nQuestion: " + fine.question + " " + POST)
     odd = items["11111111-location_fg_fo-2"]  # a '?' in the story: the official cut loses the question
-    assert scoring.prompt(odd, "cot") == HEAD + " Lena and Omar shared a house. Where had the kite gone? " + POST
-    assert scoring.prompt(odd, "cot", "fixed").endswith(odd.question + " " + POST)
-    assert scoring.prompt(coarse, "selfask").endswith('"No". Break the original question into sub-questions. Explicitly '
+    assert opentom.prompt(odd, "cot") == HEAD + " Lena and Omar shared a house. Where had the kite gone? " + POST
+    assert opentom.prompt(odd, "cot", "fixed").endswith(odd.question + " " + POST)
+    assert opentom.prompt(coarse, "selfask").endswith('"No". Break the original question into sub-questions. Explicitly '
                                                       "state the follow-up questions, and the answers to the follow-up "
                                                       "questions. Aggregate the answers to the follow-up questions and "
                                                       'write the answer in the end as "Final Answer: [answer]".')
@@ -72,7 +72,7 @@ def test_simtom_asks_the_character_then_the_question(items: dict[str, OpenToMSam
     program = bench.program(s)
     (first,) = next(program)
     assert [(m.role, m.content) for m in first.messages] == [
-        ("system", scoring.SYSTEM),
+        ("system", opentom.SYSTEM),
         ("user", f"The following is a sequence of events:\n\n{s.context.render()}\n\nWhich events does Theo know about?\n")]
     from pytest_tom.request import Response
     (second,) = program.send([Response(text="Theo saw the bowl.")])
@@ -98,37 +98,37 @@ def test_simtom_asks_the_character_then_the_question(items: dict[str, OpenToMSam
     ("location_fg_fo-2", "the fruit bowl pantry", 3), ("location_fg_fo-2", "fruit pantry", 2),
 ])
 def test_the_official_label_mapping(items: dict[str, OpenToMSample], item: str, text: str, label: int) -> None:
-    assert scoring.label(items[f"22222222-{item}"].extra, text) == label
+    assert opentom.label(items[f"22222222-{item}"].extra, text) == label
 
 
 def test_strip_det_tests_character_prefixes() -> None:
-    assert [scoring.strip_det(s) for s in ("a basket", "attic storage bin", "an X", "theater", "Andrew's box")] == [
+    assert [opentom.strip_det(s) for s in ("a basket", "attic storage bin", "an X", "theater", "Andrew's box")] == [
         "basket", "ttic storage bin", "n x", "ater", "andrew's box"]
 
 
 def test_outcomes_unparseable_tie_and_cot_last_line(items: dict[str, OpenToMSample]) -> None:
     fine, coarse = items["22222222-location_fg_fo-2"], items["22222222-location_cg_fo-0"]
-    assert scoring.score(coarse, "Maybe").outcome is Outcome.UNPARSEABLE
-    tie = scoring.score(fine, "the fruit bowl or the pantry")
+    assert opentom.score(coarse, "Maybe").outcome is Outcome.UNPARSEABLE
+    tie = opentom.score(fine, "the fruit bowl or the pantry")
     assert tie.outcome is Outcome.INCORRECT and tie.parsed == 3 and "ambiguous: equal overlap" in tie.message
-    misses = [scoring.score(fine, neither) for neither in ("somewhere", "")]
+    misses = [opentom.score(fine, neither) for neither in ("somewhere", "")]
     for miss in misses:  # the official tie too, and said so: not an answer read as a wrong place
         assert miss.outcome is Outcome.INCORRECT and miss.parsed == 3 and "names neither place" in miss.message
-    counted = {m.name: m.value for m in scoring.diagnostics([tie, *misses])}  # and counted beside the official numbers
+    counted = {m.name: m.value for m in opentom.diagnostics([tie, *misses])}  # and counted beside the official numbers
     assert counted["names_neither.fo"] == 2 and tie.details == {"label": 3}
-    assert scoring.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
-    assert scoring.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
+    assert opentom.score(coarse, "Yes it moved.\nNo", cot=True).outcome is Outcome.CORRECT
+    assert opentom.score(coarse, "It moved. Therefore, no", cot=True).parsed == 0
 
 
 def test_a_release_answer_naming_neither_place_is_unscored_and_only_counted(items: dict[str, OpenToMSample]) -> None:
     bad = dataclasses.replace(items["11111111-location_fg_fo-0"], gold="a garage shlef")  # as the real release's one
-    r = scoring.score(bad, "A garage shelf.")
+    r = opentom.score(bad, "A garage shelf.")
     assert (r.outcome, r.gold, r.parsed, r.scored) == (Outcome.UNSCORED, None, 2, False)
     assert r.message.splitlines()[0].endswith("unscored: no scorable gold: the release's answer names neither place of plot_info")
-    right = scoring.score(items["11111111-location_fg_fo-1"], "treasure chest")
-    m = {x.name: x.value for x in scoring.aggregate([r, right], batched=False)}
+    right = opentom.score(items["11111111-location_fg_fo-1"], "treasure chest")
+    m = {x.name: x.value for x in opentom.aggregate([r, right], batched=False)}
     assert (m["loc_fine.fo.n"], m["loc_fine.fo.n_scored"], m["loc_fine.fo.no_gold"], m["loc_fine.fo.accuracy"]) == (2, 1, 1, 1.0)
-    assert {x.name: x.value for x in scoring.diagnostics([r, right])}["narrator_control"] == 1.0
+    assert {x.name: x.value for x in opentom.diagnostics([r, right])}["narrator_control"] == 1.0
 
 
 def rec(cell: str, genre: str, gold: int | None, parsed: int | None, batch: str = "1") -> Record:
@@ -140,7 +140,7 @@ def rec(cell: str, genre: str, gold: int | None, parsed: int | None, batch: str 
 def test_multihop_pools_shared_labels_and_drops_unparseable() -> None:
     recs = [rec("multihop/fo", "fullness", 1, 1), rec("multihop/fo", "fullness", 2, None),
             rec("multihop/fo", "accessibility", 1, 1), rec("multihop/fo", "accessibility", 3, 2)]
-    m = {x.name: x.value for x in scoring.aggregate(recs, batched=False)}
+    m = {x.name: x.value for x in opentom.aggregate(recs, batched=False)}
     assert m["multihop.fo.accuracy"] == 2 / 3 and m["multihop.fo.macro_f1"] == pytest.approx((1 + 0) / 3 + 0 / 3)
     assert m["multihop.fo.unparseable"] == 1 and m["multihop.fo.accuracy_strict"] == 2 / 4
     assert m["multihop.fo.corrupted_rate"] == (0.5 + 0) / 2 and m["fullness.fo.corrupted_rate"] == 0.5
@@ -150,14 +150,14 @@ def test_multihop_pools_shared_labels_and_drops_unparseable() -> None:
 def test_paper_protocol_reports_mean_and_population_std_over_batches() -> None:
     recs = [rec("attitude", "attitude", 1, 1, "1"), rec("attitude", "attitude", 1, 2, "2"),
             rec("attitude", "attitude", 2, 2, "2")]
-    m = {x.name: x for x in scoring.aggregate(recs, batched=True)}
+    m = {x.name: x for x in opentom.aggregate(recs, batched=True)}
     assert m["attitude.accuracy.per_batch"].value == (1.0, 0.5)
     assert m["attitude.accuracy.mean"].value == 0.75 and m["attitude.accuracy.std"].value == 0.25
 
 
 def test_a_cell_with_nothing_read_has_no_rate_never_zero() -> None:
     recs = [rec("attitude", "attitude", 1, None), rec("attitude", "attitude", 2, None)]
-    m = {x.name: x for x in scoring.aggregate(recs, batched=False)}
+    m = {x.name: x for x in opentom.aggregate(recs, batched=False)}
     assert m["attitude.accuracy"].value is None and m["attitude.macro_f1"].value is None
     assert m["attitude.unparseable"].value == 2 and m["attitude.accuracy_strict"].value == 0.0
     assert m["attitude.corrupted_rate"].value == 1.0
@@ -165,14 +165,14 @@ def test_a_cell_with_nothing_read_has_no_rate_never_zero() -> None:
 
 def test_printed_rates_count_the_answers_read_as_their_n() -> None:
     recs = [rec("attitude", "attitude", 1, 1), rec("attitude", "attitude", 1, None), rec("attitude", "attitude", 2, 1)]
-    m = {x.name: x for x in scoring.aggregate(recs, batched=False)}
+    m = {x.name: x for x in opentom.aggregate(recs, batched=False)}
     assert (m["attitude.accuracy"].value, m["attitude.accuracy"].n, m["attitude.macro_f1"].n) == (0.5, 2, 2)
     assert m["attitude.accuracy_strict"].n == 3
 
 
 def test_a_batch_with_nothing_read_leaves_the_mean_undefined() -> None:
     recs = [rec("attitude", "attitude", 1, 1, "1"), rec("attitude", "attitude", 1, None, "2")]
-    m = {x.name: x for x in scoring.aggregate(recs, batched=True)}
+    m = {x.name: x for x in opentom.aggregate(recs, batched=True)}
     assert m["attitude.accuracy.per_batch"].value == (1.0, None)
     assert m["attitude.accuracy.mean"].value is None and m["attitude.accuracy.std"].value is None
 
@@ -191,10 +191,10 @@ def test_coarse_fine_agreement_pairs_a_characters_twins_and_gates_unreadable_as_
     # an unparseable coarse (None) or a fine tie (3) makes the pair unreadable; a narrator or a lone question, no pair
     recs = [*twin("1", "mover", 1, 1), *twin("1", "observer", 0, 2), *twin("2", "mover", 1, 2), *twin("2", "observer", None, 1),
             *twin("3", "mover", 0, 3), *twin("3", "narrator", 1, 1), twin("4", "mover", 1, 1)[0], *twin("1", "mover", 0, 1, "so")]
-    m = {x.name: x for x in scoring.diagnostics(recs)}
+    m = {x.name: x for x in opentom.diagnostics(recs)}
     assert (m["coarse_fine_agreement.fo"].value, m["coarse_fine_agreement.fo"].n) == (2 / 3, 3)
     assert m["coarse_fine_agreement.fo_unreadable"].value == 2 and m["coarse_fine_agreement.so"].value == 0.0
-    gates = {g.name: g for g in scoring.gate_rates(recs)}
+    gates = {g.name: g for g in opentom.gate_rates(recs)}
     fo = gates["coarse_fine_agreement.fo"]
     assert dict(zip(fo.ids, fo.values, strict=True)) == {"fo-1-mover-normal": 1.0, "fo-1-observer-normal": 1.0,
                                                           "fo-2-mover-normal": 0.0, "fo-2-observer-normal": 0.0,
