@@ -7,7 +7,10 @@ the engine can dedupe and batch across the selection.
 from __future__ import annotations
 
 import functools
+import os
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
@@ -104,6 +107,11 @@ class SuiteCollector(pytest.Collector):
         self.declaration = declaration
         self.wanted = wanted
         """Item names addressed on the command line (None: every item)."""
+        module = isinstance(self.parent, pytest.Module)
+        self.place: Path = self.path if module else self.session.path / self.name
+        """Where its items are placed: the test module, or `<rootdir>/<benchmark>` as --tom-benchmark's node ids say."""
+        self.line = suite_line(self.path, self.name) if module else 0
+        """0-based line of the suite's assignment in its test module (0 for --tom-benchmark)."""
 
     def collect(self) -> Iterator[pytest.Item]:
         """The suite's items; a suite that cannot be loaded stops the run as a usage error (`LOAD_ERROR`)."""
@@ -118,6 +126,45 @@ class SuiteCollector(pytest.Collector):
         for item in suite_items(self, loaded):
             if self.wanted is None or item.name in self.wanted:
                 yield item
+
+
+@functools.lru_cache(maxsize=64)
+def _module_lines(path: Path) -> tuple[str, ...]:
+    try:
+        return tuple(path.read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        return ()
+
+
+def suite_line(path: Path, name: str) -> int:
+    """The 0-based line that assigns the suite `name` at the module's top level (`name = pytest_tom.suite(...)`), else 0.
+    pytest places an item there: a skip mark's report and JUnit XML's line need one, and a skip of pytest-tom's own
+    is reported there rather than at the pytest-tom line that raised it.
+    """
+    assign = re.compile(rf"{re.escape(name)}\s*(:[^=]*)?=(?!=)")
+    return next((i for i, line in enumerate(_module_lines(path)) if assign.match(line)), 0)
+
+
+def at_item(item: pytest.Item, report: pytest.TestReport) -> pytest.TestReport:
+    """A skip raised inside pytest-tom (an unscored question, an error --tom-max-errors tolerates, a partial group) is
+    reported at its item, the suite's line, not at the line of pytest-tom that raised it; other skips are left as they are.
+    """
+    longrepr = report.longrepr
+    if (report.skipped and isinstance(item.parent, SuiteCollector) and isinstance(longrepr, tuple) and len(longrepr) == 3
+            and Path(str(longrepr[0])).resolve().is_relative_to(_PACKAGE)):
+        path, line = place(item)
+        report.longrepr = (os.fspath(path), line + 1, longrepr[2])
+    return report
+
+
+def place(item: pytest.Item) -> tuple[Path, int]:
+    """Where pytest places a suite's item (`reportinfo`): its suite's module and line."""
+    parent = item.parent
+    return (parent.place, parent.line) if isinstance(parent, SuiteCollector) else (item.path, 0)
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+"""pytest_tom's own folder: skips raised under it are pytest-tom's."""
 
 
 def suite_items(parent: pytest.Collector, loaded: LoadedSuite) -> Iterator[pytest.Item]:
@@ -277,9 +324,12 @@ class QuestionItem(_TomItem):
             return failures.question_failure(self, self.record, self.sample)
         return super()._show(exc)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
-        """The failure header: the suite as the test file names it (two suites of one file differ) and the question."""
-        return self.path, None, f"{self.parent.name if self.parent else self.suite.benchmark.name}: {self.sample.id}"
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """The failure header: the suite as the test file names it (two suites of one file differ) and the question; the
+        line is the suite's (a skip mark needs one).
+        """
+        suite = self.parent.name if self.parent else self.suite.benchmark.name
+        return *place(self), f"{suite}: {self.sample.id}"
 
 
 class DerivedItem(_TomItem):
@@ -328,6 +378,6 @@ class DerivedItem(_TomItem):
             return failures.derived_failure(self.config, self.verdict, self.location[0])
         return super()._show(exc)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Path, int, str]:
         suite = self.parent.name if self.parent else self.suite.benchmark.name
-        return self.path, None, f"{suite}: {self.derived.kind} {self.derived.id}"
+        return *place(self), f"{suite}: {self.derived.kind} {self.derived.id}"

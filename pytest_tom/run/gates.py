@@ -161,8 +161,8 @@ def _judge_one(spec: DerivedSpec, report: Report, members: dict[str, Record], to
     path, line, _ = spec.location
     d = spec.derived
 
-    def skipped(reason: str, props: list[tuple[str, object]] | None = None) -> list[pytest.TestReport]:
-        return [report("setup", "skipped", (path, line, f"Skipped: {reason}"), props)]
+    def skipped(reason: str, props: list[tuple[str, object]] | None = None) -> list[pytest.TestReport]:  # at the suite's line
+        return [report("setup", "skipped", (path, None if line is None else line + 1, f"Skipped: {reason}"), props)]
 
     if not spec.selected:
         return skipped(partial_group(d, sum(m in members for m in d.members)))

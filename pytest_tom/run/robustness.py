@@ -92,9 +92,10 @@ class RobustnessItem(pytest.Function):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
-    def reportinfo(self) -> tuple[Any, int | None, str]:
+    def reportinfo(self) -> tuple[Any, int, str]:
         suite = self.parent.name if self.parent else self.suite.benchmark.name
-        return self.path, None, f"{suite}: {self.spec.name} robustness of {self.base_sample.id}"
+        where = getattr(self.parent, "place", self.path), getattr(self.parent, "line", 0)  # `collect.place`
+        return *where, f"{suite}: {self.spec.name} robustness of {self.base_sample.id}"
 
 
 def register_marks(config: pytest.Config, specs: list[StrategySpec]) -> None:

@@ -304,6 +304,13 @@ class TomHooks:
 
         return teststatus(report, self.tom)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """pytest-tom's own skips are reported at their item (`collect.at_item`)."""
+        from pytest_tom.run.collect import at_item
+
+        return at_item(item, (yield))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Gather records (on the xdist controller they arrive from the workers)."""
         if report.when == "call" or (report.when == "setup" and not report.passed):

@@ -86,7 +86,7 @@ def test_a_question_without_a_gold_is_asked_skipped_and_in_no_number(pytester: p
             "--tom-model=python:gold_model:model")
     result = pytester.runpytest(*args, "--tom-report=r.json", "-rs")
     result.assert_outcomes(passed=41, failed=4, skipped=1)  # as the fixture's run, less the question now without a gold
-    result.stdout.fnmatch_lines(["SKIPPED*: OpenToM 11111111-location_fg_fo-0 (location_fg_fo_new.json 11111111[[]0[]]): "
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] opentom:1: OpenToM 11111111-location_fg_fo-0 (location_fg_fo_new.json 11111111[[]0[]]): "
                                  "unscored: no scorable gold*"])
     recs = {r.sample_id: r for r in read_records(pytester)}
     unscored = recs["11111111-location_fg_fo-0"]
