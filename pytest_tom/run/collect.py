@@ -23,6 +23,7 @@ from pytest_tom.models.base import Model, format_user_frames
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.run import failures
 from pytest_tom.run.gates import is_gate_run
+from pytest_tom.run.nodeids import CacheComparableId
 from pytest_tom.run.robustness import RobustnessItem
 from pytest_tom.run.robustness import register_marks as register_robust_marks
 from pytest_tom.run.session import tom_session
@@ -214,7 +215,7 @@ def _mark(name: str) -> pytest.MarkDecorator:
     return getattr(pytest.mark, name)  # type: ignore[no-any-return]
 
 
-class _TomItem(pytest.Function):
+class _TomItem(CacheComparableId, pytest.Function):
     """A pytest-tom item: requests `tom_model` like a test function, reports its own failure text."""
 
     _fixture_error: BaseException | None = None

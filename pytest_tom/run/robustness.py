@@ -19,6 +19,7 @@ from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.robustness.results import KIND, MARK
 from pytest_tom.robustness.search import RobustnessFailed, answer_text, failure_message, search
 from pytest_tom.run.gates import is_gate_run
+from pytest_tom.run.nodeids import CacheComparableId
 from pytest_tom.run.session import tom_session
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from pytest_tom.sample import Sample
 
 
-class RobustnessItem(pytest.Function):
+class RobustnessItem(CacheComparableId, pytest.Function):
     """One (question, strategy) property: correctness survives every drawn perturbation, or follows a counterfactual."""
 
     def __init__(self, *, base: Sample[Any], suite: LoadedSuite, spec: StrategySpec, **kw: Any) -> None:
