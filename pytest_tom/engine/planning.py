@@ -99,17 +99,22 @@ class Planner:
             self._cache.close()
             self._cache = None
 
-    def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object]) -> None:
+    def ensure(self, keys: Sequence[str], items: Sequence[Any], model: Callable[[], object],
+               on_unit: Callable[[int], None] | None = None) -> None:
         """Make sure `keys` have records, answering the planning unit of each missing one in one engine run. Afterwards
         every question of the unit has a record, so a failure is recorded once, never re-sent by each later item: a
         program that cannot be built, or an exception out of the engine, is an ERROR. Only a `TomConfigError` (a damaged
-        cache) escapes: the run layer stops the run with it.
+        cache) escapes: the run layer stops the run with it. An interruption other than the user's (pytest-timeout's
+        signal) leaves the unit's unanswered questions as ERRORs and reaches the item. `on_unit(n)` hears the size of a
+        unit about to be answered.
         """
         missing = [k for k in keys if k not in self.results]
         if not missing:
             return
         engine = self.engine or self._start(model())
         unit = self._unit(missing, items)
+        if on_unit is not None:
+            on_unit(len(unit))
         programs: dict[str, tuple[Sample[Any], Program]] = {}
         fresh: dict[str, Record] = {}
         for it in unit:
@@ -121,12 +126,19 @@ class Planner:
                                f"{type(exc).__name__}: {exc}")
         try:
             fresh.update(engine.run(programs))
-        except TomConfigError:
+        except (TomConfigError, KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - recorded for the unit, never retried per item
             message = f"pytest-tom's engine failed while answering this question: {type(exc).__name__}: {exc}"
             for key, (sample, _) in programs.items():
                 fresh.setdefault(key, error_record(sample, message))
+        except BaseException as exc:  # pytest's outcome (pytest-timeout's signal): the item hears it, the unit keeps it
+            message = f"interrupted while answering this question: {type(exc).__name__}: {exc}"
+            self._keep(fresh | {key: fresh.get(key) or error_record(sample, message) for key, (sample, _) in programs.items()})
+            raise
+        self._keep(fresh)
+
+    def _keep(self, fresh: dict[str, Record]) -> None:
         for key, record in fresh.items():
             self.results[key] = record
             if record.outcome is Outcome.ERROR:

@@ -164,6 +164,24 @@ def place(item: pytest.Item) -> tuple[Path, int]:
     return (parent.place, parent.line) if isinstance(parent, SuiteCollector) else (item.path, 0)
 
 
+TIMEOUT_KEY = pytest.StashKey[Any]()
+"""pytest-timeout's settings for an item (its `Settings` named tuple), as its `pytest_timeout_set_timer` hook gave them."""
+
+
+def stretch_timeout(item: pytest.Item, questions: int) -> None:
+    """Under pytest-timeout's per-test limit (`--timeout`, ini `timeout`, a `timeout` mark), the item that answers a
+    planning unit of `questions` questions gets that many times the limit, counted from now: each question keeps its
+    per-test budget, and a model that hangs still times out. Without the stretch every item would time out in turn,
+    each restarting the unit.
+    """
+    settings = item.stash.get(TIMEOUT_KEY, None)
+    if settings is None or questions <= 1:
+        return
+    hook = item.config.hook
+    hook.pytest_timeout_cancel_timer(item=item)
+    hook.pytest_timeout_set_timer(item=item, settings=settings._replace(timeout=settings.timeout * questions))
+
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 """pytest_tom's own folder: skips raised under it are pytest-tom's."""
 
@@ -282,7 +300,8 @@ class _TomItem(CacheComparableId, pytest.Function):
     def _ensure(self, keys: list[str]) -> None:
         tom = tom_session(self.config)
         try:
-            tom.planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"])
+            tom.planner.ensure(keys, self.session.items, model=lambda: self.funcargs["tom_model"],
+                               on_unit=functools.partial(stretch_timeout, self))
         except TomConfigError as exc:
             self._stop(f"pytest-tom: {exc}")
 

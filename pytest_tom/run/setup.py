@@ -304,6 +304,16 @@ class TomHooks:
 
         return teststatus(report, self.tom)
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> None:
+        """pytest-timeout arms an item's timer: remember its settings, so the item that answers a planning unit can
+        stretch them (`collect.stretch_timeout`); pytest-timeout still arms it.
+        """
+        from pytest_tom.run.collect import TIMEOUT_KEY, SuiteCollector
+
+        if isinstance(item.parent, SuiteCollector) and TIMEOUT_KEY not in item.stash:
+            item.stash[TIMEOUT_KEY] = settings
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         """pytest-tom's own skips are reported at their item (`collect.at_item`)."""

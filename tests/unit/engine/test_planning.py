@@ -200,3 +200,34 @@ def test_progress_is_passed_to_the_engine(tmp_path: Path) -> None:
 
 def test_describe_model_before_any_answer(tmp_path: Path) -> None:
     assert planner(tmp_path, model="mock:first").describe_model() == {"uri": "mock:first"}
+
+
+class Interrupted(BaseException):
+    """What pytest-timeout's signal raises in the middle of a call: pytest's `Failed`, no `Exception`."""
+
+
+def test_an_interruption_leaves_the_unit_as_errors_and_reaches_the_item(tmp_path: Path) -> None:
+    items, sizes = collection(), list[int]()
+
+    def answer(request: Request) -> str:
+        raise Interrupted("Timeout (>1.0s) from pytest-timeout")
+
+    model = MockModel(answer, strategy="none")
+    plan = planner(tmp_path, no_cache=True)
+    with pytest.raises(Interrupted):
+        plan.ensure(["toy::q0"], items, lambda: model, on_unit=sizes.append)
+    assert sizes == [10] and len(model.calls) <= 1
+    assert sorted(plan.results) == sorted(f"toy::q{i}" for i in range(10)) and plan.errors == 10
+    assert all("interrupted while answering this question: Interrupted: Timeout" in r.message for r in plan.results.values())
+    plan.ensure(["toy::q5"], items, lambda: model, on_unit=sizes.append)  # recorded: never asked again by later items
+    assert sizes == [10] and len(model.calls) <= 1
+
+
+def test_the_users_interrupt_records_nothing(tmp_path: Path) -> None:
+    def answer(request: Request) -> str:
+        raise KeyboardInterrupt
+
+    plan = planner(tmp_path, no_cache=True)
+    with pytest.raises(KeyboardInterrupt):
+        plan.ensure(["toy::q0"], collection(), lambda: MockModel(answer, strategy="none"))
+    assert plan.results == {} and plan.errors == 0
