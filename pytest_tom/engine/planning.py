@@ -134,7 +134,7 @@ class Planner:
                 fresh.setdefault(key, error_record(sample, message))
         except BaseException as exc:  # pytest's outcome (pytest-timeout's signal): the item hears it, the unit keeps it
             message = f"interrupted while answering this question: {type(exc).__name__}: {exc}"
-            self._keep(fresh | {key: fresh.get(key) or error_record(sample, message) for key, (sample, _) in programs.items()})
+            self._keep(fresh | {key: error_record(sample, message) for key, (sample, _) in programs.items()})
             raise
         self._keep(fresh)
 

@@ -23,7 +23,7 @@ from pytest_tom.models.base import Model, format_user_frames
 from pytest_tom.record import Outcome, Record, Verdict
 from pytest_tom.run import failures
 from pytest_tom.run.gates import is_gate_run
-from pytest_tom.run.nodeids import CacheComparableId
+from pytest_tom.run.nodeids import CacheComparableId, place
 from pytest_tom.run.robustness import RobustnessItem
 from pytest_tom.run.robustness import register_marks as register_robust_marks
 from pytest_tom.run.session import tom_session
@@ -156,12 +156,6 @@ def at_item(item: pytest.Item, report: pytest.TestReport) -> pytest.TestReport:
         path, line = place(item)
         report.longrepr = (os.fspath(path), line + 1, longrepr[2])
     return report
-
-
-def place(item: pytest.Item) -> tuple[Path, int]:
-    """Where pytest places a suite's item (`reportinfo`): its suite's module and line."""
-    parent = item.parent
-    return (parent.place, parent.line) if isinstance(parent, SuiteCollector) else (item.path, 0)
 
 
 TIMEOUT_KEY = pytest.StashKey[Any]()

@@ -1,11 +1,14 @@
-"""pytest-tom's items are named `bench[id]` without a pytest parametrization; this keeps their node ids comparable with
-the ids pytest reads back from its cache.
+"""Where pytest-tom's items stand for pytest: their place (the suite's module and line), and node ids comparable with
+the ids pytest reads back from its cache (the items are named `bench[id]` without a pytest parametrization).
 """
 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 
 class CacheComparableId:
@@ -21,3 +24,8 @@ class CacheComparableId:
         node_id = super().id  # type: ignore[misc]
         parse = getattr(type(node_id), "parse", None)
         return parse(str(node_id)) if parse is not None else node_id
+
+
+def place(item: pytest.Item) -> tuple[Path, int]:
+    """Where pytest places a suite's item (`reportinfo`): its suite collector's `place` and 0-based `line`."""
+    return getattr(item.parent, "place", item.path), getattr(item.parent, "line", 0)

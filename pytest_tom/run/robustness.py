@@ -19,7 +19,7 @@ from pytest_tom.record import DerivedRecord, Outcome, Record, Verdict
 from pytest_tom.robustness.results import KIND, MARK
 from pytest_tom.robustness.search import RobustnessFailed, answer_text, failure_message, search
 from pytest_tom.run.gates import is_gate_run
-from pytest_tom.run.nodeids import CacheComparableId
+from pytest_tom.run.nodeids import CacheComparableId, place
 from pytest_tom.run.session import tom_session
 
 if TYPE_CHECKING:
@@ -95,8 +95,7 @@ class RobustnessItem(CacheComparableId, pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int, str]:
         suite = self.parent.name if self.parent else self.suite.benchmark.name
-        where = getattr(self.parent, "place", self.path), getattr(self.parent, "line", 0)  # `collect.place`
-        return *where, f"{suite}: {self.spec.name} robustness of {self.base_sample.id}"
+        return *place(self), f"{suite}: {self.spec.name} robustness of {self.base_sample.id}"
 
 
 def register_marks(config: pytest.Config, specs: list[StrategySpec]) -> None:
